@@ -1,0 +1,75 @@
+package chat
+
+import (
+	"strings"
+	"time"
+)
+
+// Inbound is one message from a person or agent, normalised by an adapter.
+// It is typed on purpose: platform specifics that the hub needs have a field;
+// Meta holds only small, display-only extras.
+type Inbound struct {
+	// TurnID is deterministic from the platform event (DESIGN §4), such as
+	// "telegram.<chat_id>.<message_id>"; it contains no ':'.
+	TurnID   string
+	Platform Platform
+	// ChatID, ThreadID and MessageID are the platform's ids as decimal strings.
+	ChatID    string
+	ThreadID  string
+	MessageID string
+	// UserID and UserName identify the sender; RoleIDs are Discord role ids.
+	UserID   string
+	UserName string
+	RoleIDs  []string
+	// GuildID is the Discord server, empty elsewhere.
+	GuildID string
+	// ChatType is the platform's kind of chat: private, group, supergroup,
+	// channel, guild_text, dm, web.
+	ChatType string
+	// ChatTitle and TopicTitle name the chat and forum topic for the directory.
+	ChatTitle  string
+	TopicTitle string
+	Text       string
+	Edited     bool
+	Time       time.Time
+	// Meta carries small platform extras that the mirrors record and the
+	// senders may need (an interaction token, the message to reply to).
+	Meta map[string]string
+}
+
+// Channel returns the channel-directory key of the chat the message came from.
+func (in *Inbound) Channel() ChannelKey {
+	return ChannelKey{Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID}
+}
+
+// ReplyKey returns the target key that replies to this message go to.
+func (in *Inbound) ReplyKey() Key {
+	if in.Platform == Web {
+		return WebKey
+	}
+	return ChatKey(in.Platform, in.ChatID, in.ThreadID)
+}
+
+// Identity is the access-control identity of the sender: telegram:<user_id>,
+// discord:<user_id> or web.
+func (in *Inbound) Identity() string {
+	if in.Platform == Web {
+		return "web"
+	}
+	return string(in.Platform) + ":" + in.UserID
+}
+
+// Display is the channel directory's name for the chat: "Chat title / Topic".
+func (in *Inbound) Display() string {
+	parts := make([]string, 0, 2)
+	if t := strings.TrimSpace(in.ChatTitle); t != "" {
+		parts = append(parts, t)
+	}
+	if t := strings.TrimSpace(in.TopicTitle); t != "" {
+		parts = append(parts, t)
+	}
+	if len(parts) == 0 {
+		return in.Channel().String()
+	}
+	return strings.Join(parts, " / ")
+}

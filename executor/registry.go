@@ -1,0 +1,210 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Result is embedded in every verb result type. The executor fills it in:
+// Succeeded is true when the verb returned no error, otherwise ErrorCode and
+// ErrorMessage describe what went wrong.
+type Result struct {
+	Succeeded    bool      `json:"succeeded"`
+	ErrorMessage string    `json:"errorMessage,omitempty" desc:"What went wrong, for people; empty on success"`
+	ErrorCode    ErrorCode `json:"errorCode,omitempty" desc:"What went wrong, for programs; empty on success"`
+}
+
+func (r *Result) verbResult() *Result { return r }
+
+// resultHolder is implemented by every type that embeds Result.
+type resultHolder interface{ verbResult() *Result }
+
+// Verb runs one verb with typed arguments. It is the verb-side analogue of
+// http.Handler: a verb returns its typed result, or an error (preferably an
+// *Error) that the executor turns into a failed result.
+type Verb[A, R any] interface {
+	Run(ctx context.Context, args A) (R, error)
+}
+
+// VerbFunc adapts an ordinary function to Verb.
+type VerbFunc[A, R any] func(ctx context.Context, args A) (R, error)
+
+// Run calls f(ctx, args).
+func (f VerbFunc[A, R]) Run(ctx context.Context, args A) (R, error) { return f(ctx, args) }
+
+// Info describes a verb for listings, help and access control.
+type Info struct {
+	// Name is the canonical name, such as "fs.readFile". Lookups ignore case.
+	Name string
+	// Summary is one line shown by `hub verbs`, /help and command menus.
+	Summary string
+	// ReadOnly verbs have no side effects; the built-in reader role may run them.
+	ReadOnly bool
+}
+
+// Registry maps verb names, case-insensitively, to typed handlers. It is safe
+// for concurrent use; registration normally happens once at start-up.
+type Registry struct {
+	mu    sync.RWMutex
+	verbs map[string]*registration // keyed by lower-cased name
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{verbs: map[string]*registration{}} }
+
+type registration struct {
+	info       Info
+	argsType   reflect.Type
+	resultType reflect.Type
+	run        func(ctx context.Context, args any) (any, error)
+}
+
+// Register adds a verb whose arguments decode into A and whose result is R.
+// R must embed Result. Registering a name twice, ignoring case, is an error.
+func Register[A, R any](r *Registry, info Info, v Verb[A, R]) error {
+	if err := validName(info.Name); err != nil {
+		return err
+	}
+	at := reflect.TypeFor[A]()
+	rt := reflect.TypeFor[R]()
+	if at.Kind() != reflect.Struct {
+		return fmt.Errorf("register %s: arguments type %s must be a struct", info.Name, at)
+	}
+	if rt.Kind() != reflect.Struct {
+		return fmt.Errorf("register %s: result type %s must be a struct", info.Name, rt)
+	}
+	if !reflect.PointerTo(rt).Implements(reflect.TypeFor[resultHolder]()) {
+		return fmt.Errorf("register %s: result type %s must embed executor.Result", info.Name, rt)
+	}
+	reg := &registration{
+		info:       info,
+		argsType:   at,
+		resultType: rt,
+		run: func(ctx context.Context, args any) (any, error) {
+			res, err := v.Run(ctx, *args.(*A))
+			if err != nil {
+				return nil, err
+			}
+			return &res, nil
+		},
+	}
+	key := strings.ToLower(info.Name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.verbs[key]; ok {
+		return fmt.Errorf("register %s: verb %q is already registered", info.Name, old.info.Name)
+	}
+	r.verbs[key] = reg
+	return nil
+}
+
+// MustRegister is Register for start-up code where a failure is a programming error.
+func MustRegister[A, R any](r *Registry, info Info, v Verb[A, R]) {
+	if err := Register(r, info, v); err != nil {
+		panic(err)
+	}
+}
+
+func validName(name string) error {
+	if name == "" {
+		return fmt.Errorf("register: verb name is empty")
+	}
+	parts := strings.Split(name, ".")
+	for _, p := range parts {
+		if p == "" {
+			return fmt.Errorf("register %q: empty name segment (accepted: letters and digits separated by dots, like fs.readFile)", name)
+		}
+		for i, c := range p {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+				return fmt.Errorf("register %q: character %q not allowed (accepted: letters and digits separated by dots, like fs.readFile)", name, c)
+			}
+		}
+	}
+	return nil
+}
+
+// lookup finds a verb by name, ignoring case. Underscores count as dots, so
+// "fs_readfile" finds "fs.readFile" (the chat grammar's form).
+func (r *Registry) lookup(name string) (*registration, bool) {
+	key := strings.ToLower(strings.ReplaceAll(name, "_", "."))
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	reg, ok := r.verbs[key]
+	return reg, ok
+}
+
+// Lookup returns the verb's Info, ignoring case (and treating _ as .).
+func (r *Registry) Lookup(name string) (Info, bool) {
+	reg, ok := r.lookup(name)
+	if !ok {
+		return Info{}, false
+	}
+	return reg.info, true
+}
+
+// Verbs lists every registered verb sorted by name.
+func (r *Registry) Verbs() []Info {
+	r.mu.RLock()
+	out := make([]Info, 0, len(r.verbs))
+	for _, reg := range r.verbs {
+		out = append(out, reg.info)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Suggest returns up to three registered names close to name, closest first.
+func (r *Registry) Suggest(name string) []string {
+	key := strings.ToLower(strings.ReplaceAll(name, "_", "."))
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	for _, info := range r.Verbs() {
+		lname := strings.ToLower(info.Name)
+		d := editDistance(key, lname)
+		// A shared dotted suffix or prefix ("readfile" for "fs.readFile") counts as close.
+		if i := strings.LastIndexByte(lname, '.'); i >= 0 && key == lname[i+1:] {
+			d = 1
+		}
+		if strings.HasPrefix(lname, key) && len(key) >= 2 {
+			d = min(d, 2)
+		}
+		if d <= max(2, len(key)/3) {
+			cands = append(cands, cand{info.Name, d})
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].d < cands[j].d })
+	var out []string
+	for i := 0; i < len(cands) && i < 3; i++ {
+		out = append(out, cands[i].name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Layout names inside the state root.
+const (
+	DBFile              = "hub.db"
+	DeliveryTargetsFile = "pma/delivery_targets.json"
+	DefaultDeliveries   = "pma/deliveries.jsonl"
+	ChannelDirectory    = "chat/channel_directory.json"
+	FlowsDir            = "flows"
+	ProcDir             = "proc"
+	SocketFile          = "hub.sock"
+)
+
+// DefaultLockTimeout is how long Open waits for another process to release hub.db.
+const DefaultLockTimeout = 2 * time.Second
+
+// Options tune Open.
+type Options struct {
+	// LockTimeout bounds the wait for the database lock; zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// NoSync turns off fsync on commit; for benchmarks only.
+	NoSync bool
+}
+
+// State is an open state root.
+type State struct {
+	dir string
+	db  *bolt.DB
+}
+
+// LockedError reports that another process holds the state directory.
+type LockedError struct {
+	Dir string
+	PID int    // 0 when unknown
+	Cmd string // the holder's command line, when known
+}
+
+func (e *LockedError) Error() string {
+	who := "another process"
+	if e.PID > 0 {
+		who = "process " + strconv.Itoa(e.PID)
+		if e.Cmd != "" {
+			who += " (" + e.Cmd + ")"
+		}
+	}
+	return fmt.Sprintf("state directory %s is in use by %s: stop it, or point this command at the running hub", e.Dir, who)
+}
+
+// ErrLocked matches a *LockedError with errors.Is.
+var ErrLocked = errors.New("state directory is in use")
+
+// Is makes errors.Is(err, ErrLocked) true for a *LockedError.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// Open creates the state layout under dir (owner-only permissions) and opens
+// hub.db. If another process holds the database, Open fails after the lock
+// timeout with a *LockedError naming the holder; it never hangs.
+func Open(dir string, opts Options) (*State, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open state: %w", err)
+	}
+	for _, d := range []string{abs, filepath.Join(abs, "pma"), filepath.Join(abs, "chat"), filepath.Join(abs, FlowsDir), filepath.Join(abs, ProcDir)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("open state: create %s: %w", d, err)
+		}
+	}
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	path := filepath.Join(abs, DBFile)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			pid, cmd := lockHolder(path)
+			return nil, &LockedError{Dir: abs, PID: pid, Cmd: cmd}
+		}
+		return nil, fmt.Errorf("open state: open %s: %w", path, err)
+	}
+	return &State{dir: abs, db: db}, nil
+}
+
+// Dir is the absolute path of the state root.
+func (s *State) Dir() string { return s.dir }
+
+// Path joins elem onto the state root.
+func (s *State) Path(elem ...string) string {
+	return filepath.Join(append([]string{s.dir}, elem...)...)
+}
+
+// DB is the open bbolt database.
+func (s *State) DB() *bolt.DB { return s.db }
+
+// Close closes the database.
+func (s *State) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", filepath.Join(s.dir, DBFile), err)
+	}
+	return nil
+}
+
+var metaBucket = []byte("meta")
+
+// ErrSchemaTooNew is returned when a bucket was written by a newer hub.
+var ErrSchemaTooNew = errors.New("bucket schema is newer than this binary")
+
+// EnsureBucket creates bucket name if missing and records its schema version.
+// A bucket whose recorded version is newer than version is refused, so an old
+// binary never misreads data a newer one wrote. It returns the bucket and the
+// version found on disk (equal to version for a new bucket), which callers
+// use to migrate older data.
+func EnsureBucket(tx *bolt.Tx, name string, version int) (*bolt.Bucket, int, error) {
+	meta, err := tx.CreateBucketIfNotExists(metaBucket)
+	if err != nil {
+		return nil, 0, fmt.Errorf("create meta bucket: %w", err)
+	}
+	vkey := []byte("schema/" + name)
+	found := version
+	if v := meta.Get(vkey); v != nil {
+		if len(v) != 8 {
+			return nil, 0, fmt.Errorf("bucket %q: schema version record is corrupt (%d bytes)", name, len(v))
+		}
+		found = int(binary.BigEndian.Uint64(v))
+		if found > version {
+			return nil, found, fmt.Errorf("bucket %q has schema version %d but this hub knows only up to %d: run a newer hub binary: %w", name, found, version, ErrSchemaTooNew)
+		}
+	}
+	if found != version || meta.Get(vkey) == nil {
+		var buf [8]byte
+		binary.BigEndian.PutUint64(buf[:], uint64(version))
+		if tx.Writable() {
+			if err := meta.Put(vkey, buf[:]); err != nil {
+				return nil, 0, fmt.Errorf("record schema of %q: %w", name, err)
+			}
+		}
+	}
+	b, err := tx.CreateBucketIfNotExists([]byte(name))
+	if err != nil {
+		return nil, 0, fmt.Errorf("create bucket %q: %w", name, err)
+	}
+	return b, found, nil
+}
+
+// lockHolder finds the process holding a POSIX/flock lock on path by matching
+// its inode in /proc/locks (Linux). It returns zero values when unknown.
+func lockHolder(path string) (int, string) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, ""
+	}
+	f, err := os.Open("/proc/locks")
+	if err != nil {
+		return 0, ""
+	}
+	defer f.Close()
+	suffix := ":" + strconv.FormatUint(st.Ino, 10)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// 1: FLOCK  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		if fields[1] == "->" { // a blocked waiter
+			continue
+		}
+		if !strings.HasSuffix(fields[5], suffix) {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[4])
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + fields[4] + "/cmdline")
+		return pid, strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+	}
+	return 0, ""
+}
