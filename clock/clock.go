@@ -12,7 +12,8 @@ import (
 // Clock tells the time and schedules callbacks.
 type Clock interface {
 	Now() time.Time
-	// AfterFunc calls f in its own goroutine after d.
+	// AfterFunc calls f after d: Real in its own goroutine, Fake inside
+	// Advance/Set on the caller's goroutine.
 	AfterFunc(d time.Duration, f func()) Timer
 }
 
