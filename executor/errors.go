@@ -29,8 +29,8 @@ const (
 	CodeInternal         ErrorCode = "internal"
 )
 
-// Values lists every error code; it makes ErrorCode an enum in derived schemas.
-func (ErrorCode) Values() []string {
+// Codes lists every error code a result may carry.
+func Codes() []string {
 	return []string{
 		string(CodeUnknownVerb), string(CodeInvalidEnvelope), string(CodeInvalidArguments),
 		string(CodeNotFound), string(CodeAlreadyExists), string(CodeNotADirectory),

@@ -15,7 +15,7 @@ import (
 type Result struct {
 	Succeeded    bool      `json:"succeeded"`
 	ErrorMessage string    `json:"errorMessage,omitempty" desc:"What went wrong, for people; empty on success"`
-	ErrorCode    ErrorCode `json:"errorCode,omitempty" desc:"What went wrong, for programs; empty on success"`
+	ErrorCode    ErrorCode `json:"errorCode,omitempty" desc:"What went wrong, for programs: unknown_verb, invalid_arguments, not_found, forbidden_path, too_large, timeout, io_error, …; empty on success"`
 }
 
 func (r *Result) verbResult() *Result { return r }
@@ -61,6 +61,9 @@ type registration struct {
 	argsType   reflect.Type
 	resultType reflect.Type
 	run        func(ctx context.Context, args any) (any, error)
+
+	schemaOnce sync.Once
+	cached     VerbSchema
 }
 
 // Register adds a verb whose arguments decode into A and whose result is R.

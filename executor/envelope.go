@@ -1,0 +1,331 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Envelope is one verb call: {verb, arguments}. ID is an optional caller
+// token that transports such as `hub exec --stdio` echo back.
+type Envelope struct {
+	Verb      string          `json:"verb"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	ID        json.RawMessage `json:"id,omitempty"`
+}
+
+// Options configure an Executor.
+type Options struct {
+	Limits Limits
+	// Timeout bounds every verb call; zero means no limit beyond the caller's
+	// context (proc.run has its own timeout).
+	Timeout time.Duration
+	// Logger receives panics recovered from verbs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Executor decodes envelopes, runs verbs from a Registry and encodes results.
+// Every failure is a result, never a panic or a Go error.
+type Executor struct {
+	reg  *Registry
+	opts Options
+}
+
+// New returns an Executor over reg.
+func New(reg *Registry, opts Options) *Executor {
+	opts.Limits = opts.Limits.withDefaults()
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Executor{reg: reg, opts: opts}
+}
+
+// Registry returns the executor's registry.
+func (x *Executor) Registry() *Registry { return x.reg }
+
+// Outcome is the result of one call, before and after encoding.
+type Outcome struct {
+	// Verb is the canonical verb name; empty when the verb was unknown.
+	Verb string
+	// ID is the envelope's id, echoed.
+	ID json.RawMessage
+	// Value is the typed result (a pointer to the verb's result struct) on
+	// success, nil on failure.
+	Value any
+	// Err is nil on success.
+	Err      *Error
+	Duration time.Duration
+}
+
+// Succeeded reports whether the verb ran and returned no error.
+func (o *Outcome) Succeeded() bool { return o.Err == nil }
+
+// JSON encodes the result as the verb's result JSON (camelCase, with
+// succeeded, errorMessage and errorCode). Failures carry only those fields.
+func (o *Outcome) JSON() []byte {
+	var v any
+	if o.Err != nil {
+		v = &Result{Succeeded: false, ErrorMessage: o.Err.Message, ErrorCode: o.Err.Code}
+	} else {
+		v = o.Value
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		fb, _ := json.Marshal(&Result{Succeeded: false, ErrorCode: CodeInternal, ErrorMessage: "encode result: " + err.Error()})
+		return fb
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// Execute decodes a YAML or JSON envelope, runs the verb and returns the
+// result JSON.
+func (x *Executor) Execute(ctx context.Context, input []byte) []byte {
+	out := x.ExecuteInput(ctx, input)
+	return out.JSON()
+}
+
+// ExecuteInput is Execute returning the Outcome.
+func (x *Executor) ExecuteInput(ctx context.Context, input []byte) *Outcome {
+	env, err := x.DecodeEnvelope(input)
+	if err != nil {
+		return &Outcome{Err: ErrorFrom(err), ID: env.ID}
+	}
+	return x.Run(ctx, env)
+}
+
+// DecodeEnvelope parses a YAML or JSON envelope strictly: valid UTF-8, within
+// the size, depth and alias limits, exactly the keys verb, arguments and id.
+// Errors are *Error with code invalid_envelope.
+func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
+	lim := x.opts.Limits
+	if len(input) > lim.MaxInputBytes {
+		return Envelope{}, Errorf(CodeTooLarge, "Envelope is %d bytes, over the %d-byte limit", len(input), lim.MaxInputBytes)
+	}
+	if !utf8.Valid(input) {
+		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: input is not valid UTF-8 (at byte %d); send UTF-8 text, and binary data as base64", invalidUTF8At(input))
+	}
+	data := input
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: input is empty; expected {verb: <name>, arguments: {...}} in YAML or JSON")
+	}
+	if bytes.TrimLeft(data, " \t\r\n")[0] == '{' {
+		if err := checkJSON(data, lim); err != nil {
+			return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: %v", err)
+		}
+	} else {
+		j, err := YAMLToJSON(data, lim)
+		if err != nil {
+			return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: %v", err)
+		}
+		data = j
+	}
+	var raw map[string]json.RawMessage
+	if jsonKind(data) != "an object" { // jsonKind trims
+		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: expected an object {verb: <name>, arguments: {...}}, got %s", jsonKind(data))
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: %v", jsonSyntaxError(data, err))
+	}
+	var env Envelope
+	env.ID = raw["id"]
+	for k := range raw {
+		switch k {
+		case "verb", "arguments", "id":
+		default:
+			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: unknown key %q (accepted: verb, arguments, id)", k)
+		}
+	}
+	v, ok := raw["verb"]
+	if !ok {
+		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: missing \"verb\" (accepted: verb, arguments, id)")
+	}
+	if err := json.Unmarshal(v, &env.Verb); err != nil || env.Verb == "" {
+		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"verb\" must be a non-empty string, got %s", jsonKind(v))
+	}
+	env.Arguments = raw["arguments"]
+	return env, nil
+}
+
+// Run executes a decoded envelope.
+func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
+	start := time.Now()
+	out = &Outcome{ID: env.ID}
+	defer func() { out.Duration = time.Since(start) }()
+	reg, ok := x.reg.lookup(env.Verb)
+	if !ok {
+		msg := fmt.Sprintf("Unknown verb '%s'.", env.Verb)
+		if s := x.reg.Suggest(env.Verb); len(s) > 0 {
+			msg += " Did you mean: " + strings.Join(s, ", ") + "?"
+		} else {
+			msg += " Run `hub verbs` or /verbs for the list."
+		}
+		out.Err = &Error{Code: CodeUnknownVerb, Message: msg}
+		return out
+	}
+	out.Verb = reg.info.Name
+	args, err := reg.decodeArgs(env.Arguments)
+	if err != nil {
+		out.Err = ErrorFrom(err)
+		return out
+	}
+	if x.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, x.opts.Timeout)
+		defer cancel()
+	}
+	val, err := x.call(ctx, reg, args)
+	if err != nil {
+		out.Err = ErrorFrom(err)
+		return out
+	}
+	val.(resultHolder).verbResult().Succeeded = true
+	val.(resultHolder).verbResult().ErrorMessage = ""
+	val.(resultHolder).verbResult().ErrorCode = ""
+	out.Value = val
+	return out
+}
+
+func (x *Executor) call(ctx context.Context, reg *registration, args any) (val any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			x.opts.Logger.Error("verb panicked", "verb", reg.info.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			val, err = nil, Errorf(CodeInternal, "Internal error in %s: %v", reg.info.Name, p)
+		}
+	}()
+	return reg.run(ctx, args)
+}
+
+// decodeArgs decodes raw JSON arguments into a new *A strictly: an object,
+// exactly the declared keys (case-sensitive), every required key present and
+// non-null, and values of the right types.
+func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
+	ptr := reflect.New(reg.argsType)
+	fields := jsonFields(reg.argsType)
+	raw = bytes.TrimSpace(raw)
+	var obj map[string]json.RawMessage
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		obj = map[string]json.RawMessage{}
+	} else if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
+		return nil, reg.argError("arguments must be an object, got %s", jsonKind(raw))
+	}
+	known := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		known[f.name] = true
+	}
+	var unknown []string
+	for k := range obj {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		k := unknown[0]
+		msg := fmt.Sprintf("unknown argument %q", k)
+		for _, f := range fields {
+			if strings.EqualFold(f.name, k) || strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(k), f.name) {
+				msg += fmt.Sprintf(" (did you mean %q?)", f.name)
+				break
+			}
+		}
+		return nil, reg.argError("%s; accepted: %s", msg, fieldNames(fields))
+	}
+	for _, f := range fields {
+		if !f.required {
+			continue
+		}
+		v, ok := obj[f.name]
+		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			return nil, reg.argError("missing required argument %q (%s)", f.name, typeSpec(f.Type))
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		if err := dec.Decode(ptr.Interface()); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				field := te.Field
+				if field == "" {
+					field = "(arguments)"
+				}
+				return nil, reg.argError("argument %q: expected %s, got %s", field, typeSpecFor(reg.argsType, te), te.Value)
+			}
+			return nil, reg.argError("%v", strings.TrimPrefix(err.Error(), "json: "))
+		}
+	}
+	return ptr.Interface(), nil
+}
+
+func (reg *registration) argError(format string, args ...any) error {
+	return &Error{Code: CodeInvalidArguments, Message: fmt.Sprintf("Invalid arguments for %s: %s", reg.info.Name, fmt.Sprintf(format, args...))}
+}
+
+func fieldNames(fields []structField) string {
+	if len(fields) == 0 {
+		return "none (this verb takes no arguments)"
+	}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+		if !f.required {
+			names[i] += "?"
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func typeSpec(t reflect.Type) string {
+	s, _ := newIDLBuilder().spec(t)
+	return s
+}
+
+// typeSpecFor names the expected type of the field a type error points at.
+func typeSpecFor(args reflect.Type, te *json.UnmarshalTypeError) string {
+	if te.Type != nil {
+		return typeSpec(te.Type)
+	}
+	return "another type"
+}
+
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}

@@ -1,0 +1,528 @@
+package executor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Builtin commands every surface understands, besides verbs.
+var Builtins = []string{"help", "verbs", "whoami", "start"}
+
+// Command is a chat message parsed by ParseCommand.
+type Command struct {
+	// Builtin is "help", "verbs", "whoami" or "start" for a built-in command;
+	// BuiltinArg is its argument (the verb for /help VERB).
+	Builtin    string
+	BuiltinArg string
+	// Verb is the canonical verb name and Arguments its JSON object.
+	Verb      string
+	Arguments json.RawMessage
+	// JSON is set by a trailing --json: reply with the raw result.
+	JSON bool
+	// Mention is the bot name of /cmd@Name, without the @; adapters ignore
+	// commands addressed to another bot.
+	Mention string
+}
+
+// Envelope returns the verb call of a verb command.
+func (c Command) Envelope() Envelope { return Envelope{Verb: c.Verb, Arguments: c.Arguments} }
+
+// ErrNotCommand is returned for text that is neither a /command nor an envelope.
+var ErrNotCommand = errors.New("not a command: start with /<verb> (for example /fs.listDir .), /help, or send a {verb, arguments} envelope")
+
+// ParseCommand parses chat text by the grammar of DESIGN §6:
+//
+//	/fs.readFile README.md               positionals, in the order of the required fields
+//	/fs_readfile path=README.md          key=value pairs, shell quoting
+//	/proc.run git status --short         a trailing list field takes the rest
+//	/fs.writeFile notes.txt              a YAML/JSON object on the following lines, or
+//	hello                                the text itself for the one missing string field
+//	{"verb": "fs.exists", …}             the whole message as an envelope
+//
+// A trailing unquoted --json asks for the raw result. Errors are *Error
+// (unknown_verb or invalid_arguments) whose message shows the verb's usage and
+// schema.
+func (x *Executor) ParseCommand(text string) (Command, error) {
+	trimmed := strings.TrimSpace(text)
+	if trimmed == "" {
+		return Command{}, ErrNotCommand
+	}
+	if !strings.HasPrefix(trimmed, "/") {
+		if looksLikeEnvelope(trimmed) {
+			return x.parseEnvelopeMessage(trimmed)
+		}
+		return Command{}, ErrNotCommand
+	}
+	head, body, _ := strings.Cut(trimmed, "\n")
+	head = strings.TrimRight(head, " \t\r")
+	name, rest, _ := strings.Cut(head, " ")
+	name = name[1:]
+	var cmd Command
+	if at := strings.IndexByte(name, '@'); at >= 0 {
+		cmd.Mention = name[at+1:]
+		name = name[:at]
+	}
+	if name == "" {
+		return cmd, ErrNotCommand
+	}
+	toks, err := tokenize(rest)
+	if err != nil {
+		return cmd, &Error{Code: CodeInvalidArguments, Message: fmt.Sprintf("Cannot parse /%s: %v", name, err)}
+	}
+	if n := len(toks); n > 0 && !toks[n-1].quoted && (toks[n-1].text == "--json" || toks[n-1].text == "—json") {
+		cmd.JSON = true
+		toks = toks[:n-1]
+	}
+	lname := strings.ToLower(name)
+	for _, b := range Builtins {
+		if lname == b || lname == "hub."+b || lname == "hub_"+b {
+			cmd.Builtin = b
+			if len(toks) > 0 {
+				cmd.BuiltinArg = toks[0].text
+			}
+			return cmd, nil
+		}
+	}
+	reg, ok := x.reg.lookup(name)
+	if !ok {
+		msg := fmt.Sprintf("Unknown verb '%s'.", name)
+		if s := x.reg.Suggest(name); len(s) > 0 {
+			msg += " Did you mean: " + strings.Join(s, ", ") + "?"
+		}
+		msg += " Send /verbs for the list, /help <verb> for one verb."
+		return cmd, &Error{Code: CodeUnknownVerb, Message: msg}
+	}
+	cmd.Verb = reg.info.Name
+	args, err := x.bindArgs(reg, toks, body)
+	if err != nil {
+		return cmd, err
+	}
+	cmd.Arguments = args
+	return cmd, nil
+}
+
+func looksLikeEnvelope(s string) bool {
+	if strings.HasPrefix(s, "{") {
+		return true
+	}
+	for _, line := range strings.Split(s, "\n") {
+		l := strings.TrimSpace(line)
+		if strings.HasPrefix(l, "verb:") || strings.HasPrefix(l, `"verb":`) {
+			return !strings.HasPrefix(line, " ") && !strings.HasPrefix(line, "\t")
+		}
+	}
+	return false
+}
+
+func (x *Executor) parseEnvelopeMessage(text string) (Command, error) {
+	env, err := x.DecodeEnvelope([]byte(text))
+	if err != nil {
+		return Command{}, err
+	}
+	reg, ok := x.reg.lookup(env.Verb)
+	if !ok {
+		msg := fmt.Sprintf("Unknown verb '%s'.", env.Verb)
+		if s := x.reg.Suggest(env.Verb); len(s) > 0 {
+			msg += " Did you mean: " + strings.Join(s, ", ") + "?"
+		}
+		return Command{}, &Error{Code: CodeUnknownVerb, Message: msg}
+	}
+	if _, err := reg.decodeArgs(env.Arguments); err != nil {
+		return Command{}, x.withUsage(reg, err)
+	}
+	args := env.Arguments
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return Command{Verb: reg.info.Name, Arguments: args}, nil
+}
+
+type token struct {
+	text   string
+	quoted bool // any part was quoted or escaped
+	eq     int  // index of the first unquoted '=' in text, or -1
+}
+
+// tokenize splits s shell-style: whitespace separates, 'single' quotes are
+// literal, "double" quotes and backslash escape the next character.
+func tokenize(s string) ([]token, error) {
+	var out []token
+	var cur strings.Builder
+	in := false
+	t := token{eq: -1}
+	flush := func() {
+		if in {
+			t.text = cur.String()
+			out = append(out, t)
+		}
+		cur.Reset()
+		in = false
+		t = token{eq: -1}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			flush()
+		case c == '\'':
+			in, t.quoted = true, true
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated ' quote")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			in, t.quoted = true, true
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("unterminated \" quote")
+			}
+		case c == '\\' && i+1 < len(s):
+			in, t.quoted = true, true
+			i++
+			cur.WriteByte(s[i])
+		default:
+			in = true
+			if c == '=' && t.eq < 0 && !t.quoted {
+				t.eq = cur.Len()
+			}
+			cur.WriteByte(c)
+		}
+	}
+	flush()
+	return out, nil
+}
+
+// bindArgs types inline tokens and an optional body against the verb's
+// argument fields and returns the arguments JSON.
+func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.RawMessage, error) {
+	fields := reg.schema().Arguments.Fields
+	byName := map[string]*Field{}
+	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s)) }
+	for i := range fields {
+		byName[norm(fields[i].Name)] = &fields[i]
+	}
+	vals := map[string]any{}
+	set := func(f *Field, v any) error {
+		if f.Kind == KindList {
+			if l, ok := vals[f.Name].([]any); ok {
+				if add, ok := v.([]any); ok {
+					vals[f.Name] = append(l, add...)
+					return nil
+				}
+			}
+		} else if _, dup := vals[f.Name]; dup {
+			return fmt.Errorf("argument %q given twice", f.Name)
+		}
+		vals[f.Name] = v
+		return nil
+	}
+	var required []*Field
+	for i := range fields {
+		if fields[i].Required {
+			required = append(required, &fields[i])
+		}
+	}
+	var positionals []token
+	listStarted := false
+	for _, tk := range toks {
+		if !listStarted && tk.eq > 0 {
+			key := tk.text[:tk.eq]
+			if f, ok := byName[norm(key)]; ok {
+				v, err := typeValue(f, tk.text[tk.eq+1:])
+				if err != nil {
+					return nil, x.withUsage(reg, err)
+				}
+				if err := set(f, v); err != nil {
+					return nil, x.withUsage(reg, err)
+				}
+				continue
+			}
+		}
+		positionals = append(positionals, tk)
+		// Once every required scalar before a trailing list is filled, the
+		// rest belongs to the list verbatim.
+		if n := len(required); n > 0 && required[n-1].Kind == KindList {
+			free := 0
+			for _, f := range required[:n-1] {
+				if _, ok := vals[f.Name]; !ok {
+					free++
+				}
+			}
+			if len(positionals) > free {
+				listStarted = true
+			}
+		}
+	}
+	// Positionals fill the required fields not given by key, in order.
+	pi := 0
+	for i, f := range required {
+		if _, ok := vals[f.Name]; ok {
+			continue
+		}
+		if pi >= len(positionals) {
+			break
+		}
+		if f.Kind == KindList && i == len(required)-1 {
+			list := make([]any, 0, len(positionals)-pi)
+			for ; pi < len(positionals); pi++ {
+				v, err := typeScalar(f.Elem, f.Name, positionals[pi].text)
+				if err != nil {
+					return nil, x.withUsage(reg, err)
+				}
+				list = append(list, v)
+			}
+			vals[f.Name] = list
+			break
+		}
+		v, err := typeValue(f, positionals[pi].text)
+		if err != nil {
+			return nil, x.withUsage(reg, err)
+		}
+		vals[f.Name] = v
+		pi++
+	}
+	if pi < len(positionals) {
+		return nil, x.withUsage(reg, fmt.Errorf("too many arguments: %q is not expected (quote values that contain spaces, or use key=value)", positionals[pi].text))
+	}
+	if body = strings.TrimRight(body, " \t\r\n"); strings.TrimSpace(body) != "" {
+		if err := x.bindBody(reg, fields, vals, body); err != nil {
+			return nil, err
+		}
+	}
+	// A trailing list that received nothing is an empty list: `/proc.run ls`.
+	if n := len(required); n > 0 && required[n-1].Kind == KindList {
+		if _, ok := vals[required[n-1].Name]; !ok {
+			allOthers := true
+			for _, f := range required[:n-1] {
+				if _, ok := vals[f.Name]; !ok {
+					allOthers = false
+				}
+			}
+			if allOthers {
+				vals[required[n-1].Name] = []any{}
+			}
+		}
+	}
+	for _, f := range required {
+		if _, ok := vals[f.Name]; !ok {
+			return nil, x.withUsage(reg, fmt.Errorf("missing required argument %q (%s)", f.Name, f.Type))
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	// Emit in field order for stable, readable envelopes.
+	buf.WriteByte('{')
+	first := true
+	for _, f := range fields {
+		v, ok := vals[f.Name]
+		if !ok {
+			continue
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		kb, _ := json.Marshal(f.Name)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		if err := enc.Encode(v); err != nil {
+			return nil, x.withUsage(reg, err)
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+	}
+	buf.WriteByte('}')
+	raw := json.RawMessage(buf.Bytes())
+	if _, err := reg.decodeArgs(raw); err != nil {
+		return nil, x.withUsage(reg, err)
+	}
+	return raw, nil
+}
+
+// bindBody merges the lines after the command: a YAML/JSON object of
+// arguments, or, when exactly one required string argument is still missing,
+// the text itself as that argument (so /fs.writeFile notes.txt + lines writes
+// those lines).
+func (x *Executor) bindBody(reg *registration, fields []Field, vals map[string]any, body string) error {
+	var missing []*Field
+	for i := range fields {
+		if _, ok := vals[fields[i].Name]; !ok && fields[i].Required {
+			missing = append(missing, &fields[i])
+		}
+	}
+	trimmed := strings.TrimSpace(body)
+	if j, err := YAMLToJSON([]byte(body+"\n"), x.opts.Limits); err == nil && len(j) > 0 && j[0] == '{' && (strings.HasPrefix(trimmed, "{") || yamlKeysKnown(j, fields)) {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(j, &obj); err != nil {
+			return x.withUsage(reg, err)
+		}
+		for k, raw := range obj {
+			var f *Field
+			for i := range fields {
+				if fields[i].Name == k {
+					f = &fields[i]
+				}
+			}
+			if f == nil {
+				return x.withUsage(reg, fmt.Errorf("unknown argument %q in the message body", k))
+			}
+			if _, dup := vals[k]; dup {
+				return x.withUsage(reg, fmt.Errorf("argument %q given twice (on the command line and in the body)", k))
+			}
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return x.withUsage(reg, err)
+			}
+			vals[k] = v
+		}
+		return nil
+	}
+	if len(missing) == 1 && missing[0].Kind == KindString {
+		vals[missing[0].Name] = body
+		return nil
+	}
+	return x.withUsage(reg, fmt.Errorf("the lines after the command must be a YAML or JSON object of arguments"))
+}
+
+// yamlKeysKnown reports whether every key of the JSON object j is an argument
+// name, so that text such as "note: buy milk" is taken as content, not keys.
+func yamlKeysKnown(j []byte, fields []Field) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(j, &obj) != nil {
+		return false
+	}
+	for k := range obj {
+		found := false
+		for _, f := range fields {
+			if f.Name == k {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func typeValue(f *Field, s string) (any, error) {
+	if f.Kind == KindList {
+		if strings.HasPrefix(strings.TrimSpace(s), "[") {
+			j, err := YAMLToJSON([]byte(s), Limits{})
+			if err != nil {
+				return nil, fmt.Errorf("argument %q: %v", f.Name, err)
+			}
+			var l []any
+			if err := json.Unmarshal(j, &l); err != nil {
+				return nil, fmt.Errorf("argument %q: expected a list like [a, b], got %s", f.Name, s)
+			}
+			return l, nil
+		}
+		v, err := typeScalar(f.Elem, f.Name, s)
+		if err != nil {
+			return nil, err
+		}
+		return []any{v}, nil
+	}
+	if f.Kind == KindEnum {
+		for _, e := range f.Enum {
+			if s == e {
+				return s, nil
+			}
+		}
+		return nil, fmt.Errorf("argument %q: %q is not one of %s", f.Name, s, f.Type)
+	}
+	return typeScalar(f.Kind, f.Name, s)
+}
+
+func typeScalar(k Kind, name, s string) (any, error) {
+	switch k {
+	case KindInt:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("argument %q: expected an integer, got %q", name, s)
+		}
+		return n, nil
+	case KindNumber:
+		n, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("argument %q: expected a number, got %q", name, s)
+		}
+		return n, nil
+	case KindBool:
+		switch strings.ToLower(s) {
+		case "true", "yes", "on", "1":
+			return true, nil
+		case "false", "no", "off", "0":
+			return false, nil
+		}
+		return nil, fmt.Errorf("argument %q: expected true or false, got %q", name, s)
+	case KindObject, KindMap, KindAny:
+		j, err := YAMLToJSON([]byte(s), Limits{})
+		if err != nil {
+			return nil, fmt.Errorf("argument %q: %v", name, err)
+		}
+		var v any
+		_ = json.Unmarshal(j, &v)
+		return v, nil
+	}
+	return s, nil
+}
+
+// Usage is the one-line chat usage of a verb, e.g.
+// "/fs.readRange <path> <startLine> <endLine> [includeLineNumbers=bool]".
+func (x *Executor) Usage(name string) (string, bool) {
+	reg, ok := x.reg.lookup(name)
+	if !ok {
+		return "", false
+	}
+	return usageLine(reg.schema()), true
+}
+
+func usageLine(s VerbSchema) string {
+	var b strings.Builder
+	b.WriteString("/" + s.Name)
+	for _, f := range s.Arguments.Fields {
+		if f.Required {
+			if f.Kind == KindList {
+				b.WriteString(" <" + f.Name + "…>")
+			} else {
+				b.WriteString(" <" + f.Name + ">")
+			}
+		}
+	}
+	for _, f := range s.Arguments.Fields {
+		if !f.Required {
+			b.WriteString(" [" + f.Name + "=" + f.Type + "]")
+		}
+	}
+	return b.String()
+}
+
+// withUsage turns err into an invalid_arguments *Error whose message shows
+// the verb's usage line and argument schema.
+func (x *Executor) withUsage(reg *registration, err error) error {
+	s := reg.schema()
+	msg := err.Error()
+	var e *Error
+	if errors.As(err, &e) {
+		msg = e.Message
+	}
+	prefix := "Invalid arguments for " + s.Name + ": "
+	if !strings.HasPrefix(msg, prefix) {
+		msg = prefix + msg
+	}
+	return &Error{Code: CodeInvalidArguments, Message: msg + "\nUsage: " + usageLine(s) + "\n" + IDL(reg.argsType)}
+}
