@@ -2,10 +2,10 @@ package executor_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
