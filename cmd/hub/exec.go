@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+)
+
+const execUsage = `hub exec [ENVELOPE] [-i FILE] [-o FILE] [--workspace DIR] [--interactive | --stdio]
+
+Runs verb envelopes ({verb, arguments} in YAML or JSON) against the workspace.
+  hub exec '{"verb":"fs.listDir","arguments":{"path":"."}}'
+  echo 'verb: fs.readRange
+  arguments: {path: README.md, startLine: 1, endLine: 5}' | hub exec
+  hub exec --interactive     envelopes end at a blank line; "exit" quits
+  hub exec --stdio           one JSON envelope per line in, one JSON result per line out, "id" echoed
+Exit status: 0 when the verb succeeded, 1 when it failed, 2 for usage errors.`
+
+func runExec(env *cliEnv, args []string) error {
+	f := newFlags(env, "exec", execUsage)
+	var c commonFlags
+	c.register(f, true)
+	in := f.String("i", "", "read the envelope from FILE (- for stdin)")
+	out := f.String("o", "", "write the result to FILE instead of stdout")
+	interactive := f.Bool("interactive", false, "read envelopes separated by blank lines, with a prompt on stderr")
+	stdio := f.Bool("stdio", false, "serve one JSON envelope per line on stdin, one result per line on stdout")
+	pretty := f.Bool("pretty", false, "indent the result JSON")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	modes := 0
+	for _, on := range []bool{*interactive, *stdio, *in != "", len(pos) > 0} {
+		if on {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return usagef("give one of ENVELOPE, -i FILE, --interactive or --stdio")
+	}
+	if len(pos) > 1 {
+		return usagef("one ENVELOPE argument expected, got %d (quote the envelope)", len(pos))
+	}
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	tc, err := buildExecutor(cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	w := env.stdout
+	if *out != "" {
+		fh, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return fmt.Errorf("open output: %w", err)
+		}
+		defer fh.Close()
+		w = fh
+	}
+	switch {
+	case *stdio:
+		return serveStdio(ctx, tc.exec, env.stdin, w)
+	case *interactive:
+		return interact(ctx, tc.exec, env.stdin, w, env.stderr, *pretty)
+	}
+	var input []byte
+	switch {
+	case len(pos) == 1:
+		input = []byte(pos[0])
+	case *in != "" && *in != "-":
+		input, err = os.ReadFile(*in)
+		if err != nil {
+			return fmt.Errorf("read envelope: %w", err)
+		}
+	default:
+		input, err = io.ReadAll(io.LimitReader(env.stdin, int64(executor.DefaultLimits.MaxInputBytes)+1))
+		if err != nil {
+			return fmt.Errorf("read envelope from stdin: %w", err)
+		}
+	}
+	o := tc.exec.ExecuteInput(ctx, input)
+	if err := writeResult(w, o.JSON(), *pretty); err != nil {
+		return err
+	}
+	if !o.Succeeded() {
+		return &exitError{code: exitFailed}
+	}
+	return nil
+}
+
+func writeResult(w io.Writer, res []byte, pretty bool) error {
+	if pretty {
+		var b bytes.Buffer
+		if json.Indent(&b, res, "", "  ") == nil {
+			res = b.Bytes()
+		}
+	}
+	_, err := fmt.Fprintf(w, "%s\n", res)
+	return err
+}
+
+// interact reads envelopes separated by blank lines. The prompt goes to
+// stderr so stdout carries only results. "exit" on its own quits; an
+// envelope still pending at the end of input is executed, not dropped.
+func interact(ctx context.Context, x *executor.Executor, r io.Reader, w, prompt io.Writer, pretty bool) error {
+	br := bufio.NewReader(r)
+	var buf strings.Builder
+	failed := false
+	showPrompt := func() {
+		if buf.Len() == 0 {
+			fmt.Fprint(prompt, "hub> ")
+		} else {
+			fmt.Fprint(prompt, "...> ")
+		}
+	}
+	flush := func() error {
+		text := buf.String()
+		buf.Reset()
+		if strings.TrimSpace(text) == "" {
+			return nil
+		}
+		o := x.ExecuteInput(ctx, []byte(text))
+		if !o.Succeeded() {
+			failed = true
+		}
+		return writeResult(w, o.JSON(), pretty)
+	}
+	fmt.Fprintln(prompt, "Enter a verb envelope in YAML or JSON; a blank line runs it, \"exit\" quits.")
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		showPrompt()
+		line, err := br.ReadString('\n')
+		if len(line) > 0 || err == nil {
+			t := strings.TrimRight(line, "\r\n")
+			switch {
+			case strings.TrimSpace(t) == "exit" && buf.Len() == 0:
+				return nil
+			case strings.TrimSpace(t) == "":
+				if err := flush(); err != nil {
+					return err
+				}
+			default:
+				buf.WriteString(t)
+				buf.WriteByte('\n')
+				if buf.Len() > executor.DefaultLimits.MaxInputBytes {
+					buf.Reset()
+					o := executor.Outcome{Err: executor.Errorf(executor.CodeTooLarge, "Envelope is over the %d-byte limit; it was discarded", executor.DefaultLimits.MaxInputBytes)}
+					failed = true
+					if err := writeResult(w, o.JSON(), pretty); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(prompt)
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
+			if !errors.Is(err, io.EOF) {
+				return fmt.Errorf("read input: %w", err)
+			}
+			if failed {
+				return &exitError{code: exitFailed}
+			}
+			return nil
+		}
+	}
+}
+
+// serveStdio runs one JSON envelope per input line and writes one JSON result
+// per line, with the envelope's "id" echoed first. A malformed line gets an
+// error result and the loop goes on; output is flushed per line.
+func serveStdio(ctx context.Context, x *executor.Executor, r io.Reader, w io.Writer) error {
+	limit := executor.DefaultLimits.MaxInputBytes
+	br := bufio.NewReaderSize(r, 64<<10)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for {
+		line, tooLong, err := readLine(br, limit)
+		if len(bytes.TrimSpace(line)) > 0 || tooLong {
+			var res []byte
+			var id json.RawMessage
+			if tooLong {
+				o := executor.Outcome{Err: executor.Errorf(executor.CodeTooLarge, "Line is over the %d-byte limit; it was discarded", limit)}
+				res = o.JSON()
+			} else {
+				o := x.ExecuteInput(ctx, line)
+				res, id = o.JSON(), o.ID
+			}
+			if err := writeStdioResult(bw, id, res); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+func writeStdioResult(bw *bufio.Writer, id json.RawMessage, res []byte) error {
+	if len(id) > 0 {
+		bw.WriteString(`{"id":`)
+		bw.Write(bytes.TrimSpace(id))
+		bw.WriteByte(',')
+		bw.Write(res[1:])
+	} else {
+		bw.Write(res)
+	}
+	bw.WriteByte('\n')
+	return bw.Flush()
+}
+
+// readLine reads one line of at most limit bytes. A longer line is consumed
+// to its end and reported with tooLong, so one bad line never desynchronises
+// the stream.
+func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if len(buf)+len(chunk) > limit {
+			tooLong = true
+		} else {
+			buf = append(buf, chunk...)
+		}
+		if err != nil {
+			return buf, tooLong, err
+		}
+		if !isPrefix {
+			if tooLong {
+				return nil, true, nil
+			}
+			return buf, false, nil
+		}
+	}
+}

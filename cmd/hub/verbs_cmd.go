@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+func runVerbs(env *cliEnv, args []string) error {
+	f := newFlags(env, "verbs", "hub verbs [--json]\n\nLists every verb with a one-line description.")
+	asJSON := f.Bool("json", false, "print the structured schemas as JSON")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	x, err := registryOnly()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(x.Registry().Schemas(), "", "  ")
+		fmt.Fprintf(env.stdout, "%s\n", b)
+		return nil
+	}
+	width := 0
+	for _, v := range x.Registry().Verbs() {
+		width = max(width, len(v.Name))
+	}
+	for _, v := range x.Registry().Verbs() {
+		ro := ""
+		if v.ReadOnly {
+			ro = " (read-only)"
+		}
+		fmt.Fprintf(env.stdout, "%-*s  %s%s\n", width, v.Name, v.Summary, ro)
+	}
+	return nil
+}
+
+func runSchema(env *cliEnv, args []string) error {
+	f := newFlags(env, "schema", "hub schema [VERB] [--json]\n\nPrints the argument and result types of VERB, or of every verb.")
+	asJSON := f.Bool("json", false, "print the structured schema as JSON")
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("at most one VERB, got %d", len(pos))
+	}
+	x, err := registryOnly()
+	if err != nil {
+		return err
+	}
+	reg := x.Registry()
+	schemas := reg.Schemas()
+	if len(pos) == 1 {
+		s, ok := reg.Schema(pos[0])
+		if !ok {
+			msg := fmt.Sprintf("unknown verb %q", pos[0])
+			if sug := reg.Suggest(pos[0]); len(sug) > 0 {
+				msg += " (did you mean " + strings.Join(sug, ", ") + "?)"
+			}
+			return usagef("%s; run `hub verbs` for the list", msg)
+		}
+		schemas = schemas[:0]
+		schemas = append(schemas, s)
+	}
+	switch {
+	case *asJSON:
+		var v any = schemas
+		if len(pos) == 1 {
+			v = schemas[0]
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		fmt.Fprintf(env.stdout, "%s\n", b)
+	default:
+		for i, s := range schemas {
+			if i > 0 {
+				fmt.Fprintln(env.stdout)
+			}
+			fmt.Fprintf(env.stdout, "// %s: %s\n%s", s.Name, s.Summary, s.IDL)
+		}
+	}
+	return nil
+}

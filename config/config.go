@@ -1,0 +1,645 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration. YAML keys are snake_case.
+type Config struct {
+	// Workspace is the root directory of the fs verbs and proc.run.
+	Workspace string `yaml:"workspace"`
+	// StateDir holds hub.db, mirrors and the other files of DESIGN §3.
+	StateDir string   `yaml:"state_dir"`
+	Log      Log      `yaml:"log"`
+	Web      Web      `yaml:"web"`
+	Telegram Telegram `yaml:"telegram"`
+	Discord  Discord  `yaml:"discord"`
+	Access   Access   `yaml:"access"`
+	Verbs    Verbs    `yaml:"verbs"`
+	Sessions Sessions `yaml:"sessions"`
+	Outbox   Outbox   `yaml:"outbox"`
+	Mirror   Mirror   `yaml:"mirror"`
+
+	// Path is the file the configuration came from; empty for defaults.
+	Path string `yaml:"-"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// Web configures the web panel and HTTP API.
+type Web struct {
+	Enabled *bool  `yaml:"enabled"`
+	Listen  string `yaml:"listen"`
+	// Token authenticates API clients and the panel login. Required when
+	// Listen is not a loopback address; generated per start otherwise.
+	Token Secret `yaml:"token"`
+	// PublicURL is how the outside world reaches this listener (for the
+	// Telegram webhook and printed login links).
+	PublicURL    string   `yaml:"public_url"`
+	TLSCert      string   `yaml:"tls_cert"`
+	TLSKey       string   `yaml:"tls_key"`
+	MaxBodyBytes Size     `yaml:"max_body_bytes"`
+	History      int      `yaml:"history"`         // SSE events kept for replay
+	AllowOrigins []string `yaml:"allowed_origins"` // extra origins for state-changing requests
+}
+
+// Telegram configures the Telegram adapter.
+type Telegram struct {
+	Enabled     bool     `yaml:"enabled"`
+	Token       Secret   `yaml:"token"`
+	APIEndpoint string   `yaml:"api_endpoint"`
+	Mode        string   `yaml:"mode"` // polling or webhook
+	PollTimeout Duration `yaml:"poll_timeout"`
+	Webhook     struct {
+		Path        string `yaml:"path"`
+		SecretToken Secret `yaml:"secret_token"`
+	} `yaml:"webhook"`
+	Rate struct {
+		PerChat           float64 `yaml:"per_chat_per_second"`
+		PerChatBurst      int     `yaml:"per_chat_burst"`
+		PerGroupPerMinute int     `yaml:"per_group_per_minute"`
+		GlobalPerSecond   int     `yaml:"global_per_second"`
+	} `yaml:"rate"`
+	SetCommands *bool `yaml:"set_commands"`
+}
+
+// Discord configures the Discord adapter.
+type Discord struct {
+	Enabled         bool     `yaml:"enabled"`
+	Token           Secret   `yaml:"token"`
+	ApplicationID   string   `yaml:"application_id"`
+	APIBase         string   `yaml:"api_base"`
+	CommandGuilds   []string `yaml:"command_guilds"`
+	Prefix          string   `yaml:"prefix"`
+	Mention         *bool    `yaml:"mention"`
+	AllowedGuilds   []string `yaml:"allowed_guilds"`
+	AllowedChannels []string `yaml:"allowed_channels"`
+}
+
+// Access maps identities to roles and roles to verbs. Deny by default.
+type Access struct {
+	// Roles name the verbs they may run; globs such as "fs.read*" and "*".
+	// The role "reader" is built in (read-only fs verbs and sys.machineInfo).
+	Roles map[string]Role `yaml:"roles"`
+	// Grants maps an identity (telegram:<user_id>, discord:<user_id>,
+	// discord-role:<role_id>, web) to role names.
+	Grants map[string][]string `yaml:"grants"`
+	// DefaultRoles are granted to everyone; empty by default (deny).
+	DefaultRoles []string `yaml:"default_roles"`
+}
+
+// Role is a named set of verb patterns.
+type Role struct {
+	Verbs []string `yaml:"verbs"`
+}
+
+// Verbs tunes the verbs.
+type Verbs struct {
+	MaxWriteChars int  `yaml:"max_write_chars"`
+	MaxReadBytes  Size `yaml:"max_read_bytes"`
+	Proc          struct {
+		DefaultTimeout Duration `yaml:"default_timeout"`
+		MaxTimeout     Duration `yaml:"max_timeout"`
+		MaxOutputBytes Size     `yaml:"max_output_bytes"`
+		EnvAllow       []string `yaml:"env_allow"`
+	} `yaml:"proc"`
+	Timeout Duration `yaml:"timeout"` // bound on any verb call from chat
+}
+
+// Sessions configures per-conversation session workspaces.
+type Sessions struct {
+	Mode    string            `yaml:"mode"`     // host (default) or session
+	ByChat  map[string]string `yaml:"by_chat"`  // chat key → host|session
+	ByRole  map[string]string `yaml:"by_role"`  // role → host|session
+	Root    string            `yaml:"root"`     // "state" (default) or "temp"
+	IdleTTL Duration          `yaml:"idle_ttl"` // idle sessions expire
+	SnapTTL Duration          `yaml:"snapshot_ttl"`
+	Allowed []string          `yaml:"mount_roots"`
+	Mounts  []Mount           `yaml:"mounts"`
+}
+
+// Mount copies host files into every new session.
+type Mount struct {
+	HostPath       string   `yaml:"host_path"`
+	MountPath      string   `yaml:"mount_path"`
+	Include        []string `yaml:"include"`
+	Exclude        []string `yaml:"exclude"`
+	MaxBytes       Size     `yaml:"max_bytes"`
+	FollowSymlinks bool     `yaml:"follow_symlinks"`
+}
+
+// Outbox tunes delivery.
+type Outbox struct {
+	Concurrency    int      `yaml:"concurrency"`
+	MaxAttempts    int      `yaml:"max_attempts"`
+	BackoffBase    Duration `yaml:"backoff_base"`
+	BackoffMax     Duration `yaml:"backoff_max"`
+	SendTimeout    Duration `yaml:"send_timeout"`
+	Retention      Duration `yaml:"retention"`
+	OverflowChunks int      `yaml:"overflow_chunks"`
+	ChunkMarkers   bool     `yaml:"chunk_markers"`
+}
+
+// Mirror tunes the JSONL mirrors.
+type Mirror struct {
+	RotateBytes Size     `yaml:"rotate_bytes"`
+	KeepRuns    int      `yaml:"keep_runs"`
+	KeepAge     Duration `yaml:"keep_age"`
+}
+
+// Getenv looks up environment variables; tests replace it.
+type Getenv func(string) (string, bool)
+
+// Load reads the configuration at path (strict), expands ${VAR} from the
+// environment, applies defaults and validates. An empty path means no file:
+// defaults only.
+func Load(path string) (*Config, error) { return LoadWith(path, os.LookupEnv) }
+
+// LoadWith is Load with an explicit environment.
+func LoadWith(path string, env Getenv) (*Config, error) {
+	cfg := &Config{}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if err := Parse(data, env, cfg); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		cfg.Path = path
+	}
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		where := "config"
+		if path != "" {
+			where = "config " + path
+		}
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes YAML into cfg strictly, expanding ${VAR} in scalar values.
+func Parse(data []byte, env Getenv, cfg *Config) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(doc.Content) == 0 {
+		return nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: the configuration must be a mapping of keys (workspace, web, telegram, …)", root.Line)
+	}
+	if err := expandNode(root, env); err != nil {
+		return err
+	}
+	if err := checkKeys(root, reflect.TypeOf(cfg).Elem(), ""); err != nil {
+		return err
+	}
+	if err := root.Decode(cfg); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%s", strings.Join(te.Errors, "; "))
+		}
+		return err
+	}
+	return nil
+}
+
+// checkKeys reports the first mapping key that has no field in t, with its
+// line number and the accepted keys.
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+				return nil
+			}
+			if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+				return nil
+			}
+			return fmt.Errorf("line %d: %s must be a mapping", n.Line, strings.TrimSuffix(prefix, "."))
+		}
+		fields := map[string]reflect.StructField{}
+		var names []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			fields[name] = f
+			names = append(names, name)
+		}
+		if len(fields) == 0 { // a custom scalar type such as Secret
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			f, ok := fields[k.Value]
+			if !ok {
+				return fmt.Errorf("line %d: unknown key %q in %s (accepted: %s)", k.Line, k.Value, sectionName(prefix), strings.Join(names, ", "))
+			}
+			if err := checkKeys(v, f.Type, prefix+k.Value+"."); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if err := checkKeys(n.Content[i+1], t.Elem(), prefix+n.Content[i].Value+"."); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Slice:
+		if n.Kind == yaml.SequenceNode {
+			for i, c := range n.Content {
+				if err := checkKeys(c, t.Elem(), fmt.Sprintf("%s%d.", prefix, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func sectionName(prefix string) string {
+	if prefix == "" {
+		return "the top level"
+	}
+	return strings.TrimSuffix(prefix, ".")
+}
+
+// expandNode replaces ${VAR} and ${VAR:-default} in every scalar value (not
+// in keys), so an environment value can never inject YAML structure. $$ is a
+// literal $.
+func expandNode(n *yaml.Node, env Getenv) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if strings.Contains(n.Value, "$") {
+			v, err := Expand(n.Value, env)
+			if err != nil {
+				return fmt.Errorf("line %d: %v", n.Line, err)
+			}
+			if v != n.Value {
+				n.Value = v
+				if n.Tag == "!!null" || n.Tag == "" {
+					n.Tag = "!!str"
+				}
+			}
+		}
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			if err := expandNode(n.Content[i], env); err != nil {
+				return err
+			}
+		}
+	default:
+		for _, c := range n.Content {
+			if err := expandNode(c, env); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Expand substitutes ${VAR} (empty when unset) and ${VAR:-default} (default
+// when unset or empty) in s; $$ is a literal $. A $ followed by anything
+// else is kept as it is.
+func Expand(s string, env Getenv) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '$' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '{':
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				return "", fmt.Errorf("unterminated ${ in %q", s)
+			}
+			expr := s[i+2 : i+end]
+			name, def, hasDef := strings.Cut(expr, ":-")
+			if !validEnvName(name) {
+				return "", fmt.Errorf("bad variable name %q in ${…} (accepted: letters, digits and _, as in ${TELEGRAM_BOT_TOKEN} or ${PORT:-8080})", name)
+			}
+			v, ok := env(name)
+			if hasDef && (!ok || v == "") {
+				v = def
+			}
+			b.WriteString(v)
+			i += end
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// ApplyDefaults fills every unset value.
+func (c *Config) ApplyDefaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	defI := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	defD := func(p *Duration, v string) {
+		if *p == 0 {
+			d := Duration(0)
+			_ = d.UnmarshalYAML(&yaml.Node{Kind: yaml.ScalarNode, Value: v})
+			*p = d
+		}
+	}
+	defS := func(p *Size, v int64) {
+		if *p == 0 {
+			*p = Size(v)
+		}
+	}
+	def(&c.Workspace, ".")
+	def(&c.StateDir, ".hub")
+	def(&c.Log.Level, "info")
+	def(&c.Log.Format, "text")
+	if c.Web.Enabled == nil {
+		t := true
+		c.Web.Enabled = &t
+	}
+	def(&c.Web.Listen, "127.0.0.1:8080")
+	defS(&c.Web.MaxBodyBytes, 1<<20)
+	defI(&c.Web.History, 1000)
+	def(&c.Telegram.APIEndpoint, "https://api.telegram.org")
+	def(&c.Telegram.Mode, "polling")
+	defD(&c.Telegram.PollTimeout, "30s")
+	def(&c.Telegram.Webhook.Path, "/telegram/webhook")
+	if c.Telegram.Rate.PerChat == 0 {
+		c.Telegram.Rate.PerChat = 1
+	}
+	defI(&c.Telegram.Rate.PerChatBurst, 3)
+	defI(&c.Telegram.Rate.PerGroupPerMinute, 20)
+	defI(&c.Telegram.Rate.GlobalPerSecond, 30)
+	if c.Telegram.SetCommands == nil {
+		t := true
+		c.Telegram.SetCommands = &t
+	}
+	def(&c.Discord.APIBase, "https://discord.com/api/v10")
+	if c.Discord.Mention == nil {
+		t := true
+		c.Discord.Mention = &t
+	}
+	defI(&c.Verbs.MaxWriteChars, 48000)
+	defS(&c.Verbs.MaxReadBytes, 4<<20)
+	defD(&c.Verbs.Proc.DefaultTimeout, "60s")
+	defD(&c.Verbs.Proc.MaxTimeout, "10m")
+	defS(&c.Verbs.Proc.MaxOutputBytes, 16<<20)
+	if len(c.Verbs.Proc.EnvAllow) == 0 {
+		c.Verbs.Proc.EnvAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "TMPDIR"}
+	}
+	defD(&c.Verbs.Timeout, "15m")
+	def(&c.Sessions.Mode, "host")
+	def(&c.Sessions.Root, "state")
+	defD(&c.Sessions.IdleTTL, "24h")
+	defD(&c.Sessions.SnapTTL, "168h")
+	defI(&c.Outbox.Concurrency, 64)
+	defI(&c.Outbox.MaxAttempts, 10)
+	defD(&c.Outbox.BackoffBase, "1s")
+	defD(&c.Outbox.BackoffMax, "5m")
+	defD(&c.Outbox.SendTimeout, "30s")
+	defD(&c.Outbox.Retention, "168h")
+	defI(&c.Outbox.OverflowChunks, 4)
+	defS(&c.Mirror.RotateBytes, 64<<20)
+	defI(&c.Mirror.KeepRuns, 50)
+	defD(&c.Mirror.KeepAge, "720h")
+}
+
+// Validate checks every value and names the key of the first problem.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	oneOf := func(key, v string, allowed ...string) {
+		for _, a := range allowed {
+			if v == a {
+				return
+			}
+		}
+		bad("%s: %q is not accepted (accepted: %s)", key, v, strings.Join(allowed, ", "))
+	}
+	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf("log.format", c.Log.Format, "text", "json")
+	if *c.Web.Enabled {
+		host, port, err := net.SplitHostPort(c.Web.Listen)
+		if err != nil || port == "" {
+			bad("web.listen: %q is not host:port (for example 127.0.0.1:8080)", c.Web.Listen)
+		} else if !IsLoopback(host) && !c.Web.Token.IsSet() {
+			bad("web.listen: %s is not a loopback address, so web.token must be set (for example token: ${HUB_WEB_TOKEN}); without a token the panel only binds to 127.0.0.1", c.Web.Listen)
+		}
+		if (c.Web.TLSCert == "") != (c.Web.TLSKey == "") {
+			bad("web.tls_cert and web.tls_key must be set together")
+		}
+		if c.Web.Token.IsSet() && len(c.Web.Token.Reveal()) < 16 {
+			bad("web.token is too short: use at least 16 characters (for example from `openssl rand -hex 24`)")
+		}
+	}
+	if c.Telegram.Enabled {
+		if !c.Telegram.Token.IsSet() {
+			bad("telegram.token is empty but telegram.enabled is true: set it from the environment, e.g. token: ${TELEGRAM_BOT_TOKEN}")
+		}
+		oneOf("telegram.mode", c.Telegram.Mode, "polling", "webhook")
+		if !strings.HasPrefix(c.Telegram.APIEndpoint, "http://") && !strings.HasPrefix(c.Telegram.APIEndpoint, "https://") {
+			bad("telegram.api_endpoint: %q must start with http:// or https://", c.Telegram.APIEndpoint)
+		}
+		if c.Telegram.Mode == "webhook" {
+			if c.Web.PublicURL == "" {
+				bad("telegram.mode is webhook, so web.public_url must be set to the https address Telegram can reach")
+			}
+			if !c.Telegram.Webhook.SecretToken.IsSet() {
+				bad("telegram.webhook.secret_token must be set in webhook mode (1-256 characters A-Z a-z 0-9 _ -)")
+			}
+			if !*c.Web.Enabled {
+				bad("telegram.mode is webhook, which needs the web listener (web.enabled: true)")
+			}
+		}
+		if c.Telegram.PollTimeout.D() < 0 || c.Telegram.PollTimeout.D() > 50*1e9 {
+			bad("telegram.poll_timeout: %s is out of range (0s to 50s)", c.Telegram.PollTimeout)
+		}
+		if c.Telegram.Rate.PerChat < 0 || c.Telegram.Rate.GlobalPerSecond < 0 || c.Telegram.Rate.PerGroupPerMinute < 0 {
+			bad("telegram.rate: values must not be negative")
+		}
+	}
+	if c.Discord.Enabled {
+		if !c.Discord.Token.IsSet() {
+			bad("discord.token is empty but discord.enabled is true: set it from the environment, e.g. token: ${DISCORD_BOT_TOKEN}")
+		}
+		for _, id := range append(append(append([]string{}, c.Discord.CommandGuilds...), c.Discord.AllowedGuilds...), c.Discord.AllowedChannels...) {
+			if !isSnowflake(id) {
+				bad("discord: %q is not a Discord id (digits only)", id)
+			}
+		}
+		if c.Discord.ApplicationID != "" && !isSnowflake(c.Discord.ApplicationID) {
+			bad("discord.application_id: %q is not a Discord id (digits only)", c.Discord.ApplicationID)
+		}
+	}
+	for name, r := range c.Access.Roles {
+		if name == "" {
+			bad("access.roles: a role has an empty name")
+		}
+		for _, p := range r.Verbs {
+			if _, err := filepath.Match(strings.ToLower(p), "x"); err != nil || p == "" {
+				bad("access.roles.%s.verbs: %q is not a valid pattern (accepted: a verb name, or a glob such as fs.read* or *)", name, p)
+			}
+		}
+	}
+	roleKnown := func(r string) bool {
+		_, ok := c.Access.Roles[r]
+		return ok || r == "reader"
+	}
+	for id, roles := range c.Access.Grants {
+		if err := ValidIdentity(id); err != nil {
+			bad("access.grants: %v", err)
+		}
+		for _, r := range roles {
+			if !roleKnown(r) {
+				bad("access.grants.%s: role %q is not defined (define it under access.roles, or use the built-in reader)", id, r)
+			}
+		}
+	}
+	for _, r := range c.Access.DefaultRoles {
+		if !roleKnown(r) {
+			bad("access.default_roles: role %q is not defined", r)
+		}
+	}
+	if c.Verbs.MaxWriteChars <= 0 {
+		bad("verbs.max_write_chars must be positive")
+	}
+	if c.Verbs.Proc.DefaultTimeout > c.Verbs.Proc.MaxTimeout {
+		bad("verbs.proc.default_timeout (%s) is above verbs.proc.max_timeout (%s)", c.Verbs.Proc.DefaultTimeout, c.Verbs.Proc.MaxTimeout)
+	}
+	oneOf("sessions.mode", c.Sessions.Mode, "host", "session")
+	oneOf("sessions.root", c.Sessions.Root, "state", "temp")
+	for k, v := range c.Sessions.ByChat {
+		oneOf("sessions.by_chat."+k, v, "host", "session")
+	}
+	for k, v := range c.Sessions.ByRole {
+		oneOf("sessions.by_role."+k, v, "host", "session")
+	}
+	for i, m := range c.Sessions.Mounts {
+		if m.HostPath == "" {
+			bad("sessions.mounts[%d].host_path is empty", i)
+		}
+	}
+	if c.Outbox.Concurrency < 1 || c.Outbox.Concurrency > 10000 {
+		bad("outbox.concurrency: %d is out of range (1 to 10000)", c.Outbox.Concurrency)
+	}
+	if c.Outbox.MaxAttempts < 1 {
+		bad("outbox.max_attempts must be at least 1")
+	}
+	if c.Outbox.BackoffBase > c.Outbox.BackoffMax {
+		bad("outbox.backoff_base (%s) is above outbox.backoff_max (%s)", c.Outbox.BackoffBase, c.Outbox.BackoffMax)
+	}
+	if c.Outbox.OverflowChunks < 1 {
+		bad("outbox.overflow_chunks must be at least 1")
+	}
+	if c.Mirror.RotateBytes < 4096 {
+		bad("mirror.rotate_bytes: %s is too small (at least 4KiB)", c.Mirror.RotateBytes)
+	}
+	return errors.Join(errs...)
+}
+
+// IsLoopback reports whether host (a name or an IP) is a loopback address.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ValidIdentity checks an access-control identity.
+func ValidIdentity(id string) error {
+	if id == "web" {
+		return nil
+	}
+	kind, rest, ok := strings.Cut(id, ":")
+	switch {
+	case ok && kind == "telegram" && isInt(rest):
+		return nil
+	case ok && (kind == "discord" || kind == "discord-role") && isSnowflake(rest):
+		return nil
+	}
+	return fmt.Errorf("%q is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, web)", id)
+}
+
+func isInt(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	return isSnowflake(s)
+}
+
+func isSnowflake(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Discover returns the configuration path to use: explicit, else $HUB_CONFIG,
+// else ./hub.yml when it exists, else "" (defaults).
+func Discover(explicit string) string {
+	if explicit != "" {
+		return explicit
+	}
+	if p := os.Getenv("HUB_CONFIG"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("hub.yml"); err == nil {
+		return "hub.yml"
+	}
+	return ""
+}

@@ -1,0 +1,185 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+func env(m map[string]string) Getenv {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestNoConfigIsValid(t *testing.T) {
+	cfg, err := LoadWith("", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Web.Listen != "127.0.0.1:8080" || !*cfg.Web.Enabled || cfg.Workspace != "." || cfg.StateDir != ".hub" || cfg.Telegram.Enabled || cfg.Discord.Enabled {
+		t.Fatalf("defaults %+v", cfg)
+	}
+}
+
+func TestExampleLoadsAndIsComplete(t *testing.T) {
+	path := filepath.Join("..", "config.example.yml")
+	cfg, err := LoadWith(path, env(map[string]string{"HUB_WEB_TOKEN": "0123456789abcdef0123"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Web.Token.Reveal() != "0123456789abcdef0123" || cfg.Verbs.MaxReadBytes != 4<<20 || cfg.Outbox.Retention.D().Hours() != 168 {
+		t.Fatalf("example values: %+v", cfg)
+	}
+	// Every key the Config type knows appears in the example (documented there).
+	data, _ := os.ReadFile(path)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	collectKeys(doc.Content[0], "", have)
+	var missing []string
+	for _, k := range typeKeys(reflect.TypeOf(Config{}), "") {
+		if !have[k] {
+			missing = append(missing, k)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("config.example.yml does not document: %s", strings.Join(missing, ", "))
+	}
+	// Every key is preceded by a comment somewhere in its section: spot-check
+	// that the file is commented at all.
+	if strings.Count(string(data), "#") < 60 {
+		t.Fatalf("config.example.yml is barely documented")
+	}
+}
+
+func collectKeys(n *yaml.Node, prefix string, out map[string]bool) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := prefix + n.Content[i].Value
+		out[k] = true
+		collectKeys(n.Content[i+1], k+".", out)
+	}
+}
+
+func typeKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out = append(out, prefix+name)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft.NumField() > 0 && ft.Field(0).IsExported() && ft != reflect.TypeOf(Secret{}) {
+			out = append(out, typeKeys(ft, prefix+name+".")...)
+		}
+	}
+	return out
+}
+
+func TestStrictErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"unknown top key", "workspace: .\nwebb:\n  listen: x\n", `line 2: unknown key "webb" in the top level (accepted: workspace, state_dir, log, web,`},
+		{"unknown nested key", "web:\n  listen: 127.0.0.1:1\n  lisen: x\n", `line 3: unknown key "lisen" in web (accepted: enabled, listen,`},
+		{"unknown role key", "access:\n  roles:\n    admin:\n      verb: ['*']\n", `line 4: unknown key "verb" in access.roles.admin (accepted: verbs)`},
+		{"bad type", "outbox:\n  concurrency: lots\n", "line 2: cannot unmarshal !!str `lots` into int"},
+		{"bad duration", "outbox:\n  retention: 7 days\n", `line 2: "7 days" is not a duration`},
+		{"bad size", "verbs:\n  max_read_bytes: 4 megs\n", `"4 megs" is not a size`},
+		{"not yaml", "web: [\n", "not valid YAML"},
+		{"not mapping", "- a\n- b\n", "must be a mapping"},
+		{"bad listen", "web:\n  listen: nowhere\n", `web.listen: "nowhere" is not host:port`},
+		{"public without token", "web:\n  listen: 0.0.0.0:8080\n", "web.listen: 0.0.0.0:8080 is not a loopback address, so web.token must be set"},
+		{"short token", "web:\n  token: abc\n", "web.token is too short"},
+		{"telegram without token", "telegram:\n  enabled: true\n", "telegram.token is empty but telegram.enabled is true"},
+		{"telegram bad mode", "telegram:\n  enabled: true\n  token: x\n  mode: push\n", `telegram.mode: "push" is not accepted (accepted: polling, webhook)`},
+		{"webhook needs url", "telegram:\n  enabled: true\n  token: x\n  mode: webhook\n", "web.public_url must be set"},
+		{"bad identity", "access:\n  grants:\n    bob: [admin]\n  roles:\n    admin:\n      verbs: ['*']\n", `"bob" is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, web)`},
+		{"unknown role", "access:\n  grants:\n    telegram:1: [root]\n", `role "root" is not defined`},
+		{"bad glob", "access:\n  roles:\n    x:\n      verbs: ['fs.[']\n", `access.roles.x.verbs: "fs.[" is not a valid pattern`},
+		{"bad level", "log:\n  level: loud\n", `log.level: "loud" is not accepted`},
+		{"bad discord id", "discord:\n  enabled: true\n  token: x\n  command_guilds: [abc]\n", `"abc" is not a Discord id`},
+		{"bad var", "web:\n  token: ${1BAD}\n", "bad variable name"},
+		{"unterminated var", "web:\n  token: ${OOPS\n", "unterminated ${"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "hub.yml")
+			os.WriteFile(p, []byte(tc.yaml), 0o600)
+			_, err := LoadWith(p, env(nil))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), p) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	e := env(map[string]string{"A": "alpha", "EMPTY": "", "INJECT": "x\nweb:\n  listen: 0.0.0.0:1"})
+	tests := []struct{ in, want string }{
+		{"${A}", "alpha"}, {"pre-${A}-post", "pre-alpha-post"}, {"${MISSING}", ""},
+		{"${MISSING:-d}", "d"}, {"${EMPTY:-d}", "d"}, {"${A:-d}", "alpha"}, {"$$A", "$A"}, {"cost $5", "cost $5"},
+	}
+	for _, tc := range tests {
+		got, err := Expand(tc.in, e)
+		if err != nil || got != tc.want {
+			t.Errorf("Expand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	// An environment value cannot inject structure: it stays one string value.
+	var cfg Config
+	if err := Parse([]byte("web:\n  public_url: ${INJECT}\n"), e, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Web.Listen != "" || !strings.Contains(cfg.Web.PublicURL, "listen: 0.0.0.0:1") {
+		t.Fatalf("injection: %+v", cfg.Web)
+	}
+	// Keys are never expanded.
+	if err := Parse([]byte("${A}: 1\n"), e, &cfg); err == nil || !strings.Contains(err.Error(), `unknown key "${A}"`) {
+		t.Fatalf("key expansion: %v", err)
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	var cfg Config
+	if err := Parse([]byte("telegram:\n  token: ${T}\n"), env(map[string]string{"T": "123:SECRET"}), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{cfg.Telegram.Token.String(), strings.ReplaceAll(strings.ReplaceAll(fmtAll(cfg), "\n", ""), " ", "")} {
+		if strings.Contains(s, "SECRET") {
+			t.Fatalf("secret printed: %s", s)
+		}
+	}
+	if cfg.Telegram.Token.Reveal() != "123:SECRET" {
+		t.Fatal("reveal")
+	}
+}
+
+func TestSizes(t *testing.T) {
+	for in, want := range map[string]int64{"1": 1, "64KiB": 64 << 10, "4MiB": 4 << 20, "1GiB": 1 << 30, "10MB": 10_000_000, "5 KB": 5000, "12B": 12} {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "-1", "1TiB", "x", "1.5MiB", "99999999999999999999"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
