@@ -126,6 +126,7 @@ func TestSchemaIDL(t *testing.T) {
 }
 type ReadResult
 {
+  // Whether the verb ran and did what was asked
   succeeded: bool
   // What went wrong, for people; empty on success
   errorMessage?: string

@@ -13,7 +13,7 @@ import (
 // Succeeded is true when the verb returned no error, otherwise ErrorCode and
 // ErrorMessage describe what went wrong.
 type Result struct {
-	Succeeded    bool      `json:"succeeded"`
+	Succeeded    bool      `json:"succeeded" desc:"Whether the verb ran and did what was asked"`
 	ErrorMessage string    `json:"errorMessage,omitempty" desc:"What went wrong, for people; empty on success"`
 	ErrorCode    ErrorCode `json:"errorCode,omitempty" desc:"What went wrong, for programs: unknown_verb, invalid_arguments, not_found, forbidden_path, too_large, timeout, io_error, …; empty on success"`
 }

@@ -1,4 +1,22 @@
 // Package verbs implements the hub's verbs (fs.*, proc.run, sys.machineInfo)
 // and the workspace they act in: every path is confined to the workspace root
 // through os.Root and the path guards of DESIGN §8.
+//
+// A Workspace wraps an os.Root. Every path a verb receives goes through one
+// guard: CleanPath refuses empty, absolute, backslashed, NUL, non-ASCII and
+// control-character paths, "." and ".." segments, more than MaxDepth
+// segments and segments over MaxSegment bytes; then symbolic links are
+// resolved inside the root (one leading outside is refused) and the
+// deny list (the hub's state, when it lives in the workspace) is applied to
+// both the given and the resolved path. Refusals carry the code
+// forbidden_path. Writes go through a temporary file in the same directory,
+// fsync and rename; fs.moveFile and fs.copyFile never replace a file.
+//
+// Verbs get their workspace from a WorkspaceSource, so a per-conversation
+// workspace can be plugged in without touching them; *Workspace is a source
+// that always returns itself.
+//
+// proc.run runs a program without a shell in its own process group with an
+// allow-listed environment; a timeout kills the whole group. The package
+// needs a Unix system (process groups, O_NONBLOCK opens).
 package verbs

@@ -1,0 +1,454 @@
+package verbs_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/verbs"
+)
+
+func TestRegisterAllVerbs(t *testing.T) {
+	e := newEnv(t)
+	reg := e.x.Registry()
+	want := map[string]bool{ // name -> read-only
+		"fs.exists": true, "fs.readFile": true, "fs.readRange": true, "fs.writeFile": false,
+		"fs.writeRange": false, "fs.deleteFile": false, "fs.moveFile": false, "fs.copyFile": false,
+		"fs.createDirectory": false, "fs.deleteDirectory": false, "fs.lineCount": true,
+		"fs.listDir": true, "proc.run": false, "sys.machineInfo": true,
+	}
+	infos := reg.Verbs()
+	if len(infos) != len(want) {
+		t.Fatalf("registered %d verbs, want %d", len(infos), len(want))
+	}
+	for _, info := range infos {
+		ro, known := want[info.Name]
+		if !known {
+			t.Errorf("unexpected verb %s", info.Name)
+			continue
+		}
+		if info.ReadOnly != ro {
+			t.Errorf("%s: ReadOnly %v, want %v", info.Name, info.ReadOnly, ro)
+		}
+		if info.Summary == "" {
+			t.Errorf("%s: no summary", info.Name)
+		}
+		s, ok := reg.Schema(info.Name)
+		if !ok {
+			t.Fatalf("%s: no schema", info.Name)
+		}
+		for _, ts := range []executor.TypeSchema{s.Arguments, s.Result} {
+			for _, f := range ts.Fields {
+				if f.Description == "" && f.Name != "succeeded" { // executor.Result's own field
+					t.Errorf("%s: %s.%s has no desc", info.Name, ts.Name, f.Name)
+				}
+			}
+		}
+	}
+	if err := e.set.Register(reg); err == nil {
+		t.Error("registering twice succeeded")
+	}
+	if _, err := verbs.NewSet(nil, verbs.DefaultOptions(e.state)); err == nil {
+		t.Error("NewSet accepted a nil workspace source")
+	}
+	if _, err := verbs.NewSet(e.ws, verbs.Options{}); err == nil {
+		t.Error("NewSet accepted options without a state dir")
+	}
+}
+
+func TestSchemaShapes(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		verb     string
+		required []string
+		optional []string
+	}{
+		{"fs.readRange", []string{"path", "startLine", "endLine"}, []string{"includeLineNumbers"}},
+		{"fs.writeRange", []string{"path", "startLine", "content"}, []string{"endLine"}},
+		{"fs.moveFile", []string{"sourcePath", "destinationPath"}, nil},
+		{"fs.copyFile", []string{"sourcePath", "destinationPath"}, nil},
+		{"proc.run", []string{"executable", "arguments"}, []string{"timeoutSeconds", "workingDirectory"}},
+		{"sys.machineInfo", nil, nil},
+	}
+	for _, c := range cases {
+		s, _ := e.x.Registry().Schema(c.verb)
+		var req, opt []string
+		for _, f := range s.Arguments.Fields {
+			if f.Required {
+				req = append(req, f.Name)
+			} else {
+				opt = append(opt, f.Name)
+				if f.Default == "" {
+					t.Errorf("%s: optional %s has no default", c.verb, f.Name)
+				}
+			}
+		}
+		if !slices.Equal(req, c.required) || !slices.Equal(opt, c.optional) {
+			t.Errorf("%s: required %v optional %v, want %v %v", c.verb, req, opt, c.required, c.optional)
+		}
+	}
+}
+
+func TestExists(t *testing.T) {
+	e := newEnv(t)
+	e.put("a/b.txt", "x")
+	for _, c := range []struct {
+		path string
+		want bool
+	}{
+		{"a/b.txt", true}, {"a", true}, {"a/", true}, {"a//b.txt", true}, {".", true},
+		{"a/missing", false}, {"a/b.txt/c", false},
+	} {
+		if got := ok[verbs.FsExistsResult](e, "fs.exists", verbs.FsExistsArgs{Path: c.path}).Exists; got != c.want {
+			t.Errorf("exists %q = %v, want %v", c.path, got, c.want)
+		}
+	}
+	e.fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: "../outside/secret.txt"}, "'..'")
+	e.fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: ""}, "empty")
+	e.fails(executor.CodeInvalidArguments, "fs.exists", map[string]any{}, "path")
+}
+
+func TestReadFile(t *testing.T) {
+	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 100 })
+	e.put("docs/a.md", "héllo\nworld\n")
+	e.put("big.txt", strings.Repeat("x", 101))
+	e.put("nul.bin", "ab\x00cd")
+	e.put("latin1.txt", "caf\xe9")
+	if err := syscall.Mkfifo(filepath.Join(e.dir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if got := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/a.md"}).Content; got != "héllo\nworld\n" {
+		t.Errorf("content %q", got)
+	}
+	// Direct call, no executor.
+	res, err := e.set.ReadFile(context.Background(), verbs.FsReadFileArgs{Path: "docs//a.md"})
+	if err != nil || res.Content != "héllo\nworld\n" {
+		t.Errorf("direct call: %q, %v", res.Content, err)
+	}
+	e.fails(executor.CodeNotFound, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/none.md"}, "File not found: docs/none.md")
+	e.fails(executor.CodeIsADirectory, "fs.readFile", verbs.FsReadFileArgs{Path: "docs"}, "Path is a directory: docs")
+	e.fails(executor.CodeTooLarge, "fs.readFile", verbs.FsReadFileArgs{Path: "big.txt"}, "101 bytes", "100", "fs.readRange")
+	e.fails(executor.CodeBinaryContent, "fs.readFile", verbs.FsReadFileArgs{Path: "nul.bin"}, "binary", "offset 2")
+	e.fails(executor.CodeBinaryContent, "fs.readFile", verbs.FsReadFileArgs{Path: "latin1.txt"}, "not UTF-8")
+	e.fails(executor.CodeInvalidArguments, "fs.readFile", verbs.FsReadFileArgs{Path: "fifo"}, "named pipe")
+	e.fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "."}, "root")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = e.set.ReadFile(ctx, verbs.FsReadFileArgs{Path: "docs/a.md"})
+	checkErr(t, err, executor.CodeCanceled)
+}
+
+func TestReadRange(t *testing.T) {
+	e := newEnv(t)
+	e.put("five.txt", "one\ntwo\r\nthree\nfour\nfive")
+	e.put("empty.txt", "")
+	e.put("bad.txt", "ok\ncaf\xe9\n")
+	cr := strings.Repeat("a", 64<<10-1) // '\r' lands at the end of the first 64 KiB read
+	e.put("cr.txt", cr+"\r\nnext\n")
+	long := strings.Repeat("0123456789", 30000) // 300 KB line
+	e.put("long.txt", "first\n"+long+"\nlast\n")
+
+	for _, c := range []struct {
+		name     string
+		path     string
+		start    int
+		end      int
+		numbered *bool
+		want     string
+	}{
+		{"one line", "five.txt", 2, 2, nil, "2: two"},
+		{"range strips CRLF", "five.txt", 1, 3, nil, "1: one\n2: two\n3: three"},
+		{"unnumbered", "five.txt", 2, 3, ptr(false), "two\nthree"},
+		{"last line without newline", "five.txt", 4, 5, ptr(true), "4: four\n5: five"},
+		{"whole", "five.txt", 1, 5, ptr(false), "one\ntwo\nthree\nfour\nfive"},
+		{"invalid UTF-8 replaced", "bad.txt", 2, 2, ptr(false), "caf\uFFFD"},
+		{"CR at buffer boundary", "cr.txt", 1, 2, ptr(false), cr + "\nnext"},
+		{"long line", "long.txt", 2, 3, ptr(false), long + "\nlast"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := ok[verbs.FsReadRangeResult](e, "fs.readRange", verbs.FsReadRangeArgs{Path: c.path, StartLine: c.start, EndLine: c.end, IncludeLineNumbers: c.numbered}).Content
+			if got != c.want {
+				t.Errorf("got %.80q, want %.80q", got, c.want)
+			}
+		})
+	}
+	for _, c := range []struct {
+		path       string
+		start, end int
+		msg        string
+	}{
+		{"five.txt", 0, 1, "Invalid line range: 0-1 (file has 5 lines"},
+		{"five.txt", -3, 2, "Invalid line range: -3-2 (file has 5 lines"},
+		{"five.txt", 3, 2, "Invalid line range: 3-2 (file has 5 lines"},
+		{"five.txt", 5, 6, "Invalid line range: 5-6 (file has 5 lines"},
+		{"five.txt", 7, 9, "Invalid line range: 7-9 (file has 5 lines"},
+		{"empty.txt", 1, 1, "Invalid line range: 1-1 (file has 0 lines"},
+	} {
+		e.fails(executor.CodeInvalidArguments, "fs.readRange", verbs.FsReadRangeArgs{Path: c.path, StartLine: c.start, EndLine: c.end}, c.msg)
+	}
+	e.fails(executor.CodeNotFound, "fs.readRange", verbs.FsReadRangeArgs{Path: "none.txt", StartLine: 1, EndLine: 1}, "File not found: none.txt")
+}
+
+func TestReadRangeCaps(t *testing.T) {
+	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 1000 })
+	e.put("long.txt", "short\n"+strings.Repeat("y", 5000)+"\nshort\n")
+	e.put("d/x", "")
+	e.fails(executor.CodeTooLarge, "fs.readRange", verbs.FsReadRangeArgs{Path: "long.txt", StartLine: 1, EndLine: 3}, "more than 1000 bytes")
+	if got := ok[verbs.FsReadRangeResult](e, "fs.readRange", verbs.FsReadRangeArgs{Path: "long.txt", StartLine: 3, EndLine: 3}).Content; got != "3: short" {
+		t.Errorf("line after a long skipped line: %q", got)
+	}
+	e.fails(executor.CodeIsADirectory, "fs.readRange", verbs.FsReadRangeArgs{Path: "d", StartLine: 1, EndLine: 1})
+}
+
+func TestLineCountAgreesWithReadRange(t *testing.T) {
+	e := newEnv(t)
+	many := strings.Repeat("line\n", 150000) // crosses many 64 KiB blocks
+	for _, c := range []struct {
+		content string
+		want    int
+	}{
+		{"", 0}, {"a", 1}, {"a\n", 1}, {"a\nb", 2}, {"\n", 1}, {"\n\n", 2},
+		{"a\r\nb\r\n", 2}, {"a\r\nb", 2}, {many, 150000}, {many + "tail", 150001},
+	} {
+		e.put("f.txt", c.content)
+		got := ok[verbs.FsLineCountResult](e, "fs.lineCount", verbs.FsLineCountArgs{Path: "f.txt"}).LineCount
+		if got != c.want {
+			t.Errorf("lineCount(%.20q) = %d, want %d", c.content, got, c.want)
+			continue
+		}
+		if got > 0 {
+			ok[verbs.FsReadRangeResult](e, "fs.readRange", verbs.FsReadRangeArgs{Path: "f.txt", StartLine: got, EndLine: got})
+		}
+		e.fails(executor.CodeInvalidArguments, "fs.readRange", verbs.FsReadRangeArgs{Path: "f.txt", StartLine: got + 1, EndLine: got + 1})
+	}
+	e.fails(executor.CodeNotFound, "fs.lineCount", verbs.FsLineCountArgs{Path: "nope"}, "File not found: nope")
+	e.put("dir/x", "")
+	e.fails(executor.CodeIsADirectory, "fs.lineCount", verbs.FsLineCountArgs{Path: "dir"})
+}
+
+func TestWriteFile(t *testing.T) {
+	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxWriteChars = 10 })
+	ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt", Content: "hello"})
+	if got := e.get("new/deep/file.txt"); got != "hello" {
+		t.Errorf("content %q", got)
+	}
+	// Replacing keeps the permission bits.
+	p := filepath.Join(e.dir, "new/deep/file.txt")
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt", Content: "éééééééééé"}) // 10 characters, 20 bytes
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v after replace, want 0600", fi.Mode().Perm())
+	}
+	if got := e.get("new/deep/file.txt"); got != "éééééééééé" {
+		t.Errorf("content %q", got)
+	}
+	e.fails(executor.CodeTooLarge, "fs.writeFile", verbs.FsWriteFileArgs{Path: "x.txt", Content: "12345678901"}, "11 characters", "at most 10")
+	e.fails(executor.CodeIsADirectory, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep", Content: "x"}, "Path is a directory: new/deep")
+	e.fails(executor.CodeNotADirectory, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt/x", Content: "x"}, "new/deep/file.txt")
+	e.fails(executor.CodeForbiddenPath, "fs.writeFile", verbs.FsWriteFileArgs{Path: ".", Content: "x"})
+	// Writing through a link inside the workspace replaces the target's
+	// content and keeps the link.
+	if err := os.Symlink("new/deep/file.txt", filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "link", Content: "via link"})
+	if fi, err := os.Lstat(filepath.Join(e.dir, "link")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("link replaced: %v %v", fi, err)
+	}
+	if got := e.get("new/deep/file.txt"); got != "via link" {
+		t.Errorf("target content %q", got)
+	}
+	noTempFiles(t, e.dir)
+}
+
+// noTempFiles fails if a temporary file was left anywhere under dir.
+func noTempFiles(t *testing.T, dir string) {
+	t.Helper()
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".tmp-") {
+			t.Errorf("temporary file left behind: %s", p)
+		}
+		return nil
+	})
+}
+
+func TestDeleteFile(t *testing.T) {
+	e := newEnv(t)
+	e.put("a.txt", "x")
+	e.put("d/b.txt", "y")
+	if err := os.Symlink("d/b.txt", filepath.Join(e.dir, "ln")); err != nil {
+		t.Fatal(err)
+	}
+	ok[verbs.FsDeleteFileResult](e, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "a.txt"})
+	if e.exists("a.txt") {
+		t.Error("a.txt still exists")
+	}
+	ok[verbs.FsDeleteFileResult](e, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "ln"})
+	if e.exists("ln") || !e.exists("d/b.txt") {
+		t.Error("deleting a link must remove the link, not its target")
+	}
+	e.fails(executor.CodeNotFound, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "a.txt"}, "File not found: a.txt")
+	e.fails(executor.CodeIsADirectory, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "d"}, "fs.deleteDirectory")
+}
+
+func TestMoveFile(t *testing.T) {
+	e := newEnv(t)
+	e.put("a.txt", "A")
+	e.put("b.txt", "B")
+	e.put("dir/x", "")
+	ok[verbs.FsMoveFileResult](e, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "a.txt", DestinationPath: "p/q/a2.txt"})
+	if e.exists("a.txt") || e.get("p/q/a2.txt") != "A" {
+		t.Error("move did not happen")
+	}
+	e.fails(executor.CodeAlreadyExists, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "b.txt", DestinationPath: "p/q/a2.txt"}, "File already exists: p/q/a2.txt")
+	if e.get("b.txt") != "B" || e.get("p/q/a2.txt") != "A" {
+		t.Error("a refused move changed a file")
+	}
+	e.fails(executor.CodeNotFound, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "none", DestinationPath: "z"}, "File not found: none")
+	e.fails(executor.CodeIsADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "dir", DestinationPath: "dir2"}, "files only")
+	e.fails(executor.CodeNotADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "b.txt", DestinationPath: "p/q/a2.txt/c"}, "p/q/a2.txt is a file")
+}
+
+func TestCopyFile(t *testing.T) {
+	e := newEnv(t)
+	big := strings.Repeat("0123456789abcdef", 100000) // 1.6 MB, streamed
+	e.put("src.bin", big)
+	if err := os.Chmod(filepath.Join(e.dir, "src.bin"), 0o751); err != nil {
+		t.Fatal(err)
+	}
+	e.put("other", "o")
+	e.put("dir/x", "")
+	ok[verbs.FsCopyFileResult](e, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "src.bin", DestinationPath: "c/d/copy.bin"})
+	if e.get("c/d/copy.bin") != big || e.get("src.bin") != big {
+		t.Error("copy content differs")
+	}
+	if fi, _ := os.Stat(filepath.Join(e.dir, "c/d/copy.bin")); fi.Mode().Perm() != 0o751 {
+		t.Errorf("copy mode %v, want 0751", fi.Mode().Perm())
+	}
+	e.fails(executor.CodeAlreadyExists, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "other", DestinationPath: "c/d/copy.bin"}, "File already exists: c/d/copy.bin")
+	if e.get("c/d/copy.bin") != big {
+		t.Error("refused copy overwrote the destination")
+	}
+	e.fails(executor.CodeNotFound, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "none", DestinationPath: "z"}, "File not found: none")
+	e.fails(executor.CodeIsADirectory, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "dir", DestinationPath: "z"}, "files only")
+	noTempFiles(t, e.dir)
+}
+
+func TestCreateDirectory(t *testing.T) {
+	e := newEnv(t)
+	ok[verbs.FsCreateDirectoryResult](e, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "a/b/c"})
+	if fi, err := os.Stat(filepath.Join(e.dir, "a/b/c")); err != nil || !fi.IsDir() {
+		t.Fatal("directory not created")
+	}
+	ok[verbs.FsCreateDirectoryResult](e, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "a/b"})
+	ok[verbs.FsCreateDirectoryResult](e, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "."})
+	e.put("f.txt", "x")
+	e.fails(executor.CodeAlreadyExists, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "f.txt"}, "File already exists: f.txt")
+	e.fails(executor.CodeNotADirectory, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "f.txt/sub"}, "f.txt is a file")
+}
+
+func TestDeleteDirectory(t *testing.T) {
+	e := newEnv(t)
+	e.put("tree/a/b/c.txt", "x")
+	e.put("tree/d.txt", "y")
+	e.put("file.txt", "z")
+	ok[verbs.FsDeleteDirectoryResult](e, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"})
+	if e.exists("tree") {
+		t.Error("tree still exists")
+	}
+	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "."}, "workspace root")
+	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "./"}, "workspace root")
+	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: ""}, "empty")
+	e.fails(executor.CodeNotFound, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"}, "Directory not found: tree")
+	e.fails(executor.CodeNotADirectory, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "file.txt"}, "fs.deleteFile")
+	if !e.exists(".hub/hub.db") || !e.exists("file.txt") {
+		t.Error("refused deletes removed something")
+	}
+}
+
+func TestDeleteDirectoryHoldingState(t *testing.T) {
+	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.Deny = []string{"var/hub"} })
+	e.put("var/hub/hub.db", "state")
+	e.put("var/other.txt", "x")
+	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "var"}, "var/hub", "reserved for the hub's state")
+	if !e.exists("var/hub/hub.db") || !e.exists("var/other.txt") {
+		t.Error("refused delete removed something")
+	}
+}
+
+func TestListDir(t *testing.T) {
+	e := newEnv(t)
+	e.put("b.txt", "")
+	e.put("a.txt", "")
+	e.put("zdir/x", "")
+	e.put("adir/y", "")
+	if err := os.Symlink("zdir", filepath.Join(e.dir, "mlink")); err != nil {
+		t.Fatal(err)
+	}
+	got := ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries
+	want := []verbs.DirEntry{
+		{Name: "adir", IsDirectory: true}, {Name: "mlink", IsDirectory: true}, {Name: "zdir", IsDirectory: true},
+		{Name: "a.txt"}, {Name: "b.txt"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("entries %v, want %v (.hub must be hidden)", got, want)
+	}
+	if got := ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "mlink"}).Entries; !slices.Equal(got, []verbs.DirEntry{{Name: "x"}}) {
+		t.Errorf("listing through a link: %v", got)
+	}
+	empty := ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "adir/"})
+	if len(empty.Entries) != 1 {
+		t.Errorf("adir: %v", empty.Entries)
+	}
+	e.fails(executor.CodeNotFound, "fs.listDir", verbs.FsListDirArgs{Path: "none"}, "Directory not found: none")
+	e.fails(executor.CodeNotADirectory, "fs.listDir", verbs.FsListDirArgs{Path: "a.txt"}, "a.txt is a file")
+}
+
+func TestSymlinksInsideWorkspace(t *testing.T) {
+	e := newEnv(t)
+	e.put("real/docs/a.md", "A\n")
+	e.put("b/file.txt", "B\n")
+	links := map[string]string{
+		"a/up":     "../b/file.txt", // '..' in a target that stays inside
+		"docs":     "real/docs",
+		"chain1":   "chain2",
+		"chain2":   "b/file.txt",
+		"dangling": "b/new.txt",
+	}
+	for name, target := range links {
+		p := filepath.Join(e.dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, want := range map[string]string{"a/up": "B\n", "docs/a.md": "A\n", "chain1": "B\n"} {
+		if got := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: path}).Content; got != want {
+			t.Errorf("read %s = %q, want %q", path, got, want)
+		}
+	}
+	ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "dangling", Content: "N"})
+	if e.get("b/new.txt") != "N" {
+		t.Error("writing through a dangling link did not create its target")
+	}
+	ok[verbs.FsWriteRangeResult](e, "fs.writeRange", verbs.FsWriteRangeArgs{Path: "docs/a.md", StartLine: 2, Content: "more"})
+	if e.get("real/docs/a.md") != "A\nmore\n" {
+		t.Errorf("writeRange through a directory link: %q", e.get("real/docs/a.md"))
+	}
+	// A link inside the workspace whose target is inside the state is refused.
+	if err := os.Symlink("../.hub", filepath.Join(e.dir, "b/state")); err != nil {
+		t.Fatal(err)
+	}
+	e.fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "b/state/hub.db"}, "reserved for the hub's state")
+}

@@ -1,0 +1,412 @@
+package verbs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+)
+
+// Lines, as every verb counts them: a line ends at '\n' (a '\r' before it is
+// part of the ending, not the text); a last line without '\n' still counts;
+// an empty file has no lines. fs.lineCount, fs.readRange and fs.writeRange
+// agree on this, and they all stream, so memory does not grow with the file.
+
+const blockSize = 64 << 10
+
+// ctxReader fails reads once ctx is done, so long scans stop when their
+// caller gives up.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// countLines counts the lines of r in blocks.
+func countLines(r io.Reader) (int, error) {
+	buf := make([]byte, blockSize)
+	n := 0
+	var last byte = '\n'
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if err == io.EOF {
+			if last != '\n' {
+				n++
+			}
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// copyLines copies the next k lines of r, endings included, to w (which may
+// be io.Discard). It returns how many lines there were, fewer than k only at
+// the end of the input, and whether the last one copied lacked an ending.
+func copyLines(r *bufio.Reader, w io.Writer, k int) (n int, unterminated bool, err error) {
+	mid := false // some bytes of a line have been copied but not its '\n'
+	for n < k {
+		if r.Buffered() == 0 {
+			if _, err := r.Peek(1); err != nil {
+				if err == io.EOF {
+					if mid {
+						n++
+					}
+					return n, mid, nil
+				}
+				return n, false, err
+			}
+		}
+		buf, _ := r.Peek(r.Buffered())
+		need := k - n
+		if c := bytes.Count(buf, []byte{'\n'}); c < need {
+			if _, err := w.Write(buf); err != nil {
+				return n, false, err
+			}
+			n += c
+			mid = buf[len(buf)-1] != '\n'
+			_, _ = r.Discard(len(buf))
+			continue
+		}
+		pos := 0
+		for range need {
+			pos += bytes.IndexByte(buf[pos:], '\n') + 1
+		}
+		if _, err := w.Write(buf[:pos]); err != nil {
+			return n, false, err
+		}
+		_, _ = r.Discard(pos)
+		n += need
+		mid = false
+	}
+	return n, false, nil
+}
+
+// readLine appends the next line of r, without its ending, to dst. It stops
+// with errLineTooLong once dst would exceed limit bytes, and reports ok false
+// at the end of the input.
+func readLine(r *bufio.Reader, dst *bytes.Buffer, limit int) (ok bool, err error) {
+	seen := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(chunk) > 0 {
+			seen = true
+		}
+		body := chunk
+		if err == nil {
+			body = chunk[:len(chunk)-1]
+			if len(body) > 0 && body[len(body)-1] == '\r' {
+				body = body[:len(body)-1]
+			} else if len(body) == 0 && dst.Len() > 0 && dst.Bytes()[dst.Len()-1] == '\r' {
+				// "\r\n" split across two reads: drop the '\r' already copied.
+				dst.Truncate(dst.Len() - 1)
+			}
+		}
+		if dst.Len()+len(body) > limit {
+			return true, errLineTooLong
+		}
+		dst.Write(body)
+		switch err {
+		case nil:
+			return true, nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			return seen, nil
+		default:
+			return seen, err
+		}
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// ReadRange implements fs.readRange.
+func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResult, error) {
+	var res FsReadRangeResult
+	w, err := s.workspace(ctx)
+	if err != nil {
+		return res, err
+	}
+	name, show, err := w.guard(a.Path, followFinal)
+	if err != nil {
+		return res, err
+	}
+	f, _, err := w.openRegular(name, show)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	src := ctxReader{ctx, f}
+	if a.StartLine < 1 || a.EndLine < a.StartLine {
+		return res, rangeError(src, a.StartLine, a.EndLine, 0, show)
+	}
+	numbered := a.IncludeLineNumbers == nil || *a.IncludeLineNumbers
+	br := bufio.NewReaderSize(src, blockSize)
+	skipped, _, err := copyLines(br, io.Discard, a.StartLine-1)
+	if err != nil {
+		return res, fsError(err, show, "read")
+	}
+	if skipped < a.StartLine-1 {
+		return res, invalidRange(a.StartLine, a.EndLine, skipped)
+	}
+	limit := int(min(w.opts.MaxReadBytes, int64(^uint(0)>>1)))
+	var out, line bytes.Buffer
+	for ln := a.StartLine; ln <= a.EndLine; ln++ {
+		line.Reset()
+		ok, err := readLine(br, &line, limit-out.Len())
+		if errors.Is(err, errLineTooLong) {
+			return res, executor.Errorf(executor.CodeTooLarge,
+				"Lines %d-%d of %s are more than %d bytes, the most fs.readRange returns; read fewer lines", a.StartLine, ln, show, limit)
+		}
+		if err != nil {
+			return res, fsError(err, show, "read")
+		}
+		if !ok {
+			return res, invalidRange(a.StartLine, a.EndLine, ln-1)
+		}
+		if ln > a.StartLine {
+			out.WriteByte('\n')
+		}
+		if numbered {
+			out.WriteString(strconv.Itoa(ln))
+			out.WriteString(": ")
+		}
+		out.Write(line.Bytes())
+	}
+	res.Content = string(out.Bytes())
+	if !utf8.ValidString(res.Content) {
+		res.Content = strings.ToValidUTF8(res.Content, "\uFFFD")
+	}
+	return res, nil
+}
+
+// rangeError counts the rest of the file so the message can say how many
+// lines it has; consumed lines were already read from r.
+func rangeError(r io.Reader, start, end, consumed int, show string) error {
+	n, err := countLines(r)
+	if err != nil {
+		return fsError(err, show, "read")
+	}
+	return invalidRange(start, end, consumed+n)
+}
+
+func invalidRange(start, end, n int) error {
+	return executor.Errorf(executor.CodeInvalidArguments,
+		"Invalid line range: %d-%d (file has %d lines; lines count from 1 and endLine must be between startLine and %d)", start, end, n, n)
+}
+
+func invalidInsert(start, n int) error {
+	return executor.Errorf(executor.CodeInvalidArguments,
+		"Invalid line range: insert before line %d (file has %d lines; insert before lines 1 to %d, where %d appends)", start, n, n+1, n+1)
+}
+
+// LineCount implements fs.lineCount.
+func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResult, error) {
+	var res FsLineCountResult
+	w, err := s.workspace(ctx)
+	if err != nil {
+		return res, err
+	}
+	name, show, err := w.guard(a.Path, followFinal)
+	if err != nil {
+		return res, err
+	}
+	f, _, err := w.openRegular(name, show)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	n, err := countLines(ctxReader{ctx, f})
+	if err != nil {
+		return res, fsError(err, show, "read")
+	}
+	res.LineCount = n
+	return res, nil
+}
+
+// WriteRange implements fs.writeRange.
+func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeResult, error) {
+	var res FsWriteRangeResult
+	w, err := s.workspace(ctx)
+	if err != nil {
+		return res, err
+	}
+	name, show, err := w.guard(a.Path, followFinal)
+	if err != nil {
+		return res, err
+	}
+	if err := w.checkWriteSize(a.Content, "fs.writeRange"); err != nil {
+		return res, err
+	}
+	f, fi, err := w.openRegular(name, show)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	src := ctxReader{ctx, f}
+	if a.StartLine < 1 || a.EndLine != nil && *a.EndLine < a.StartLine {
+		if a.EndLine == nil {
+			n, err := countLines(src)
+			if err != nil {
+				return res, fsError(err, show, "read")
+			}
+			return res, invalidInsert(a.StartLine, n)
+		}
+		return res, rangeError(src, a.StartLine, *a.EndLine, 0, show)
+	}
+
+	// The file's style: its first line ending, and whether it ends in one.
+	eol, err := firstEnding(src)
+	if err != nil {
+		return res, fsError(err, show, "read")
+	}
+	size := fi.Size()
+	finalNewline := strings.HasSuffix(a.Content, "\n")
+	if size > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], size-1); err != nil {
+			return res, fsError(err, show, "read")
+		}
+		finalNewline = last[0] == '\n'
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return res, fsError(err, show, "read")
+	}
+	newLines := splitLines(a.Content)
+
+	err = w.atomicWrite(name, show, fi.Mode().Perm(), true, false, func(tmp *os.File) error {
+		br := bufio.NewReaderSize(src, blockSize)
+		bw := bufio.NewWriterSize(tmp, blockSize)
+		cw := &tailWriter{w: bw}
+		kept, unterminated, err := copyLines(br, cw, a.StartLine-1)
+		if err != nil {
+			return fsError(err, show, "read")
+		}
+		if kept < a.StartLine-1 {
+			if a.EndLine == nil {
+				return invalidInsert(a.StartLine, kept)
+			}
+			return invalidRange(a.StartLine, *a.EndLine, kept)
+		}
+		if a.EndLine != nil {
+			want := *a.EndLine - a.StartLine + 1
+			skipped, _, err := copyLines(br, io.Discard, want)
+			if err != nil {
+				return fsError(err, show, "read")
+			}
+			if skipped < want {
+				return invalidRange(a.StartLine, *a.EndLine, kept+skipped)
+			}
+		}
+		_, peekErr := br.Peek(1)
+		suffixEmpty := peekErr == io.EOF
+		if len(newLines) > 0 {
+			if unterminated {
+				bw.WriteString(eol)
+			}
+			for i, l := range newLines {
+				bw.WriteString(l)
+				if i < len(newLines)-1 || !suffixEmpty || finalNewline {
+					bw.WriteString(eol)
+				}
+			}
+		} else if suffixEmpty && !finalNewline && kept > 0 && cw.last[1] == '\n' {
+			// The file's last lines were deleted: the line now last loses
+			// its ending, as the old last line had none.
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			cut := int64(1)
+			if cw.last[0] == '\r' {
+				cut = 2
+			}
+			if err := tmp.Truncate(cw.n - cut); err != nil {
+				return err
+			}
+			if _, err := tmp.Seek(0, io.SeekEnd); err != nil {
+				return err
+			}
+		}
+		if _, err := io.Copy(bw, br); err != nil {
+			return fsError(err, show, "read")
+		}
+		return bw.Flush()
+	})
+	return res, err
+}
+
+// firstEnding returns "\r\n" when the first line of r ends that way, else "\n".
+func firstEnding(r io.Reader) (string, error) {
+	buf := make([]byte, 4<<10)
+	var prev byte
+	for {
+		k, err := r.Read(buf)
+		if i := bytes.IndexByte(buf[:k], '\n'); i >= 0 {
+			if i > 0 && buf[i-1] == '\r' || i == 0 && prev == '\r' {
+				return "\r\n", nil
+			}
+			return "\n", nil
+		}
+		if k > 0 {
+			prev = buf[k-1]
+		}
+		if err == io.EOF {
+			return "\n", nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+// splitLines splits content into lines the way files are counted: on "\n"
+// or "\r\n", with a final ending not starting another line.
+func splitLines(content string) []string {
+	if content == "" {
+		return nil
+	}
+	content = strings.TrimSuffix(content, "\n")
+	lines := strings.Split(content, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	return lines
+}
+
+// tailWriter counts what passes through it and remembers the last two bytes.
+type tailWriter struct {
+	w    io.Writer
+	n    int64
+	last [2]byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	k, err := t.w.Write(p)
+	t.n += int64(k)
+	switch {
+	case k >= 2:
+		t.last = [2]byte{p[k-2], p[k-1]}
+	case k == 1:
+		t.last = [2]byte{t.last[1], p[0]}
+	}
+	return k, err
+}

@@ -1,0 +1,420 @@
+package verbs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+)
+
+// waitDelay bounds how long proc.run waits for a child's output pipes to
+// close after the child has exited or been killed (a process that left the
+// process group may still hold them).
+const waitDelay = 2 * time.Second
+
+// ProcRun implements proc.run. The program runs without a shell in its own
+// process group, with only the allow-listed environment, stdin from
+// /dev/null and stdout/stderr streamed to files under the proc directory.
+// On timeout, or when ctx ends, the whole group is killed; processes the
+// program leaves behind in its group are killed when it exits.
+//
+// A non-zero exit status or a timeout is a successful verb: ExitCode and
+// TimedOut say what happened (ExitCode is -1 for a timeout or a signal).
+// The timeout error code is kept for the executor's own deadline: when ctx
+// ends first, the group is killed and ctx's error is returned.
+func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error) {
+	var res ProcRunResult
+	w, err := s.workspace(ctx)
+	if err != nil {
+		return res, err
+	}
+	if a.Executable == "" {
+		return res, executor.Errorf(executor.CodeInvalidArguments, "Executable is empty; name a program such as git or ./script.sh")
+	}
+	if strings.IndexByte(a.Executable, 0) >= 0 {
+		return res, executor.Errorf(executor.CodeInvalidArguments, "Executable %q contains a NUL byte", a.Executable)
+	}
+	for i, arg := range a.Arguments {
+		if strings.IndexByte(arg, 0) >= 0 {
+			return res, executor.Errorf(executor.CodeInvalidArguments, "Argument %d contains a NUL byte, which a program cannot receive", i+1)
+		}
+	}
+	timeout := s.opts.DefaultTimeout
+	if a.TimeoutSeconds != nil {
+		if *a.TimeoutSeconds < 1 {
+			return res, executor.Errorf(executor.CodeInvalidArguments, "timeoutSeconds is %d; give a number of seconds from 1 to %d", *a.TimeoutSeconds, int(s.opts.MaxTimeout/time.Second))
+		}
+		timeout = s.opts.MaxTimeout
+		if secs := int64(*a.TimeoutSeconds); secs < int64(s.opts.MaxTimeout/time.Second) {
+			timeout = time.Duration(secs) * time.Second
+		}
+	}
+
+	wd := a.WorkingDirectory
+	if wd == "" {
+		wd = "."
+	}
+	wdName, wdShow, err := w.guard(wd, followFinal|allowRoot)
+	if err != nil {
+		return res, err
+	}
+	switch fi, err := w.root.Stat(wdName); {
+	case errors.Is(err, fs.ErrNotExist):
+		return res, executor.Errorf(executor.CodeNotFound, "Directory not found: %s", wdShow)
+	case err != nil:
+		return res, fsError(err, wdShow, "stat")
+	case !fi.IsDir():
+		return res, executor.Errorf(executor.CodeNotADirectory, "Working directory %s is a file, not a directory", wdShow)
+	}
+	dir := filepath.Join(w.Dir(), filepath.FromSlash(wdName))
+
+	env := s.childEnv()
+	exe, err := s.findExecutable(w, a.Executable, wdName, env)
+	if err != nil {
+		return res, err
+	}
+
+	turn, err := turnDir(ctx)
+	if err != nil {
+		return res, err
+	}
+	outDir := filepath.Join(s.opts.ProcDir, turn)
+	if err := os.MkdirAll(s.opts.ProcDir, 0o700); err != nil {
+		return res, s.stateError("create", s.opts.ProcDir, err)
+	}
+	if err := os.Mkdir(outDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return res, s.stateError("create", outDir, err)
+	}
+	stdout, err := s.newCapture(filepath.Join(outDir, "stdout.txt"))
+	if err != nil {
+		return res, err
+	}
+	defer stdout.f.Close()
+	stderr, err := s.newCapture(filepath.Join(outDir, "stderr.txt"))
+	if err != nil {
+		return res, err
+	}
+	defer stderr.f.Close()
+	res.StdoutPath = s.statePath(stdout.f.Name())
+	res.StderrPath = s.statePath(stderr.f.Name())
+
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, exe, a.Arguments...)
+	cmd.Args[0] = a.Executable
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd.Process) }
+	cmd.WaitDelay = waitDelay
+	// The child writes into pipes we read ourselves, so Wait returns when
+	// the child exits even if something it started still holds them.
+	var pipes sync.WaitGroup
+	var readEnds, writeEnds []*os.File
+	defer func() { closeAll(readEnds) }()
+	for range 2 {
+		r, wr, err := os.Pipe()
+		if err != nil {
+			closeAll(writeEnds)
+			return res, executor.Errorf(executor.CodeIOError, "Cannot create a pipe for %s: %v", a.Executable, err)
+		}
+		readEnds, writeEnds = append(readEnds, r), append(writeEnds, wr)
+	}
+	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
+
+	start := time.Now()
+	err = cmd.Start()
+	closeAll(writeEnds) // the child has its own copies
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, startError(err, a.Executable)
+	}
+	for i, c := range []*capture{stdout, stderr} {
+		pipes.Add(1)
+		go func(r *os.File) {
+			defer pipes.Done()
+			_, _ = io.Copy(c, r)
+		}(readEnds[i])
+	}
+	waitErr := cmd.Wait()
+	res.DurationMs = time.Since(start).Milliseconds()
+	_ = killGroup(cmd.Process) // whatever the program left running in its group
+	drained := make(chan struct{})
+	go func() { pipes.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(waitDelay):
+		// A process that left the group still holds a pipe: stop reading.
+		closeAll(readEnds)
+		<-drained
+	}
+
+	for _, c := range []*capture{stdout, stderr} {
+		if err := c.finish(); err != nil {
+			return res, s.stateError("write output of "+a.Executable+" to", c.f.Name(), err)
+		}
+	}
+	res.StdoutBytes, res.StderrBytes = stdout.total, stderr.total
+	res.StdoutTail, res.StderrTail = stdout.tailString(), stderr.tailString()
+
+	if err := ctx.Err(); err != nil {
+		code := executor.CodeCanceled
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = executor.CodeTimeout
+		}
+		return res, &executor.Error{Code: code, Err: err, Message: fmt.Sprintf(
+			"%s was stopped before it finished (%v); its output so far is in %s and %s", a.Executable, err, res.StdoutPath, res.StderrPath)}
+	}
+	// Killed after the deadline: a program that exited by itself just as
+	// the deadline passed keeps its own exit status.
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	res.TimedOut = res.ExitCode == -1 && errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) && !res.TimedOut {
+		return res, executor.Errorf(executor.CodeIOError, "Waiting for %s failed: %v", a.Executable, waitErr)
+	}
+	return res, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// killGroup sends SIGKILL to p's whole process group.
+func killGroup(p *os.Process) error {
+	if p == nil || p.Pid <= 0 {
+		return nil
+	}
+	err := syscall.Kill(-p.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+func startError(err error, exe string) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return executor.Errorf(executor.CodeNotFound, "Executable not found: %s", exe)
+	case errors.Is(err, fs.ErrPermission):
+		return executor.Errorf(executor.CodeInvalidArguments, "Executable %s cannot be run: permission denied", exe)
+	case errors.Is(err, syscall.ENOEXEC):
+		return executor.Errorf(executor.CodeInvalidArguments, "Executable %s is not a program this machine can run (a script needs a #! line)", exe)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return executor.Errorf(executor.CodeIOError, "Cannot start %s: %v", exe, err)
+}
+
+// childEnv copies the allow-listed variables from the hub's environment.
+func (s *Set) childEnv() []string {
+	env := make([]string, 0, len(s.opts.EnvAllow))
+	for _, k := range s.opts.EnvAllow {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// findExecutable resolves exe as the child would: a name without a slash is
+// looked up in the child's PATH (absolute entries only), an absolute path is
+// taken as it is, and any other path is a workspace path relative to the
+// working directory wd, which must pass the path guard.
+func (s *Set) findExecutable(w *Workspace, exe, wd string, env []string) (string, error) {
+	switch {
+	case strings.HasPrefix(exe, "/"):
+		return exe, checkExecutable(exe, exe)
+	case strings.Contains(exe, "/"):
+		rel := exe
+		for strings.HasPrefix(rel, "./") {
+			rel = strings.TrimLeft(rel[2:], "/") // "./run.sh" is the usual spelling
+		}
+		if wd != "." {
+			rel = wd + "/" + rel
+		}
+		name, show, err := w.guard(rel, followFinal)
+		if err != nil {
+			return "", err
+		}
+		fi, err := w.root.Stat(name)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", executor.Errorf(executor.CodeNotFound, "Executable not found: %s (looked for %s in the workspace)", exe, show)
+			}
+			return "", fsError(err, show, "stat")
+		}
+		if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+			return "", executor.Errorf(executor.CodeInvalidArguments, "Executable %s cannot be run: it is not an executable file", exe)
+		}
+		return filepath.Join(w.Dir(), filepath.FromSlash(name)), nil
+	}
+	pathEnv := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if !filepath.IsAbs(d) {
+			continue // relative PATH entries would resolve inside the workspace
+		}
+		p := filepath.Join(d, exe)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", executor.Errorf(executor.CodeNotFound, "Executable not found: %s (not in the PATH given to programs; use a path with a slash to run a file in the workspace)", exe)
+}
+
+func checkExecutable(p, exe string) error {
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return executor.Errorf(executor.CodeNotFound, "Executable not found: %s", exe)
+	case err != nil:
+		return startError(err, exe)
+	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
+		return executor.Errorf(executor.CodeInvalidArguments, "Executable %s cannot be run: it is not an executable file", exe)
+	}
+	return nil
+}
+
+// turnDir returns the output directory name for the call in ctx: its turn
+// id, or for calls without one (the CLI) cli.<UTC time>.<random hex>.
+func turnDir(ctx context.Context) (string, error) {
+	id := executor.CallFrom(ctx).TurnID
+	if id == "" {
+		var rnd [4]byte
+		_, _ = rand.Read(rnd[:])
+		return "cli." + time.Now().UTC().Format("20060102T150405.000000000Z") + "." + hex.EncodeToString(rnd[:]), nil
+	}
+	if err := validTurnID(id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+func validTurnID(id string) error {
+	bad := len(id) > 200 || id == "." || id == ".." || strings.Contains(id, "..")
+	for i := 0; i < len(id) && !bad; i++ {
+		c := id[i]
+		bad = !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._-+=@", c) >= 0)
+	}
+	if bad || id == "" {
+		return executor.Errorf(executor.CodeInvalidArguments,
+			"Turn id %q cannot name an output directory (accepted: up to 200 letters, digits and . _ - + = @, without '..')", id)
+	}
+	return nil
+}
+
+// statePath names p relative to the state root, with '/' separators, or
+// absolutely when p lies outside it.
+func (s *Set) statePath(p string) string {
+	rel, err := filepath.Rel(s.opts.StateDir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(p)
+	}
+	return path.Clean(filepath.ToSlash(rel))
+}
+
+// stateError reports a failure on a file in the state directory, naming it
+// relative to the state root rather than by its host path.
+func (s *Set) stateError(op, p string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &executor.Error{Code: executor.CodeIOError, Err: err, Message: fmt.Sprintf("Cannot %s %s: %v", op, s.statePath(p), err)}
+}
+
+// capture is a child's stdout or stderr: it streams to a file up to a cap,
+// counts everything, and keeps the last bytes for the result.
+type capture struct {
+	mu      sync.Mutex
+	f       *os.File
+	limit   int64
+	written int64 // bytes in the file
+	total   int64 // bytes the child wrote
+	tailMax int
+	tail    []byte
+	err     error
+}
+
+func (s *Set) newCapture(name string) (*capture, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, s.stateError("create", name, err)
+	}
+	return &capture{f: f, limit: s.opts.MaxOutputBytes, tailMax: s.opts.TailBytes}, nil
+}
+
+// Write never fails towards the child: a write error is kept for finish,
+// so the child is not killed by a broken pipe over the hub's disk trouble.
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total += int64(len(p))
+	if c.tailMax > 0 {
+		c.tail = append(c.tail, p[max(0, len(p)-c.tailMax):]...)
+		if len(c.tail) > 2*c.tailMax {
+			c.tail = append(c.tail[:0], c.tail[len(c.tail)-c.tailMax:]...)
+		}
+	}
+	if room := c.limit - c.written; room > 0 && c.err == nil {
+		n, err := c.f.Write(p[:min(int64(len(p)), room)])
+		c.written += int64(n)
+		c.err = err
+	}
+	return len(p), nil
+}
+
+// finish appends the truncation note when bytes were dropped and syncs.
+func (c *capture) finish() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	if dropped := c.total - c.written; dropped > 0 {
+		if _, err := fmt.Fprintf(c.f, "\n[output truncated: %d bytes dropped]\n", dropped); err != nil {
+			return err
+		}
+	}
+	return c.f.Sync()
+}
+
+// tailString is the last TailBytes of the stream as valid UTF-8, starting
+// at a rune boundary.
+func (c *capture) tailString() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.tail[max(0, len(c.tail)-c.tailMax):]
+	if int64(len(t)) < c.total {
+		// Cut: skip continuation bytes of a rune that started earlier.
+		for k := 0; k < utf8.UTFMax-1 && len(t) > 0 && !utf8.RuneStart(t[0]); k++ {
+			t = t[1:]
+		}
+	}
+	return strings.ToValidUTF8(string(t), "\uFFFD")
+}

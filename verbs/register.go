@@ -1,0 +1,155 @@
+package verbs
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+)
+
+// Defaults for Options.
+const (
+	DefaultTimeout        = 60 * time.Second
+	DefaultMaxTimeout     = 10 * time.Minute
+	DefaultMaxOutputBytes = 16 << 20
+	DefaultTailBytes      = 8 << 10
+)
+
+// DefaultEnvAllow is the environment a child process gets from the hub's own:
+// these variables and nothing else, so the hub's tokens never reach a child.
+var DefaultEnvAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "TMPDIR"}
+
+// Options configure the verbs beyond the workspace's own limits.
+type Options struct {
+	// StateDir is the hub's state root; result paths such as stdoutPath are
+	// relative to it.
+	StateDir string
+	// ProcDir holds proc.run's output, one directory per turn; it defaults
+	// to <StateDir>/proc.
+	ProcDir string
+	// EnvAllow names the environment variables copied from the hub's
+	// environment into a child process.
+	EnvAllow []string
+	// DefaultTimeout applies when proc.run names none; MaxTimeout caps what
+	// it may ask for.
+	DefaultTimeout time.Duration
+	MaxTimeout     time.Duration
+	// MaxOutputBytes caps each of a child's stdout and stderr files; bytes
+	// beyond it are counted and dropped.
+	MaxOutputBytes int64
+	// TailBytes is how much of the end of each stream a result carries.
+	TailBytes int
+}
+
+// DefaultOptions returns the defaults for a hub whose state root is stateDir.
+func DefaultOptions(stateDir string) Options {
+	return Options{
+		StateDir:       stateDir,
+		ProcDir:        filepath.Join(stateDir, "proc"),
+		EnvAllow:       append([]string(nil), DefaultEnvAllow...),
+		DefaultTimeout: DefaultTimeout,
+		MaxTimeout:     DefaultMaxTimeout,
+		MaxOutputBytes: DefaultMaxOutputBytes,
+		TailBytes:      DefaultTailBytes,
+	}
+}
+
+func (o Options) validate() (Options, error) {
+	if o.StateDir == "" {
+		return o, errors.New("verbs: Options.StateDir is empty")
+	}
+	if o.ProcDir == "" {
+		o.ProcDir = filepath.Join(o.StateDir, "proc")
+	}
+	if o.EnvAllow == nil {
+		o.EnvAllow = append([]string(nil), DefaultEnvAllow...)
+	}
+	if o.DefaultTimeout == 0 {
+		o.DefaultTimeout = DefaultTimeout
+	}
+	if o.MaxTimeout == 0 {
+		o.MaxTimeout = DefaultMaxTimeout
+	}
+	if o.MaxOutputBytes == 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if o.TailBytes == 0 {
+		o.TailBytes = DefaultTailBytes
+	}
+	if o.DefaultTimeout < 0 || o.MaxTimeout < 0 || o.MaxOutputBytes < 0 || o.TailBytes < 0 {
+		return o, errors.New("verbs: timeouts and sizes in Options must not be negative")
+	}
+	if o.DefaultTimeout > o.MaxTimeout {
+		o.DefaultTimeout = o.MaxTimeout
+	}
+	var err error
+	if o.StateDir, err = filepath.Abs(o.StateDir); err != nil {
+		return o, fmt.Errorf("verbs: state dir: %w", err)
+	}
+	if o.ProcDir, err = filepath.Abs(o.ProcDir); err != nil {
+		return o, fmt.Errorf("verbs: proc dir: %w", err)
+	}
+	return o, nil
+}
+
+// Set holds the verbs' implementations. Its methods can be called directly
+// from Go; Register exposes them through an executor.Registry.
+type Set struct {
+	src  WorkspaceSource
+	opts Options
+}
+
+// NewSet returns the verbs acting in the workspaces src hands out.
+func NewSet(src WorkspaceSource, opts Options) (*Set, error) {
+	if src == nil {
+		return nil, errors.New("verbs: nil workspace source")
+	}
+	opts, err := opts.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &Set{src: src, opts: opts}, nil
+}
+
+// Register adds the fourteen verbs to reg.
+func Register(reg *executor.Registry, src WorkspaceSource, opts Options) error {
+	s, err := NewSet(src, opts)
+	if err != nil {
+		return err
+	}
+	return s.Register(reg)
+}
+
+// Register adds s's fourteen verbs to reg.
+func (s *Set) Register(reg *executor.Registry) error {
+	regs := []func() error{
+		reg1(reg, "fs.exists", "Check whether a file or directory exists", true, s.Exists),
+		reg1(reg, "fs.readFile", "Read a whole UTF-8 text file", true, s.ReadFile),
+		reg1(reg, "fs.readRange", "Read lines startLine to endLine of a text file", true, s.ReadRange),
+		reg1(reg, "fs.writeFile", "Create or replace a file atomically", false, s.WriteFile),
+		reg1(reg, "fs.writeRange", "Replace, insert or append lines in a text file", false, s.WriteRange),
+		reg1(reg, "fs.deleteFile", "Delete a file", false, s.DeleteFile),
+		reg1(reg, "fs.moveFile", "Move a file to a path that does not exist yet", false, s.MoveFile),
+		reg1(reg, "fs.copyFile", "Copy a file to a path that does not exist yet", false, s.CopyFile),
+		reg1(reg, "fs.createDirectory", "Create a directory and its parents", false, s.CreateDirectory),
+		reg1(reg, "fs.deleteDirectory", "Delete a directory and everything in it", false, s.DeleteDirectory),
+		reg1(reg, "fs.lineCount", "Count the lines of a text file", true, s.LineCount),
+		reg1(reg, "fs.listDir", "List a directory, directories first", true, s.ListDir),
+		reg1(reg, "proc.run", "Run a program without a shell, with a timeout and captured output", false, s.ProcRun),
+		reg1(reg, "sys.machineInfo", "Describe the machine: OS, CPUs, memory, disks", true, s.MachineInfo),
+	}
+	for _, r := range regs {
+		if err := r(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func reg1[A, R any](reg *executor.Registry, name, summary string, readOnly bool, f executor.VerbFunc[A, R]) func() error {
+	return func() error {
+		return executor.Register(reg, executor.Info{Name: name, Summary: summary, ReadOnly: readOnly}, f)
+	}
+}
