@@ -3,6 +3,7 @@ package chat
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Platform names a chat platform.
@@ -131,6 +132,10 @@ func validLocalPath(p string) error {
 		if c := p[i]; c < 0x20 || c == 0x7f {
 			return fmt.Errorf("control character at byte %d of the path", i)
 		}
+	}
+	// Keys are stored as JSON strings, which cannot hold invalid UTF-8.
+	if !utf8.ValidString(p) {
+		return fmt.Errorf("path is not valid UTF-8")
 	}
 	return nil
 }
