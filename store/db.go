@@ -124,30 +124,42 @@ var ErrSchemaTooNew = errors.New("bucket schema is newer than this binary")
 // A bucket whose recorded version is newer than version is refused, so an old
 // binary never misreads data a newer one wrote. It returns the bucket and the
 // version found on disk (equal to version for a new bucket), which callers
-// use to migrate older data.
+// use to migrate older data in the same transaction. In a read-only
+// transaction it creates and records nothing, and the bucket is nil when it
+// does not exist yet.
 func EnsureBucket(tx *bolt.Tx, name string, version int) (*bolt.Bucket, int, error) {
-	meta, err := tx.CreateBucketIfNotExists(metaBucket)
-	if err != nil {
-		return nil, 0, fmt.Errorf("create meta bucket: %w", err)
+	var meta *bolt.Bucket
+	if tx.Writable() {
+		var err error
+		if meta, err = tx.CreateBucketIfNotExists(metaBucket); err != nil {
+			return nil, 0, fmt.Errorf("create meta bucket: %w", err)
+		}
+	} else {
+		meta = tx.Bucket(metaBucket)
 	}
 	vkey := []byte("schema/" + name)
 	found := version
-	if v := meta.Get(vkey); v != nil {
-		if len(v) != 8 {
-			return nil, 0, fmt.Errorf("bucket %q: schema version record is corrupt (%d bytes)", name, len(v))
+	var recorded []byte
+	if meta != nil {
+		recorded = meta.Get(vkey)
+	}
+	if recorded != nil {
+		if len(recorded) != 8 {
+			return nil, 0, fmt.Errorf("bucket %q: schema version record is corrupt (%d bytes)", name, len(recorded))
 		}
-		found = int(binary.BigEndian.Uint64(v))
+		found = int(binary.BigEndian.Uint64(recorded))
 		if found > version {
 			return nil, found, fmt.Errorf("bucket %q has schema version %d but this hub knows only up to %d: run a newer hub binary: %w", name, found, version, ErrSchemaTooNew)
 		}
 	}
-	if found != version || meta.Get(vkey) == nil {
+	if !tx.Writable() {
+		return tx.Bucket([]byte(name)), found, nil
+	}
+	if recorded == nil || found != version {
 		var buf [8]byte
 		binary.BigEndian.PutUint64(buf[:], uint64(version))
-		if tx.Writable() {
-			if err := meta.Put(vkey, buf[:]); err != nil {
-				return nil, 0, fmt.Errorf("record schema of %q: %w", name, err)
-			}
+		if err := meta.Put(vkey, buf[:]); err != nil {
+			return nil, 0, fmt.Errorf("record schema of %q: %w", name, err)
 		}
 	}
 	b, err := tx.CreateBucketIfNotExists([]byte(name))

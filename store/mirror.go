@@ -1,0 +1,682 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/clock"
+)
+
+// Mirror directions, which are also the base names of the mirror files.
+const (
+	DirectionInbound  = "inbound"
+	DirectionOutbound = "outbound"
+)
+
+// Default event types.
+const (
+	EventInbound  = "chat.inbound"
+	EventOutbound = "chat.outbound"
+)
+
+// Record kinds callers use.
+const (
+	KindMessage   = "message"   // inbound: a message
+	KindCommand   = "command"   // inbound: a verb or built-in
+	KindEdited    = "edited"    // inbound: an edited message
+	KindDenied    = "denied"    // inbound: from someone not authorised
+	KindReply     = "reply"     // outbound: a reply chunk
+	KindNotice    = "notice"    // outbound: a hub notice
+	KindPMA       = "pma"       // outbound: a fan-out chunk to a delivery target
+	KindDead      = "dead"      // outbound: a dead letter
+	KindDelivered = "delivered" // outbound: a chunk the platform accepted
+)
+
+// Meta keys of outbound records.
+const (
+	MetaOutboxID          = "outbox_id"
+	MetaPlatformMessageID = "platform_message_id"
+)
+
+// PreviewRunes is the length of MirrorRecord.TextPreview.
+const PreviewRunes = 200
+
+// Defaults for MirrorOptions.
+const (
+	DefaultRotateBytes  = 64 << 20
+	DefaultKeepRuns     = 50
+	DefaultKeepAge      = 30 * 24 * time.Hour
+	DefaultSyncInterval = 50 * time.Millisecond
+)
+
+// maxMirrorLine bounds one record when reading; longer lines are reported
+// as bad and skipped so a damaged file cannot exhaust memory.
+const maxMirrorLine = 64 << 20
+
+// ErrMirrorClosed is returned by Append after Close.
+var ErrMirrorClosed = errors.New("mirror is closed")
+
+// MirrorRecord is one line of a chat mirror (DESIGN §3). Every field is
+// always written, empty or not.
+type MirrorRecord struct {
+	TS          time.Time         `json:"ts"`
+	Direction   string            `json:"direction"` // "inbound" | "outbound"
+	Platform    string            `json:"platform"`
+	ChatID      string            `json:"chat_id"`
+	ThreadID    string            `json:"thread_id"`
+	MessageID   string            `json:"message_id"`
+	Actor       string            `json:"actor"`
+	Kind        string            `json:"kind"`
+	Text        string            `json:"text"`
+	Meta        map[string]string `json:"meta"`
+	RunID       string            `json:"run_id"`
+	EventType   string            `json:"event_type"`
+	TextPreview string            `json:"text_preview"`
+	TextBytes   int               `json:"text_bytes"`
+}
+
+// InboundRecord builds the mirror record of an inbound message. kind ""
+// means "message", or "edited" for an edited message. The chat and topic
+// titles, chat type and guild id go into meta (RebuildDirectory reads them
+// back), with the sender's name, the turn id and the adapter's own meta,
+// except keys naming a token, which never reach disk.
+func InboundRecord(in *chat.Inbound, kind string) MirrorRecord {
+	if kind == "" {
+		kind = KindMessage
+		if in.Edited {
+			kind = KindEdited
+		}
+	}
+	meta := map[string]string{}
+	for k, v := range in.Meta {
+		if !strings.Contains(strings.ToLower(k), "token") {
+			meta[k] = v
+		}
+	}
+	for k, v := range map[string]string{
+		MetaChatType: in.ChatType, MetaChatTitle: in.ChatTitle, MetaTopicTitle: in.TopicTitle,
+		MetaGuildID: in.GuildID, "user_name": in.UserName, "turn_id": in.TurnID,
+	} {
+		if v != "" {
+			meta[k] = v
+		}
+	}
+	return MirrorRecord{
+		Direction: DirectionInbound, Platform: string(in.Platform),
+		ChatID: in.ChatID, ThreadID: in.ThreadID, MessageID: in.MessageID,
+		Actor: in.Identity(), Kind: kind, Text: in.Text, Meta: meta,
+	}
+}
+
+// textPreview is the first PreviewRunes runes of s on one line, with "…"
+// when cut.
+func textPreview(s string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(s); {
+		if n == PreviewRunes {
+			b.WriteString("…")
+			break
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch r {
+		case '\r':
+			if i < len(s) && s[i] == '\n' {
+				i++
+			}
+			r = ' '
+		case '\n':
+			r = ' '
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+// NewRunID returns a sortable id for one run of the hub, such as
+// "20261121T234640Z-3f9a": the UTC start time and 4 random hex digits.
+func NewRunID(now time.Time) string {
+	var b [2]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return now.UTC().Format(runIDTime) + "-" + hex.EncodeToString(b[:])
+}
+
+const runIDTime = "20060102T150405Z"
+
+// ParseRunID returns the start time encoded in a run id, or an error if id
+// is not exactly of NewRunID's form.
+func ParseRunID(id string) (time.Time, error) {
+	bad := fmt.Errorf("invalid run id %q (expected the form 20261121T234640Z-3f9a)", id)
+	if len(id) != len(runIDTime)+5 || id[len(runIDTime)] != '-' {
+		return time.Time{}, bad
+	}
+	for _, c := range []byte(id[len(runIDTime)+1:]) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return time.Time{}, bad
+		}
+	}
+	t, err := time.Parse(runIDTime, id[:len(runIDTime)])
+	if err != nil {
+		return time.Time{}, bad
+	}
+	return t, nil
+}
+
+// MirrorFile is what a Mirror writes to; *os.File is one.
+type MirrorFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+// MirrorOptions tune a Mirror; zero values mean the defaults.
+type MirrorOptions struct {
+	// RotateBytes is the size past which a mirror file is rotated.
+	// Default 64 MiB.
+	RotateBytes int64
+	// KeepRuns is how many run directories to keep, the current one
+	// included. Default 50; negative keeps any number.
+	KeepRuns int
+	// KeepAge removes runs that started longer ago. Default 30 days;
+	// negative keeps runs of any age.
+	KeepAge time.Duration
+	// SyncInterval is the group fsync window: the longest a durable append
+	// that is about to fsync waits for appends already under way, so that
+	// they share its fsync. It only waits while other appends are in
+	// progress. Default 50ms.
+	SyncInterval time.Duration
+	// Clock fills record timestamps and judges run age; default the real
+	// clock.
+	Clock clock.Clock
+	// Logger receives retention failures; default slog.Default().
+	Logger *slog.Logger
+	// OpenFile opens mirror files; default os.OpenFile. Tests use it to
+	// inject failing writers.
+	OpenFile func(name string, flag int, perm os.FileMode) (MirrorFile, error)
+}
+
+func (o MirrorOptions) withDefaults() MirrorOptions {
+	if o.RotateBytes <= 0 {
+		o.RotateBytes = DefaultRotateBytes
+	}
+	if o.KeepRuns == 0 {
+		o.KeepRuns = DefaultKeepRuns
+	}
+	if o.KeepAge == 0 {
+		o.KeepAge = DefaultKeepAge
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.OpenFile == nil {
+		o.OpenFile = func(name string, flag int, perm os.FileMode) (MirrorFile, error) {
+			return os.OpenFile(name, flag, perm)
+		}
+	}
+	return o
+}
+
+// Mirror appends the chat records of one hub run to
+// flows/<run_id>/chat/inbound.jsonl and outbound.jsonl. It is safe for
+// concurrent use.
+type Mirror struct {
+	runID string
+	opts  MirrorOptions
+	in    *mirrorStream
+	out   *mirrorStream
+}
+
+// OpenMirror creates flows/<run_id>/chat/ under flowsDir, removes old runs
+// (never runID itself; see MirrorOptions.KeepRuns and KeepAge) and opens
+// the mirror files for appending.
+func OpenMirror(flowsDir, runID string, opts MirrorOptions) (*Mirror, error) {
+	if _, err := ParseRunID(runID); err != nil {
+		return nil, fmt.Errorf("open mirror: %w", err)
+	}
+	opts = opts.withDefaults()
+	dir := filepath.Join(flowsDir, runID, "chat")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open mirror: %w", err)
+	}
+	for _, d := range []string{flowsDir, filepath.Join(flowsDir, runID)} {
+		if err := syncDir(d); err != nil {
+			return nil, fmt.Errorf("open mirror: %w", err)
+		}
+	}
+	if removed, err := PruneRuns(flowsDir, runID, opts); err != nil {
+		opts.Logger.Warn("mirror retention: could not remove every old run", "flows", flowsDir, "removed", len(removed), "err", err)
+	}
+	m := &Mirror{runID: runID, opts: opts}
+	var err error
+	if m.in, err = openStream(dir, DirectionInbound, opts); err != nil {
+		return nil, err
+	}
+	if m.out, err = openStream(dir, DirectionOutbound, opts); err != nil {
+		m.in.close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// RunID is the run this mirror writes.
+func (m *Mirror) RunID() string { return m.runID }
+
+// Append writes rec as one line of its direction's file. It sets RunID,
+// TextPreview and TextBytes, and TS (now) and EventType when they are
+// empty. With durable it returns only once the line is fsynced; concurrent
+// durable appends share fsyncs. Without, it returns after the write. A
+// failed write is returned with the file's path; the mirror stays usable,
+// and a line cut short by the failure is never glued to the next one.
+// If ctx ends while waiting for the fsync, the line is written but its
+// durability is unconfirmed.
+func (m *Mirror) Append(ctx context.Context, rec MirrorRecord, durable bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var s *mirrorStream
+	switch rec.Direction {
+	case DirectionInbound:
+		s = m.in
+		if rec.EventType == "" {
+			rec.EventType = EventInbound
+		}
+	case DirectionOutbound:
+		s = m.out
+		if rec.EventType == "" {
+			rec.EventType = EventOutbound
+		}
+	default:
+		return fmt.Errorf("mirror append: direction %q is not %q or %q", rec.Direction, DirectionInbound, DirectionOutbound)
+	}
+	rec.RunID = m.runID
+	if rec.TS.IsZero() {
+		rec.TS = m.opts.Clock.Now()
+	}
+	rec.TS = rec.TS.UTC()
+	rec.TextPreview = textPreview(rec.Text)
+	rec.TextBytes = len(rec.Text)
+	if rec.Meta == nil {
+		rec.Meta = map[string]string{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rec); err != nil { // Encode adds the newline
+		return fmt.Errorf("mirror append: encode: %w", err)
+	}
+	seq, err := s.write(buf.Bytes())
+	if err != nil || !durable {
+		return err
+	}
+	return s.waitSynced(ctx, seq)
+}
+
+// Close fsyncs and closes the mirror files.
+func (m *Mirror) Close() error {
+	return errors.Join(m.in.close(), m.out.close())
+}
+
+// mirrorStream is one append-only file with its rotations and group commit.
+type mirrorStream struct {
+	dir, name, path string
+	opts            MirrorOptions
+
+	mu     sync.Mutex // serialises writes, rotation and close
+	f      MirrorFile // replaced only while holding both mu and rot
+	size   int64
+	torn   bool // the file does not end with a newline
+	rotN   int  // highest rotated file index
+	closed bool
+
+	rot      sync.RWMutex  // held for reading during fsync, for writing while f changes
+	written  atomic.Uint64 // sequence number of the last completed write
+	inflight atomic.Int64  // appends that have not finished their write
+	wrote    chan struct{} // pinged after each write, for the fsync leader
+
+	smu    sync.Mutex
+	synced uint64     // every write up to this sequence number is durable
+	round  *syncRound // the fsync in progress, if any
+}
+
+// syncRound is one fsync shared by every write up to upTo.
+type syncRound struct {
+	done chan struct{}
+	upTo uint64
+	err  error
+}
+
+func openStream(dir, name string, opts MirrorOptions) (*mirrorStream, error) {
+	s := &mirrorStream{dir: dir, name: name, path: filepath.Join(dir, name+".jsonl"), opts: opts, wrote: make(chan struct{}, 1)}
+	for _, r := range rotatedFiles(dir, name) {
+		s.rotN = max(s.rotN, r.n)
+	}
+	f, size, torn, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	s.f, s.size, s.torn = f, size, torn
+	return s, nil
+}
+
+// open opens the active file for appending and reports its size and whether
+// it ends in the middle of a line.
+func (s *mirrorStream) open() (MirrorFile, int64, bool, error) {
+	f, err := s.opts.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("open mirror %s: %w", s.path, err)
+	}
+	var size int64
+	torn := false
+	if r, err := os.Open(s.path); err == nil {
+		if fi, err := r.Stat(); err == nil && fi.Size() > 0 {
+			size = fi.Size()
+			var last [1]byte
+			if _, err := r.ReadAt(last[:], size-1); err == nil && last[0] != '\n' {
+				torn = true
+			}
+		}
+		r.Close()
+	}
+	if err := syncDir(s.dir); err != nil {
+		f.Close()
+		return nil, 0, false, fmt.Errorf("open mirror %s: %w", s.path, err)
+	}
+	return f, size, torn, nil
+}
+
+// write appends one encoded line and returns its sequence number.
+func (s *mirrorStream) write(line []byte) (uint64, error) {
+	s.inflight.Add(1)
+	defer func() {
+		s.inflight.Add(-1)
+		select {
+		case s.wrote <- struct{}{}:
+		default:
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrMirrorClosed
+	}
+	if s.size > 0 && s.size+int64(len(line)) > s.opts.RotateBytes {
+		if err := s.rotateLocked(); err != nil {
+			return 0, err
+		}
+	}
+	if s.torn {
+		// Finish the line a failed write cut short, so it stays a line of
+		// its own; the prefix goes out in the same write call.
+		line = append([]byte{'\n'}, line...)
+	}
+	n, err := s.f.Write(line)
+	if n < 0 || n > len(line) {
+		n = 0 // a misbehaving writer; assume nothing was written
+	}
+	if err == nil && n < len(line) {
+		err = io.ErrShortWrite
+	}
+	s.size += int64(n)
+	if n > 0 {
+		s.torn = line[n-1] != '\n'
+	}
+	if err != nil {
+		return 0, fmt.Errorf("append to %s: %w", s.path, err)
+	}
+	seq := s.written.Add(1)
+	return seq, nil
+}
+
+// rotateLocked renames the active file to <name>.<n>.jsonl and starts a new
+// one. Everything written so far is fsynced first. On failure the current
+// file stays in use.
+func (s *mirrorStream) rotateLocked() error {
+	s.rot.Lock()
+	defer s.rot.Unlock()
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("rotate %s: sync: %w", s.path, err)
+	}
+	s.markSynced(s.written.Load())
+	next := s.rotN + 1
+	var rotated string
+	for ; ; next++ {
+		rotated = filepath.Join(s.dir, s.name+"."+strconv.Itoa(next)+".jsonl")
+		if _, err := os.Lstat(rotated); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if err := os.Rename(s.path, rotated); err != nil {
+		return fmt.Errorf("rotate %s: %w", s.path, err)
+	}
+	f, size, torn, err := s.open()
+	if err != nil {
+		if rerr := os.Rename(rotated, s.path); rerr != nil {
+			// The old handle still works; it now writes to the rotated name.
+			s.rotN = next
+			return fmt.Errorf("rotate %s: %w (and moving it back failed: %v)", s.path, err, rerr)
+		}
+		return fmt.Errorf("rotate %s: %w", s.path, err)
+	}
+	old := s.f
+	s.f, s.size, s.torn, s.rotN = f, size, torn, next
+	if err := old.Close(); err != nil {
+		s.opts.Logger.Warn("mirror: closing a rotated file failed", "path", rotated, "err", err)
+	}
+	return nil
+}
+
+func (s *mirrorStream) markSynced(upTo uint64) {
+	s.smu.Lock()
+	if upTo > s.synced {
+		s.synced = upTo
+	}
+	s.smu.Unlock()
+}
+
+// waitSynced returns once write seq is durable. The first waiter to find no
+// fsync in progress leads one for everyone written so far; the others wait
+// for it, or for the next round if theirs came too late for it.
+func (s *mirrorStream) waitSynced(ctx context.Context, seq uint64) error {
+	for {
+		s.smu.Lock()
+		if s.synced >= seq {
+			s.smu.Unlock()
+			return nil
+		}
+		if r := s.round; r != nil {
+			s.smu.Unlock()
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+				return fmt.Errorf("wait for fsync of %s: %w", s.path, ctx.Err())
+			}
+			if r.upTo >= seq && r.err != nil {
+				return r.err
+			}
+			continue
+		}
+		r := &syncRound{done: make(chan struct{})}
+		s.round = r
+		s.smu.Unlock()
+
+		s.gather()
+		s.rot.RLock()
+		r.upTo = s.written.Load()
+		err := s.f.Sync()
+		s.rot.RUnlock()
+		if err != nil {
+			err = fmt.Errorf("sync %s: %w", s.path, err)
+		}
+		s.smu.Lock()
+		r.err = err
+		if err == nil && r.upTo > s.synced {
+			s.synced = r.upTo
+		}
+		s.round = nil
+		close(r.done)
+		s.smu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// gather lets appends that are already under way finish their writes so
+// that the coming fsync covers them too, waiting at most SyncInterval.
+func (s *mirrorStream) gather() {
+	if s.inflight.Load() == 0 {
+		return
+	}
+	t := time.NewTimer(s.opts.SyncInterval)
+	defer t.Stop()
+	for s.inflight.Load() > 0 {
+		select {
+		case <-s.wrote:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+func (s *mirrorStream) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.rot.Lock()
+	defer s.rot.Unlock()
+	err := s.f.Sync()
+	if err == nil {
+		s.markSynced(s.written.Load())
+	} else {
+		err = fmt.Errorf("close %s: sync: %w", s.path, err)
+	}
+	if cerr := s.f.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("close %s: %w", s.path, cerr))
+	}
+	return err
+}
+
+// rotatedFile is <name>.<n>.jsonl.
+type rotatedFile struct {
+	n    int
+	path string
+}
+
+// rotatedFiles lists dir's rotated files of a direction in rotation order.
+func rotatedFiles(dir, name string) []rotatedFile {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []rotatedFile
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), name+".")
+		if !ok {
+			continue
+		}
+		num, ok := strings.CutSuffix(rest, ".jsonl")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil || n <= 0 || strconv.Itoa(n) != num {
+			continue
+		}
+		out = append(out, rotatedFile{n: n, path: filepath.Join(dir, e.Name())})
+	}
+	slices.SortFunc(out, func(a, b rotatedFile) int { return a.n - b.n })
+	return out
+}
+
+// mirrorFiles lists a run's files of one direction, oldest first.
+func mirrorFiles(flowsDir, runID, direction string) []string {
+	dir := filepath.Join(flowsDir, runID, "chat")
+	var out []string
+	for _, r := range rotatedFiles(dir, direction) {
+		out = append(out, r.path)
+	}
+	return append(out, filepath.Join(dir, direction+".jsonl"))
+}
+
+// ListRuns returns the run ids under flowsDir, oldest first. Directories
+// whose names are not run ids are not runs and are ignored.
+func ListRuns(flowsDir string) []string {
+	ents, err := os.ReadDir(flowsDir)
+	if err != nil {
+		return nil
+	}
+	var runs []string
+	for _, e := range ents {
+		if _, err := ParseRunID(e.Name()); err == nil && e.IsDir() {
+			runs = append(runs, e.Name())
+		}
+	}
+	slices.Sort(runs)
+	return runs
+}
+
+// PruneRuns applies the retention of opts (KeepRuns, KeepAge) to the run
+// directories under flowsDir, never removing current, and returns the runs
+// it removed.
+func PruneRuns(flowsDir, current string, opts MirrorOptions) ([]string, error) {
+	opts = opts.withDefaults()
+	now := opts.Clock.Now()
+	var keep, drop []string
+	for _, r := range ListRuns(flowsDir) {
+		if r == current {
+			continue
+		}
+		started, _ := ParseRunID(r)
+		if opts.KeepAge > 0 && now.Sub(started) > opts.KeepAge {
+			drop = append(drop, r)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	if opts.KeepRuns > 0 {
+		// The current run counts towards KeepRuns.
+		if excess := len(keep) + 1 - opts.KeepRuns; excess > 0 {
+			drop = append(drop, keep[:excess]...)
+		}
+	}
+	slices.Sort(drop)
+	var removed []string
+	var errs []error
+	for _, r := range drop {
+		if err := os.RemoveAll(filepath.Join(flowsDir, r)); err != nil {
+			errs = append(errs, fmt.Errorf("remove run %s: %w", r, err))
+			continue
+		}
+		removed = append(removed, r)
+	}
+	return removed, errors.Join(errs...)
+}
