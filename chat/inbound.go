@@ -32,9 +32,13 @@ type Inbound struct {
 	Text       string
 	Edited     bool
 	Time       time.Time
-	// Meta carries small platform extras that the mirrors record and the
-	// senders may need (an interaction token, the message to reply to).
+	// Meta carries small, display-only platform extras that the mirrors
+	// record.
 	Meta map[string]string
+	// ReplyMeta carries what the platform's sender needs to answer this
+	// message (the message to reply to, an interaction's token). It is copied
+	// onto the reply's outbox entries and never mirrored.
+	ReplyMeta map[string]string
 }
 
 // Channel returns the channel-directory key of the chat the message came from.

@@ -401,6 +401,12 @@ func (c *Config) ApplyDefaults() {
 		}
 	}
 	def(&c.Workspace, ".")
+	if c.Access.Roles == nil && c.Access.Grants == nil && c.Access.DefaultRoles == nil {
+		// No access section at all: whoever holds the web token (printed on
+		// the operator's terminal) may read, nothing more. Chat identities
+		// stay denied until granted.
+		c.Access.Grants = map[string][]string{"web": {"reader"}}
+	}
 	def(&c.StateDir, ".hub")
 	def(&c.Log.Level, "info")
 	def(&c.Log.Format, "text")

@@ -1,0 +1,103 @@
+package hub
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
+)
+
+// ReaderRole is the built-in role allowed to run every read-only verb.
+const ReaderRole = "reader"
+
+// Access decides who may run what. It denies by default: an identity may run
+// a verb only when one of its roles names the verb (exactly, or by a glob
+// such as fs.read* or *).
+type Access struct {
+	roles    map[string][]string // role → lower-cased verb patterns
+	grants   map[string][]string // identity → roles
+	defaults []string
+	reg      *executor.Registry
+}
+
+// NewAccess builds the access policy from configuration. reg supplies the
+// read-only flag of each verb for the built-in reader role.
+func NewAccess(cfg config.Access, reg *executor.Registry) *Access {
+	a := &Access{roles: map[string][]string{}, grants: map[string][]string{}, reg: reg}
+	for name, r := range cfg.Roles {
+		for _, p := range r.Verbs {
+			a.roles[name] = append(a.roles[name], strings.ToLower(p))
+		}
+	}
+	for id, roles := range cfg.Grants {
+		a.grants[id] = append([]string(nil), roles...)
+	}
+	a.defaults = append([]string(nil), cfg.DefaultRoles...)
+	return a
+}
+
+// RolesOf returns the roles held by any of the identities, sorted.
+func (a *Access) RolesOf(ids []string) []string {
+	set := map[string]bool{}
+	for _, r := range a.defaults {
+		set[r] = true
+	}
+	for _, id := range ids {
+		for _, r := range a.grants[id] {
+			set[r] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for r := range set {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Allowed reports whether any of the identities may run verb.
+func (a *Access) Allowed(ids []string, verb string) bool {
+	for _, r := range a.RolesOf(ids) {
+		if a.roleAllows(r, verb) {
+			return true
+		}
+	}
+	return false
+}
+
+// Known reports whether the identities hold any role at all.
+func (a *Access) Known(ids []string) bool { return len(a.RolesOf(ids)) > 0 }
+
+func (a *Access) roleAllows(role, verb string) bool {
+	lv := strings.ToLower(verb)
+	if role == ReaderRole && a.roles[ReaderRole] == nil {
+		info, ok := a.reg.Lookup(verb)
+		return ok && info.ReadOnly
+	}
+	for _, p := range a.roles[role] {
+		if ok, _ := path.Match(p, lv); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// VerbsFor lists the verbs the identities may run, sorted by name.
+func (a *Access) VerbsFor(ids []string) []executor.Info {
+	var out []executor.Info
+	for _, v := range a.reg.Verbs() {
+		if a.Allowed(ids, v.Name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// GrantLine is the configuration line that would give identity a role,
+// shown to strangers so the operator can copy it.
+func GrantLine(identity, role string) string {
+	return fmt.Sprintf("access.grants: %q: [%s]", identity, role)
+}

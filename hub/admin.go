@@ -1,0 +1,442 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/outbox"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// Admin is the operator's view of the state: delivery targets, the channel
+// directory, the outbox, the mirrors and hub-level delivery. Its HTTP
+// handler serves the web panel, the admin socket of a running hub, and the
+// CLI in-process when no hub runs, so every surface shares one
+// implementation.
+type Admin struct {
+	Outbox    *outbox.Outbox
+	Targets   *store.Targets
+	Directory *store.Directory
+	// DirectoryPath and DirectoryOptions are used to rebuild the directory
+	// when Directory is nil (the file does not parse).
+	DirectoryPath    string
+	DirectoryOptions store.DirectoryOptions
+	FlowsDir         string
+	// Deliver fans text out to the delivery targets (Hub.Deliver).
+	Deliver func(ctx context.Context, turnID, text string) ([]string, error)
+	// Status adds the running hub's state to GET /api/status.
+	Status func() map[string]any
+	// Running is true inside hub serve: offline changes say they wait for it.
+	Running bool
+	// MaxBody caps request bodies.
+	MaxBody int64
+}
+
+// Handler serves the admin API under /api/.
+func (a *Admin) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/targets", a.listTargets)
+	mux.HandleFunc("POST /api/targets", a.addTarget)
+	mux.HandleFunc("DELETE /api/targets", a.removeTarget)
+	mux.HandleFunc("POST /api/targets/clear", a.clearTargets)
+	mux.HandleFunc("GET /api/channels", a.listChannels)
+	mux.HandleFunc("POST /api/channels/rebuild", a.rebuildChannels)
+	mux.HandleFunc("GET /api/outbox", a.listOutbox)
+	mux.HandleFunc("GET /api/outbox/entry", a.showEntry)
+	mux.HandleFunc("POST /api/outbox/retry", a.retryEntry)
+	mux.HandleFunc("POST /api/outbox/purge", a.purgeOutbox)
+	mux.HandleFunc("GET /api/mirror", a.tailMirror)
+	mux.HandleFunc("POST /api/deliver", a.deliver)
+	mux.HandleFunc("GET /api/status", a.status)
+	return mux
+}
+
+// APIError is the body of every error response.
+type APIError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, APIError{Error: fmt.Sprintf(format, args...)})
+}
+
+func (a *Admin) readBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	max := a.MaxBody
+	if max <= 0 {
+		max = 1 << 20
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		writeErr(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", max)
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeErr(w, http.StatusBadRequest, "request body: %v", err)
+		return false
+	}
+	return true
+}
+
+// TargetsView is GET /api/targets.
+type TargetsView struct {
+	Targets      []string          `json:"targets"`
+	LastDelivery map[string]string `json:"last_delivery_by_target"`
+}
+
+func (a *Admin) listTargets(w http.ResponseWriter, r *http.Request) {
+	if a.Targets == nil {
+		writeErr(w, http.StatusServiceUnavailable, "delivery targets are unavailable")
+		return
+	}
+	v := TargetsView{Targets: []string{}, LastDelivery: map[string]string{}}
+	for _, k := range a.Targets.List() {
+		v.Targets = append(v.Targets, k.String())
+		if t := a.Targets.LastDelivery(k); t != "" {
+			v.LastDelivery[k.String()] = t
+		}
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// TargetRequest names one target in any accepted form.
+type TargetRequest struct {
+	Target string `json:"target"`
+}
+
+// ChangeResult reports a change.
+type ChangeResult struct {
+	Target  string `json:"target,omitempty"`
+	Changed bool   `json:"changed"`
+	Count   int    `json:"count,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
+func (a *Admin) addTarget(w http.ResponseWriter, r *http.Request) {
+	var req TargetRequest
+	if !a.readBody(w, r, &req) {
+		return
+	}
+	k, err := chat.ParseTarget(req.Target)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	added, err := a.Targets.Add(k)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ChangeResult{Target: k.String(), Changed: added})
+}
+
+func (a *Admin) removeTarget(w http.ResponseWriter, r *http.Request) {
+	k, err := chat.ParseTarget(r.URL.Query().Get("target"))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	removed, err := a.Targets.Remove(k)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ChangeResult{Target: k.String(), Changed: removed})
+}
+
+func (a *Admin) clearTargets(w http.ResponseWriter, r *http.Request) {
+	n, err := a.Targets.Clear()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ChangeResult{Changed: n > 0, Count: n})
+}
+
+func (a *Admin) listChannels(w http.ResponseWriter, r *http.Request) {
+	if a.Directory == nil {
+		writeErr(w, http.StatusServiceUnavailable, "the channel directory is unavailable (rebuild it from the mirrors with `hub channels rebuild`)")
+		return
+	}
+	entries := a.Directory.List(r.URL.Query().Get("query"))
+	if entries == nil {
+		entries = []store.DirectoryEntry{}
+	}
+	writeJSON(w, http.StatusOK, entries)
+}
+
+func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
+	if a.Directory != nil && a.Running {
+		// The live directory is in use: merge every sighting from the mirrors.
+		n := 0
+		err := store.ReadMirror(a.FlowsDir, store.MirrorFilter{Direction: store.DirectionInbound}, func(rec store.MirrorRecord) error {
+			if in := inboundFromRecord(rec); in != nil {
+				a.Directory.Observe(in)
+				n++
+			}
+			return nil
+		})
+		if err == nil {
+			err = a.Directory.Flush()
+		}
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: a.Directory.Len(), Note: fmt.Sprintf("merged %d inbound records", n)})
+		return
+	}
+	d, n, err := store.RebuildDirectory(a.DirectoryPath, a.FlowsDir, a.DirectoryOptions)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
+		return
+	}
+	if a.Directory != nil {
+		_ = a.Directory.Close()
+	}
+	a.Directory = d
+	writeJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: n})
+}
+
+// inboundFromRecord rebuilds enough of an inbound message from its mirror
+// record to observe it in the channel directory.
+func inboundFromRecord(rec store.MirrorRecord) *chat.Inbound {
+	p := chat.Platform(rec.Platform)
+	if p != chat.Telegram && p != chat.Discord {
+		return nil
+	}
+	return &chat.Inbound{
+		Platform: p, ChatID: rec.ChatID, ThreadID: rec.ThreadID,
+		ChatType: rec.Meta[store.MetaChatType], ChatTitle: rec.Meta[store.MetaChatTitle],
+		TopicTitle: rec.Meta[store.MetaTopicTitle], GuildID: rec.Meta[store.MetaGuildID], Time: rec.TS,
+	}
+}
+
+func (a *Admin) listOutbox(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := outbox.Filter{State: outbox.State(q.Get("state")), Target: q.Get("target"), TurnID: q.Get("turn"), Kind: outbox.Kind(q.Get("kind"))}
+	if f.State == "" {
+		f.State = outbox.StatePending
+	}
+	switch f.State {
+	case outbox.StatePending, outbox.StateDead, outbox.StateDelivered:
+	default:
+		writeErr(w, http.StatusBadRequest, "state %q is not accepted (accepted: pending, dead, delivered)", f.State)
+		return
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			writeErr(w, http.StatusBadRequest, "limit %q is not a positive integer", l)
+			return
+		}
+		f.Limit = n
+	}
+	entries, err := a.Outbox.Store().List(r.Context(), f)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if entries == nil {
+		entries = []outbox.Entry{}
+	}
+	writeJSON(w, http.StatusOK, entries)
+}
+
+func (a *Admin) showEntry(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("id")
+	e, err := a.Outbox.Store().Get(r.Context(), id)
+	if errors.Is(err, outbox.ErrNotFound) {
+		writeErr(w, http.StatusNotFound, "no outbox entry %q", id)
+		return
+	}
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+// IDRequest names one outbox entry.
+type IDRequest struct {
+	ID string `json:"id"`
+}
+
+func (a *Admin) retryEntry(w http.ResponseWriter, r *http.Request) {
+	var req IDRequest
+	if !a.readBody(w, r, &req) {
+		return
+	}
+	e, err := a.Outbox.Requeue(r.Context(), req.ID)
+	if errors.Is(err, outbox.ErrNotFound) {
+		writeErr(w, http.StatusNotFound, "no outbox entry %q", req.ID)
+		return
+	}
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	note := ""
+	if !a.Running {
+		note = "queued; it is sent when `hub serve` runs"
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Entry outbox.Entry `json:"entry"`
+		Note  string       `json:"note,omitempty"`
+	}{e, note})
+}
+
+// PurgeRequest selects dead letters to delete; empty fields match all.
+type PurgeRequest struct {
+	Target string `json:"target,omitempty"`
+	TurnID string `json:"turn_id,omitempty"`
+}
+
+func (a *Admin) purgeOutbox(w http.ResponseWriter, r *http.Request) {
+	var req PurgeRequest
+	if !a.readBody(w, r, &req) {
+		return
+	}
+	n, err := a.Outbox.Store().Purge(r.Context(), outbox.Filter{Target: req.Target, TurnID: req.TurnID})
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ChangeResult{Changed: n > 0, Count: n})
+}
+
+// tailMirror returns the last n records, or with follow=1 streams new ones
+// as JSON lines until the client goes away.
+func (a *Admin) tailMirror(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.MirrorFilter{RunID: q.Get("run"), Direction: q.Get("direction")}
+	switch f.Direction {
+	case "", "in", "inbound":
+		if f.Direction != "" {
+			f.Direction = store.DirectionInbound
+		}
+	case "out", "outbound":
+		f.Direction = store.DirectionOutbound
+	default:
+		writeErr(w, http.StatusBadRequest, "direction %q is not accepted (accepted: in, out)", f.Direction)
+		return
+	}
+	n := 50
+	if s := q.Get("n"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			writeErr(w, http.StatusBadRequest, "n %q is not a non-negative integer", s)
+			return
+		}
+		n = v
+	}
+	recs, err := store.TailMirror(a.FlowsDir, f, n)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	if q.Get("follow") == "" {
+		if recs == nil {
+			recs = []store.MirrorRecord{}
+		}
+		writeJSON(w, http.StatusOK, recs)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	flusher, _ := w.(http.Flusher)
+	for _, rec := range recs {
+		_ = enc.Encode(rec)
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	_ = store.FollowMirror(r.Context(), a.FlowsDir, f, func(rec store.MirrorRecord) error {
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	})
+}
+
+// DeliverRequest is POST /api/deliver.
+type DeliverRequest struct {
+	Text   string `json:"text"`
+	TurnID string `json:"turn_id,omitempty"` // makes a resubmission idempotent
+}
+
+// DeliverResult lists the ids enqueued.
+type DeliverResult struct {
+	TurnID string   `json:"turn_id"`
+	Outbox []string `json:"outbox"`
+	Note   string   `json:"note,omitempty"`
+}
+
+func (a *Admin) deliver(w http.ResponseWriter, r *http.Request) {
+	var req DeliverRequest
+	if !a.readBody(w, r, &req) {
+		return
+	}
+	if a.Deliver == nil {
+		writeErr(w, http.StatusServiceUnavailable, "delivery is unavailable")
+		return
+	}
+	turn := req.TurnID
+	if turn == "" {
+		turn = NewTurnID("send")
+	} else if strings.ContainsAny(turn, ":/\x00") || len(turn) > 128 {
+		writeErr(w, http.StatusBadRequest, "turn_id %q may not contain ':', '/' or NUL, and has at most 128 characters", turn)
+		return
+	}
+	ids, err := a.Deliver(r.Context(), turn, req.Text)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	res := DeliverResult{TurnID: turn, Outbox: ids}
+	if res.Outbox == nil {
+		res.Outbox = []string{}
+	}
+	switch {
+	case a.Targets != nil && len(a.Targets.List()) == 0:
+		res.Note = "no delivery targets: add one with `hub targets add`"
+	case !a.Running:
+		res.Note = "queued; it is sent when `hub serve` runs"
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (a *Admin) status(w http.ResponseWriter, r *http.Request) {
+	st := map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "running": a.Running}
+	if a.Outbox != nil {
+		st["outbox"] = a.Outbox.Stats()
+	}
+	if a.Status != nil {
+		for k, v := range a.Status() {
+			st[k] = v
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}

@@ -1,0 +1,433 @@
+package hub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/outbox"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// DenialInterval is how often a stranger is told it was denied.
+const DenialInterval = time.Hour
+
+// Options wire a Hub. Executor, Outbox, Ledger and Access are required.
+type Options struct {
+	Executor  *executor.Executor
+	Access    *Access
+	Ledger    *Ledger
+	Outbox    *outbox.Outbox
+	Mirror    *store.Mirror    // nil: no mirroring (tests only)
+	Directory *store.Directory // nil: no channel directory
+	Targets   *store.Targets   // nil: no delivery targets
+	// Chunking: how many chunks before a reply becomes head + attachment, and
+	// whether chunks carry (i/N) markers.
+	OverflowChunks int
+	ChunkMarkers   bool
+	// VerbTimeout bounds one verb call; zero means none.
+	VerbTimeout time.Duration
+	// SessionFor picks the session workspace of a turn ("" = host workspace).
+	SessionFor func(in *chat.Inbound, roles []string) string
+	Clock      clock.Clock
+	Logger     *slog.Logger
+}
+
+// Hub routes turns. It is safe for concurrent use by every adapter.
+type Hub struct {
+	opts Options
+	x    *executor.Executor
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	inFlight map[string]bool
+}
+
+// New returns a Hub.
+func New(opts Options) (*Hub, error) {
+	if opts.Executor == nil || opts.Outbox == nil || opts.Ledger == nil || opts.Access == nil {
+		return nil, errors.New("hub: Executor, Outbox, Ledger and Access are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.OverflowChunks <= 0 {
+		opts.OverflowChunks = chat.DefaultMaxChunks
+	}
+	return &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}}, nil
+}
+
+// Executor returns the hub's executor.
+func (h *Hub) Executor() *executor.Executor { return h.x }
+
+// Access returns the access policy.
+func (h *Hub) Access() *Access { return h.opts.Access }
+
+// Outbox returns the outbox.
+func (h *Hub) Outbox() *outbox.Outbox { return h.opts.Outbox }
+
+// Status says what Handle did with a turn.
+type Status string
+
+// Turn statuses.
+const (
+	StatusExecuted  Status = "executed"  // a verb ran; its reply is enqueued
+	StatusBuiltin   Status = "builtin"   // /help, /verbs, /whoami, /start answered
+	StatusRejected  Status = "rejected"  // the command did not parse; the error is enqueued
+	StatusForbidden Status = "forbidden" // a known identity asked for a verb it may not run
+	StatusDenied    Status = "denied"    // a stranger; told at most once an hour
+	StatusDuplicate Status = "duplicate" // the turn was seen before; nothing ran
+	StatusNotice    Status = "notice"    // the turn was cut short by a crash; a notice is enqueued
+	StatusIgnored   Status = "ignored"   // not a command and not a conversation with the hub
+)
+
+// TurnResult reports one turn.
+type TurnResult struct {
+	TurnID string
+	Status Status
+	Verb   string
+	// Outbox lists the ids enqueued (none for an already-known id).
+	Outbox []string
+	// Outcome is the verb's outcome for executed turns.
+	Outcome *executor.Outcome
+}
+
+// Identities returns every access-control identity of an inbound message:
+// its sender, and for Discord its roles.
+func Identities(in *chat.Inbound) []string {
+	ids := []string{in.Identity()}
+	if in.Platform == chat.Discord {
+		for _, r := range in.RoleIDs {
+			ids = append(ids, "discord-role:"+r)
+		}
+	}
+	return ids
+}
+
+// Handle runs one turn (DESIGN §5). It returns once the reply is durably
+// enqueued: only then may the adapter acknowledge the inbound (advance the
+// Telegram offset, say). A duplicate (same TurnID) never runs twice; a turn
+// the hub died in is answered with a notice and not run again.
+func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error) {
+	if err := validInbound(in); err != nil {
+		return nil, err
+	}
+	res := &TurnResult{TurnID: in.TurnID}
+	if !h.claim(in.TurnID) {
+		res.Status = StatusDuplicate
+		h.mirrorInbound(ctx, in, "", map[string]string{"duplicate": "in-flight"})
+		return res, nil
+	}
+	defer h.release(in.TurnID)
+
+	ids := Identities(in)
+	roles := h.opts.Access.RolesOf(ids)
+	now := h.opts.Clock.Now()
+	rec := TurnRecord{
+		TurnID: in.TurnID, Identity: in.Identity(), Reply: in.ReplyKey().String(),
+		ReplyMeta: in.ReplyMeta, Platform: string(in.Platform), Started: now.UTC(),
+	}
+	prev, began, err := h.opts.Ledger.Begin(rec)
+	if err != nil {
+		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
+	}
+	if !began {
+		h.mirrorInbound(ctx, in, "", map[string]string{"duplicate": prev.State})
+		if prev.State == TurnStarted {
+			// A previous run died while this turn ran; tell the chat once.
+			return h.interrupted(ctx, *prev)
+		}
+		res.Status = StatusDuplicate
+		return res, nil
+	}
+	if h.opts.Directory != nil {
+		h.opts.Directory.Observe(in)
+	}
+
+	kind := store.KindMessage
+	if strings.HasPrefix(strings.TrimSpace(in.Text), "/") {
+		kind = store.KindCommand
+	}
+	if in.Edited {
+		kind = store.KindEdited
+	}
+	if len(roles) == 0 {
+		kind = store.KindDenied
+	}
+	if err := h.mirrorInbound(ctx, in, kind, nil); err != nil {
+		// The mirror is contractual: without it the turn does not run.
+		_ = h.opts.Ledger.Finish(in.TurnID, TurnDone, "mirror_failed", nil, now)
+		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
+	}
+
+	if len(roles) == 0 {
+		return h.deny(ctx, in, res, now)
+	}
+
+	cmd, perr := h.x.ParseCommand(in.Text)
+	var text, code string
+	private := false
+	switch {
+	case errors.Is(perr, executor.ErrNotCommand):
+		if !isConversation(in) {
+			res.Status = StatusIgnored
+			return res, h.opts.Ledger.Finish(in.TurnID, TurnDone, "", nil, now)
+		}
+		res.Status = StatusRejected
+		text = "Send a command such as /fs.listDir . or /help for what you can do."
+	case perr != nil:
+		res.Status = StatusRejected
+		e := executor.ErrorFrom(perr)
+		text, code, private = RenderError(e), string(e.Code), true
+	case cmd.Builtin != "":
+		res.Status = StatusBuiltin
+		text = h.builtin(cmd, in, ids, roles)
+	case !h.opts.Access.Allowed(ids, cmd.Verb):
+		res.Status = StatusForbidden
+		res.Verb = cmd.Verb
+		code, private = string(executor.CodeForbidden), true
+		text = fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run.", cmd.Verb, strings.Join(roles, ", "))
+	default:
+		res.Status = StatusExecuted
+		res.Verb = cmd.Verb
+		out := h.run(ctx, in, roles, cmd)
+		res.Outcome = out
+		text = Render(cmd.Verb, cmd.Arguments, out, cmd.JSON)
+		if !out.Succeeded() {
+			code = string(out.Err.Code)
+			private = true
+		}
+	}
+	meta := replyMeta(in, private)
+	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), meta)
+	added, err := h.opts.Outbox.Enqueue(ctx, entries)
+	if err != nil {
+		// The verb ran but its answer is not durable: leave the turn started
+		// so a restart tells the chat, rather than pretend it finished.
+		return nil, fmt.Errorf("turn %s: enqueue reply: %w", in.TurnID, err)
+	}
+	res.Outbox = added
+	if err := h.opts.Ledger.Finish(in.TurnID, TurnDone, code, idsOf(entries), h.opts.Clock.Now()); err != nil {
+		return res, fmt.Errorf("turn %s: %w", in.TurnID, err)
+	}
+	return res, nil
+}
+
+// run executes a parsed verb command with the turn's identity and session.
+func (h *Hub) run(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command) *executor.Outcome {
+	call := executor.Call{TurnID: in.TurnID, Identity: in.Identity()}
+	if h.opts.SessionFor != nil {
+		call.Session = h.opts.SessionFor(in, roles)
+	}
+	ctx = executor.WithCall(ctx, call)
+	if h.opts.VerbTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.opts.VerbTimeout)
+		defer cancel()
+	}
+	return h.x.Run(ctx, cmd.Envelope())
+}
+
+// deny answers a stranger at most once per DenialInterval with its identity
+// and the configuration line that would grant it access.
+func (h *Hub) deny(ctx context.Context, in *chat.Inbound, res *TurnResult, now time.Time) (*TurnResult, error) {
+	res.Status = StatusDenied
+	ok, err := h.opts.Ledger.ShouldNotifyDenial(in.Identity(), now, DenialInterval)
+	if err != nil {
+		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
+	}
+	if !ok {
+		return res, h.opts.Ledger.Finish(in.TurnID, TurnDone, string(executor.CodeForbidden), nil, now)
+	}
+	text := fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds to the configuration:\n%s", in.Identity(), Fence(GrantLine(in.Identity(), ReaderRole), "yaml"))
+	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), replyMeta(in, true))
+	added, err := h.opts.Outbox.Enqueue(ctx, entries)
+	if err != nil {
+		return nil, fmt.Errorf("turn %s: enqueue denial: %w", in.TurnID, err)
+	}
+	res.Outbox = added
+	return res, h.opts.Ledger.Finish(in.TurnID, TurnDone, string(executor.CodeForbidden), idsOf(entries), now)
+}
+
+// interrupted answers a turn that a previous run of the hub died in: the
+// verb is not run again; the chat is told it may or may not have completed.
+// If the reply was enqueued before the crash, nothing more is needed.
+func (h *Hub) interrupted(ctx context.Context, rec TurnRecord) (*TurnResult, error) {
+	res := &TurnResult{TurnID: rec.TurnID, Status: StatusNotice, Verb: rec.Verb}
+	key, err := chat.ParseKey(rec.Reply)
+	if err != nil {
+		return nil, fmt.Errorf("turn %s: %w", rec.TurnID, err)
+	}
+	st := h.opts.Outbox.Store()
+	if _, err := st.Get(ctx, outbox.ID(outbox.KindReply, rec.TurnID, key, 0)); err == nil {
+		res.Status = StatusDuplicate
+		return res, h.opts.Ledger.Finish(rec.TurnID, TurnDone, "", nil, h.opts.Clock.Now())
+	}
+	text := fmt.Sprintf("⚠ The hub restarted while it was handling your message (turn %s). It may or may not have completed: check its effects before you send it again.", rec.TurnID)
+	entries := outbox.NewEntries(outbox.KindNotice, rec.TurnID, key, chat.SplitText(text, h.chunkOptions(key)), rec.ReplyMeta)
+	added, err := h.opts.Outbox.Enqueue(ctx, entries)
+	if err != nil {
+		return nil, fmt.Errorf("turn %s: enqueue notice: %w", rec.TurnID, err)
+	}
+	res.Outbox = added
+	return res, h.opts.Ledger.Finish(rec.TurnID, TurnInterrupted, "", idsOf(entries), h.opts.Clock.Now())
+}
+
+// Recover answers every turn a previous run died in. Call it once at
+// start-up, before adapters deliver new messages.
+func (h *Hub) Recover(ctx context.Context) (int, error) {
+	recs, err := h.opts.Ledger.Started()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range recs {
+		if !h.claim(r.TurnID) {
+			continue
+		}
+		res, err := h.interrupted(ctx, r)
+		h.release(r.TurnID)
+		if err != nil {
+			return n, err
+		}
+		if res.Status == StatusNotice {
+			n++
+			h.log.Warn("answered a turn interrupted by a restart", "turn", r.TurnID)
+		}
+	}
+	return n, nil
+}
+
+func (h *Hub) claim(turnID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.inFlight[turnID] {
+		return false
+	}
+	h.inFlight[turnID] = true
+	return true
+}
+
+func (h *Hub) release(turnID string) {
+	h.mu.Lock()
+	delete(h.inFlight, turnID)
+	h.mu.Unlock()
+}
+
+func (h *Hub) mirrorInbound(ctx context.Context, in *chat.Inbound, kind string, extra map[string]string) error {
+	if h.opts.Mirror == nil {
+		return nil
+	}
+	rec := store.InboundRecord(in, kind)
+	for k, v := range extra {
+		rec.Meta[k] = v
+	}
+	if err := h.opts.Mirror.Append(ctx, rec, true); err != nil {
+		h.log.Error("mirror inbound", "turn", in.TurnID, "err", err)
+		return fmt.Errorf("mirror inbound: %w", err)
+	}
+	return nil
+}
+
+// chunkOptions chunks for the target's platform with the configured
+// overflow threshold and markers.
+func (h *Hub) chunkOptions(k chat.Key) chat.ChunkOptions {
+	var o chat.ChunkOptions
+	if k.Kind == chat.KindChat {
+		o = chat.ChunkOptionsFor(k.Platform)
+	}
+	o.MaxChunks = h.opts.OverflowChunks
+	o.Markers = h.opts.ChunkMarkers
+	return o
+}
+
+// ChunkOptions is chunkOptions for FanOut and other callers.
+func (h *Hub) ChunkOptions(k chat.Key) chat.ChunkOptions { return h.chunkOptions(k) }
+
+// isConversation reports whether plain text to the hub deserves an answer:
+// in a private chat or the web panel, yes; in a group, the hub speaks only
+// when spoken to with a command.
+func isConversation(in *chat.Inbound) bool {
+	switch in.ChatType {
+	case "private", "dm", "web", "":
+		return true
+	}
+	return false
+}
+
+// Reply meta keys the senders understand.
+const (
+	MetaPrivate = "private" // "1": show only to the asker where the platform can (Discord ephemeral)
+)
+
+func replyMeta(in *chat.Inbound, private bool) map[string]string {
+	m := make(map[string]string, len(in.ReplyMeta)+1)
+	for k, v := range in.ReplyMeta {
+		m[k] = v
+	}
+	if private {
+		m[MetaPrivate] = "1"
+	}
+	return m
+}
+
+func idsOf(entries []outbox.Entry) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.ID
+	}
+	return out
+}
+
+func validInbound(in *chat.Inbound) error {
+	if in == nil {
+		return errors.New("hub: nil inbound")
+	}
+	if in.TurnID == "" || strings.ContainsAny(in.TurnID, ":/\x00") {
+		return fmt.Errorf("hub: turn id %q is empty or contains ':', '/' or NUL", in.TurnID)
+	}
+	switch in.Platform {
+	case chat.Telegram, chat.Discord, chat.Web:
+	default:
+		return fmt.Errorf("hub: unknown platform %q", in.Platform)
+	}
+	if in.Platform != chat.Web {
+		if _, err := chat.ParseKey(in.ReplyKey().String()); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
+	}
+	return nil
+}
+
+// NewTurnID returns a fresh turn id with the given prefix, for turns that
+// have no platform event id (hub send, API calls without a client id).
+func NewTurnID(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "." + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// Deliver fans hub-level output out to every delivery target (hub send, hub
+// exec --deliver, POST /api/deliver). A turn already delivered to a target is
+// skipped there.
+func (h *Hub) Deliver(ctx context.Context, turnID, text string) ([]string, error) {
+	if h.opts.Targets == nil {
+		return nil, errors.New("deliver: no delivery targets file")
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, errors.New("deliver: the text is empty")
+	}
+	return outbox.FanOut(ctx, h.opts.Outbox, h.opts.Targets, turnID, text, h.chunkOptions)
+}

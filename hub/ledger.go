@@ -1,0 +1,213 @@
+package hub
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// Turn states in the ledger.
+const (
+	TurnStarted     = "started"     // recorded before the verb runs
+	TurnDone        = "done"        // reply enqueued
+	TurnInterrupted = "interrupted" // the hub died while it ran; a notice was sent
+)
+
+const (
+	ledgerBucket  = "turns"
+	ledgerVersion = 1
+	denialBucket  = "denials"
+	denialVersion = 1
+)
+
+// TurnRecord is what the ledger remembers of a turn: enough to answer a
+// duplicate without running anything, and to tell the chat after a crash
+// that its command may or may not have completed.
+type TurnRecord struct {
+	TurnID    string            `json:"turn_id"`
+	State     string            `json:"state"`
+	Verb      string            `json:"verb,omitempty"`
+	Identity  string            `json:"identity"`
+	Reply     string            `json:"reply"` // reply target key
+	ReplyMeta map[string]string `json:"reply_meta,omitempty"`
+	Platform  string            `json:"platform"`
+	Started   time.Time         `json:"started"`
+	Finished  time.Time         `json:"finished,omitzero"`
+	Outbox    []string          `json:"outbox,omitempty"` // ids enqueued for the reply
+	Code      string            `json:"code,omitempty"`   // error code when the verb failed
+}
+
+// Ledger records every turn in hub.db so that a duplicate inbound never runs
+// twice and a turn cut short by a crash is noticed after restart.
+type Ledger struct{ db *bolt.DB }
+
+// OpenLedger creates the ledger's buckets.
+func OpenLedger(db *bolt.DB) (*Ledger, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		if _, _, err := store.EnsureBucket(tx, ledgerBucket, ledgerVersion); err != nil {
+			return err
+		}
+		_, _, err := store.EnsureBucket(tx, denialBucket, denialVersion)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open turn ledger: %w", err)
+	}
+	return &Ledger{db: db}, nil
+}
+
+// Begin records rec as started unless the turn is already known. It returns
+// the existing record and began=false for a turn seen before. The record is
+// on disk (fsynced) when Begin returns, before anything runs.
+func (l *Ledger) Begin(rec TurnRecord) (prev *TurnRecord, began bool, err error) {
+	err = l.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(ledgerBucket))
+		if v := b.Get([]byte(rec.TurnID)); v != nil {
+			var p TurnRecord
+			if err := json.Unmarshal(v, &p); err != nil {
+				return fmt.Errorf("turn %s: corrupt ledger record: %w", rec.TurnID, err)
+			}
+			prev = &p
+			return nil
+		}
+		rec.State = TurnStarted
+		v, _ := json.Marshal(rec)
+		began = true
+		return b.Put([]byte(rec.TurnID), v)
+	})
+	return prev, began, err
+}
+
+// Finish moves a turn to state (done or interrupted) with its outbox ids.
+func (l *Ledger) Finish(turnID, state, code string, outboxIDs []string, at time.Time) error {
+	return l.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(ledgerBucket))
+		v := b.Get([]byte(turnID))
+		if v == nil {
+			return fmt.Errorf("turn %s: not in the ledger", turnID)
+		}
+		var r TurnRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("turn %s: corrupt ledger record: %w", turnID, err)
+		}
+		r.State, r.Code, r.Finished = state, code, at
+		if outboxIDs != nil {
+			r.Outbox = outboxIDs
+		}
+		nv, _ := json.Marshal(r)
+		return b.Put([]byte(turnID), nv)
+	})
+}
+
+// Get returns a turn's record.
+func (l *Ledger) Get(turnID string) (*TurnRecord, error) {
+	var r *TurnRecord
+	err := l.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket([]byte(ledgerBucket)).Get([]byte(turnID))
+		if v == nil {
+			return nil
+		}
+		r = &TurnRecord{}
+		return json.Unmarshal(v, r)
+	})
+	return r, err
+}
+
+// Started lists turns still marked started: on start-up these are the turns
+// a previous run died in.
+func (l *Ledger) Started() ([]TurnRecord, error) {
+	var out []TurnRecord
+	err := l.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(ledgerBucket)).ForEach(func(k, v []byte) error {
+			var r TurnRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return nil // a corrupt record cannot be answered; skip it
+			}
+			if r.State == TurnStarted {
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Prune forgets finished turns that finished before cutoff.
+func (l *Ledger) Prune(cutoff time.Time) (int, error) {
+	n := 0
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(ledgerBucket))
+		var dead [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			var r TurnRecord
+			if json.Unmarshal(v, &r) == nil && r.State != TurnStarted && !r.Finished.IsZero() && r.Finished.Before(cutoff) {
+				dead = append(dead, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range dead {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(dead)
+		return nil
+	})
+	return n, err
+}
+
+// ShouldNotifyDenial reports whether identity may be told it was denied now,
+// at most once per interval, and records the time when it may.
+func (l *Ledger) ShouldNotifyDenial(identity string, now time.Time, interval time.Duration) (bool, error) {
+	ok := false
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(denialBucket))
+		if v := b.Get([]byte(identity)); len(v) > 0 {
+			var last time.Time
+			if err := last.UnmarshalText(v); err == nil && now.Sub(last) < interval {
+				return nil
+			}
+		}
+		ok = true
+		t, _ := now.UTC().MarshalText()
+		return b.Put([]byte(identity), t)
+	})
+	return ok, err
+}
+
+
+const (
+	cursorBucket  = "cursors"
+	cursorVersion = 1
+)
+
+// Cursor returns a named adapter cursor (the Telegram getUpdates offset,
+// say), or "" when none is stored.
+func (l *Ledger) Cursor(name string) (string, error) {
+	var v string
+	err := l.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket([]byte(cursorBucket)); b != nil {
+			v = string(b.Get([]byte(name)))
+		}
+		return nil
+	})
+	return v, err
+}
+
+// SetCursor stores a named adapter cursor durably.
+func (l *Ledger) SetCursor(name, value string) error {
+	return l.db.Update(func(tx *bolt.Tx) error {
+		b, _, err := store.EnsureBucket(tx, cursorBucket, cursorVersion)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(name), []byte(value))
+	})
+}

@@ -1,0 +1,276 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/outbox"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// Runtime is everything `hub serve` runs besides the adapters: the state
+// root, the mirror of this run, the channel directory, the delivery targets,
+// the outbox and its dispatcher, the ledger and the router. Adapters
+// register their senders on Mux before Start.
+type Runtime struct {
+	Config    *config.Config
+	State     *store.State
+	Mirror    *store.Mirror
+	Directory *store.Directory
+	Targets   *store.Targets
+	Outbox    *outbox.Outbox
+	Mux       *outbox.Mux
+	Ledger    *Ledger
+	Hub       *Hub
+	Board     *StateBoard
+	RunID     string
+	Started   time.Time
+	log       *slog.Logger
+
+	dispatchDone chan error
+	closeOnce    sync.Once
+	stopDispatch context.CancelFunc
+}
+
+// RuntimeOptions adjust a Runtime for tests.
+type RuntimeOptions struct {
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// LockTimeout bounds the wait for hub.db.
+	LockTimeout time.Duration
+	// SessionFor is passed to the Hub.
+	SessionFor func(in *chat.Inbound, roles []string) string
+	// Offline opens the state for the CLI while no hub runs: no mirror run
+	// is started (so no empty run directories appear and none are pruned).
+	Offline bool
+}
+
+// Open opens the state root named by cfg and wires a Runtime around x. On
+// error everything opened so far is closed again.
+func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Runtime, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	rt = &Runtime{Config: cfg, log: opts.Logger, Board: &StateBoard{}, Started: time.Now()}
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i]()
+			}
+		}
+	}()
+	rt.State, err = store.Open(cfg.StateDir, store.Options{LockTimeout: opts.LockTimeout})
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, rt.State.Close)
+	rt.Ledger, err = OpenLedger(rt.State.DB())
+	if err != nil {
+		return nil, err
+	}
+	if !opts.Offline {
+		rt.RunID = store.NewRunID(time.Now())
+		rt.Mirror, err = store.OpenMirror(rt.State.Path(store.FlowsDir), rt.RunID, store.MirrorOptions{
+			RotateBytes: int64(cfg.Mirror.RotateBytes), KeepRuns: cfg.Mirror.KeepRuns, KeepAge: cfg.Mirror.KeepAge.D(), Logger: opts.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, rt.Mirror.Close)
+	}
+	rt.Directory, err = store.OpenDirectory(rt.State.Path(store.ChannelDirectory), store.DirectoryOptions{Clock: opts.Clock, Logger: opts.Logger})
+	if err != nil {
+		// The directory is a derived cache: a corrupt file must not stop the
+		// hub. It is left untouched and the hub runs without a directory.
+		opts.Logger.Error("channel directory unavailable; run `hub channels rebuild` to rebuild it from the mirrors", "err", err)
+		rt.Directory = nil
+	} else {
+		closers = append(closers, rt.Directory.Close)
+	}
+	rt.Targets, err = store.OpenTargets(rt.State.Path(store.DeliveryTargetsFile))
+	if err != nil {
+		return nil, err
+	}
+	bs, err := outbox.NewBoltStore(rt.State.DB())
+	if err != nil {
+		return nil, err
+	}
+	rt.Mux = outbox.NewMux()
+	if err := rt.Mux.Handle("local", outbox.NewLocalSender(rt.State.Dir())); err != nil {
+		return nil, err
+	}
+	var events outbox.Events = outbox.NopEvents{}
+	if rt.Mirror != nil {
+		events = &mirrorEvents{mirror: rt.Mirror, log: opts.Logger}
+	}
+	rt.Outbox = outbox.New(bs, rt.Mux, outbox.Options{
+		Concurrency: cfg.Outbox.Concurrency,
+		MaxAttempts: cfg.Outbox.MaxAttempts,
+		Backoff:     outbox.Backoff{Base: cfg.Outbox.BackoffBase.D(), Max: cfg.Outbox.BackoffMax.D()},
+		SendTimeout: cfg.Outbox.SendTimeout.D(),
+		Retention:   cfg.Outbox.Retention.D(),
+		Clock:       opts.Clock,
+		Events:      events,
+		Logger:      opts.Logger,
+	})
+	var dir *store.Directory
+	if rt.Directory != nil {
+		dir = rt.Directory
+	}
+	rt.Hub, err = New(Options{
+		Executor:       x,
+		Access:         NewAccess(cfg.Access, x.Registry()),
+		Ledger:         rt.Ledger,
+		Outbox:         rt.Outbox,
+		Mirror:         rt.Mirror,
+		Directory:      dir,
+		Targets:        rt.Targets,
+		OverflowChunks: cfg.Outbox.OverflowChunks,
+		ChunkMarkers:   cfg.Outbox.ChunkMarkers,
+		VerbTimeout:    cfg.Verbs.Timeout.D(),
+		SessionFor:     opts.SessionFor,
+		Clock:          opts.Clock,
+		Logger:         opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// Start answers turns a previous run died in and starts the dispatcher.
+// Register every sender on Mux before calling it.
+func (rt *Runtime) Start(ctx context.Context) error {
+	n, err := rt.Hub.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("recover interrupted turns: %w", err)
+	}
+	if n > 0 {
+		rt.log.Warn("told chats about turns interrupted by the last stop", "turns", n)
+	}
+	dctx, cancel := context.WithCancel(context.Background())
+	rt.stopDispatch = cancel
+	rt.dispatchDone = make(chan error, 1)
+	go func() { rt.dispatchDone <- rt.Outbox.Run(dctx) }()
+	return nil
+}
+
+// Admin returns the admin API over this runtime.
+func (rt *Runtime) Admin() *Admin {
+	return &Admin{
+		Outbox:        rt.Outbox,
+		Targets:       rt.Targets,
+		Directory:     rt.Directory,
+		DirectoryPath: rt.State.Path(store.ChannelDirectory),
+		FlowsDir:      rt.State.Path(store.FlowsDir),
+		Deliver:       rt.Hub.Deliver,
+		Running:       rt.dispatchDone != nil,
+		MaxBody:       int64(rt.Config.Web.MaxBodyBytes),
+		Status: func() map[string]any {
+			return map[string]any{
+				"run_id":   rt.RunID,
+				"uptime_s": int64(time.Since(rt.Started).Seconds()),
+				"adapters": rt.Board.All(),
+				"pid":      strconv.Itoa(os.Getpid()),
+			}
+		},
+	}
+}
+
+// Close stops the dispatcher (in-flight sends finish until ctx expires),
+// then closes the directory, the mirror and the database, in that order.
+func (rt *Runtime) Close(ctx context.Context) error {
+	var errs []error
+	rt.closeOnce.Do(func() {
+		if rt.dispatchDone != nil {
+			if err := rt.Outbox.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("outbox shutdown: %w", err))
+			}
+			rt.stopDispatch()
+			select {
+			case err := <-rt.dispatchDone:
+				if err != nil {
+					errs = append(errs, err)
+				}
+			case <-ctx.Done():
+				errs = append(errs, fmt.Errorf("outbox did not stop: %w", ctx.Err()))
+			}
+		}
+		if rt.Directory != nil {
+			if err := rt.Directory.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if rt.Mirror != nil {
+			if err := rt.Mirror.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := rt.State.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// mirrorEvents writes every delivered and dead chunk to the outbound mirror.
+type mirrorEvents struct {
+	outbox.NopEvents
+	mirror *store.Mirror
+	log    *slog.Logger
+}
+
+func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorRecord {
+	meta := map[string]string{store.MetaOutboxID: e.ID, "turn_id": e.TurnID, "chunk": fmt.Sprintf("%d/%d", e.Index+1, e.Total)}
+	if msgID != "" {
+		meta[store.MetaPlatformMessageID] = msgID
+	}
+	if e.Attachment != nil {
+		meta["attachment"] = e.Attachment.Name
+	}
+	if e.LastError != "" && kind == store.KindDead {
+		meta["last_error"] = e.LastError
+		meta["attempts"] = strconv.Itoa(e.Attempts)
+	}
+	rec := store.MirrorRecord{Direction: store.DirectionOutbound, Actor: "hub", Kind: kind, Text: e.Text, Meta: meta}
+	if k, err := chat.ParseKey(e.Target); err == nil {
+		switch k.Kind {
+		case chat.KindChat:
+			rec.Platform, rec.ChatID, rec.ThreadID = string(k.Platform), k.ChatID, k.ThreadID
+		case chat.KindWeb:
+			rec.Platform = "web"
+		case chat.KindLocal:
+			rec.Platform, rec.ChatID = "local", k.Path
+		}
+	}
+	rec.MessageID = msgID
+	return rec
+}
+
+func (m *mirrorEvents) Delivered(e *outbox.Entry, r outbox.Receipt) {
+	m.append(m.record(e, string(e.Kind), r.MessageID))
+}
+
+func (m *mirrorEvents) Dead(e *outbox.Entry) {
+	m.append(m.record(e, store.KindDead, ""))
+}
+
+func (m *mirrorEvents) append(rec store.MirrorRecord) {
+	if err := m.mirror.Append(context.Background(), rec, true); err != nil {
+		m.log.Error("mirror outbound chunk", "outbox_id", rec.Meta[store.MetaOutboxID], "err", err)
+	}
+}

@@ -1,0 +1,342 @@
+package outbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// BenchmarkEnqueue measures durable enqueues (fsync on) of one chunk per
+// call from concurrent producers. The commit=dbbatch variants use bbolt's
+// DB.Batch instead of the group committer, for comparison.
+func BenchmarkEnqueue(b *testing.B) {
+	for _, tc := range []struct {
+		producers int
+		dbBatch   bool
+	}{{1, false}, {64, false}, {1, true}, {64, true}} {
+		name := fmt.Sprintf("producers=%d", tc.producers)
+		if tc.dbBatch {
+			name += ",commit=dbbatch"
+		}
+		b.Run(name, func(b *testing.B) {
+			st, s := openBolt(b, b.TempDir())
+			defer st.Close()
+			s.useBatch = tc.dbBatch
+			o := New(s, nil, Options{Logger: quietLogger()})
+			keys := make([]chat.Key, 100)
+			for i := range keys {
+				keys[i] = tg(fmt.Sprint(i + 1))
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for range tc.producers {
+				wg.Go(func() {
+					for {
+						n := int(next.Add(1)) - 1
+						if n >= b.N {
+							return
+						}
+						e := entries(KindReply, "bench."+strconv.Itoa(n), keys[n%len(keys)], 1)
+						if _, err := o.Enqueue(context.Background(), e); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "chunks/s")
+		})
+	}
+}
+
+// countingEvents counts deliveries and closes done at want.
+type countingEvents struct {
+	NopEvents
+	n    atomic.Int64
+	want int64
+	done chan struct{}
+}
+
+func (c *countingEvents) Delivered(*Entry, Receipt) {
+	if c.n.Add(1) == c.want {
+		close(c.done)
+	}
+}
+
+// BenchmarkDispatch measures delivery to a no-op sender, delivered marks
+// durable (fsync on): the entries are enqueued before the timer starts, and
+// the timer runs until all are delivered.
+func BenchmarkDispatch(b *testing.B) {
+	for _, tc := range []struct {
+		targets, perTarget int
+		dbBatch            bool
+	}{{1, 2000, false}, {100, 50, false}, {10000, 2, false}, {1, 200, true}, {100, 50, true}} {
+		name := fmt.Sprintf("targets=%d", tc.targets)
+		if tc.dbBatch {
+			name += ",commit=dbbatch"
+		}
+		b.Run(name, func(b *testing.B) {
+			total := tc.targets * tc.perTarget
+			noop := SenderFunc(func(context.Context, *Entry) (Receipt, error) { return Receipt{}, nil })
+			var elapsed time.Duration
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				st, s := openBolt(b, b.TempDir())
+				s.useBatch = tc.dbBatch
+				var batch []Entry
+				flush := func() {
+					if _, err := s.Enqueue(context.Background(), batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+				for c := range tc.perTarget {
+					for t := range tc.targets {
+						batch = append(batch, entries(KindReply, "bench."+strconv.Itoa(c), tg(strconv.Itoa(t+1)), 1)...)
+						if len(batch) == 5000 {
+							flush()
+						}
+					}
+				}
+				flush()
+				ev := &countingEvents{want: int64(total), done: make(chan struct{})}
+				o := New(s, muxFor(b, noop), Options{Events: ev, Logger: quietLogger()})
+				errc := make(chan error, 1)
+				b.StartTimer()
+				start := time.Now()
+				go func() { errc <- o.Run(context.Background()) }()
+				<-ev.done
+				elapsed += time.Since(start)
+				b.StopTimer()
+				if err := o.Shutdown(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if err := <-errc; err != nil {
+					b.Fatal(err)
+				}
+				st.Close()
+			}
+			b.ReportMetric(float64(total*b.N)/elapsed.Seconds(), "chunks/s")
+		})
+	}
+}
+
+// recoveryCacheVersion names the cached recovery databases; change it when
+// the layout or the setup changes.
+const recoveryCacheVersion = "outbox-recovery-v1"
+
+const (
+	recoveryEnvDir   = "OUTBOX_RECOVERY_CHILD_DIR"
+	recoveryMarkerOK = ".complete"
+)
+
+// BenchmarkRecovery measures a start with many pending entries: open the
+// database, find every pending target, hand the first chunk to a sender. It
+// runs in a fresh child process so that rss-MB is the recovering process's
+// own (rss-file-MB is the part that is mapped database pages, rss-anon-MB
+// the process's own memory). The same 1,000 targets hold 100,000 or
+// 1,000,000 entries: memory must not grow with the entries; the
+// 100,000-target case shows the cost per target.
+func BenchmarkRecovery(b *testing.B) {
+	for _, tc := range []struct{ entries, targets int }{
+		{100_000, 1000}, {1_000_000, 1000}, {1_000_000, 100_000},
+	} {
+		b.Run(fmt.Sprintf("entries=%d,targets=%d", tc.entries, tc.targets), func(b *testing.B) {
+			dir := recoveryDB(b, tc.entries, tc.targets)
+			fi, err := os.Stat(filepath.Join(dir, store.DBFile))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var res recoveryResult
+			b.ResetTimer()
+			for range b.N {
+				cmd := exec.Command(os.Args[0], "-test.run=^TestRecoveryBenchChild$", "-test.count=1", "-test.v")
+				cmd.Env = append(os.Environ(), recoveryEnvDir+"="+dir)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					b.Fatalf("child: %v\n%s", err, out)
+				}
+				res = parseRecovery(b, out)
+			}
+			b.StopTimer()
+			b.ReportMetric(res.StartupMS, "startup-ms")
+			b.ReportMetric(res.ScanMS, "scan-ms")
+			b.ReportMetric(res.RSSMB, "rss-MB")
+			b.ReportMetric(res.RSSAnonMB, "rss-anon-MB")
+			b.ReportMetric(res.RSSFileMB, "rss-file-MB")
+			b.ReportMetric(res.HeapMB, "heap-MB")
+			b.ReportMetric(float64(res.Targets), "targets")
+			b.ReportMetric(float64(fi.Size())/(1<<20), "db-MB")
+		})
+	}
+}
+
+type recoveryResult struct {
+	StartupMS float64 `json:"startup_ms"`
+	ScanMS    float64 `json:"scan_ms"`
+	RSSMB     float64 `json:"rss_mb"`
+	RSSAnonMB float64 `json:"rss_anon_mb"`
+	RSSFileMB float64 `json:"rss_file_mb"`
+	HeapMB    float64 `json:"heap_mb"`
+	Targets   int     `json:"targets"`
+}
+
+func parseRecovery(b *testing.B, out []byte) recoveryResult {
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "RECOVERY "); ok {
+			var r recoveryResult
+			if err := json.Unmarshal([]byte(rest), &r); err != nil {
+				b.Fatal(err)
+			}
+			return r
+		}
+	}
+	b.Fatalf("no RECOVERY line in the child's output:\n%s", out)
+	return recoveryResult{}
+}
+
+// recoveryDB returns a state directory holding n pending entries over
+// targets targets, built once and cached in os.TempDir().
+func recoveryDB(b *testing.B, n, targets int) string {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("hermes-%s-%d-%d", recoveryCacheVersion, n, targets))
+	if _, err := os.Stat(filepath.Join(dir, recoveryMarkerOK)); err == nil {
+		return dir
+	}
+	start := time.Now()
+	if err := os.RemoveAll(dir); err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(dir, store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewBoltStore(st.DB())
+	if err != nil {
+		b.Fatal(err)
+	}
+	perTarget := n / targets
+	batch := make([]Entry, 0, 20000)
+	for c := range perTarget {
+		for t := range targets {
+			k := tg(strconv.Itoa(1_000_000 + t))
+			batch = append(batch, Entry{
+				ID: ID(KindReply, "recovery", k, c), Kind: KindReply, TurnID: "recovery", Target: k.String(),
+				Index: c, Total: perTarget, Text: fmt.Sprintf("pending chunk %d of target %d, a line of ordinary length", c, t),
+				EnqueuedAt: time.Unix(1_790_000_000, 0).UTC(),
+			})
+		}
+		if len(batch) >= 20000 || c == perTarget-1 {
+			if _, err := s.Enqueue(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := st.DB().Sync(); err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, recoveryMarkerOK), nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built %d pending entries in %s (cached in %s)", n, time.Since(start).Round(time.Millisecond), dir)
+	return dir
+}
+
+// TestRecoveryBenchChild is the child side of BenchmarkRecovery. Its sender
+// blocks until shutdown and the shutdown cancels it, so the cached database
+// keeps all its entries pending for the next run.
+func TestRecoveryBenchChild(t *testing.T) {
+	dir := os.Getenv(recoveryEnvDir)
+	if dir == "" {
+		t.Skip("only runs as the child of BenchmarkRecovery")
+	}
+	start := time.Now()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := NewBoltStore(st.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan struct{})
+	var once sync.Once
+	sender := SenderFunc(func(ctx context.Context, e *Entry) (Receipt, error) {
+		once.Do(func() { close(first) })
+		<-ctx.Done()
+		return Receipt{}, ctx.Err()
+	})
+	o := New(s, muxFor(t, sender), Options{Logger: quietLogger()})
+	errc := make(chan error, 1)
+	go func() { errc <- o.Run(context.Background()) }()
+	<-o.recovered
+	scan := time.Since(start)
+	<-first
+	startup := time.Since(start)
+	if scan > startup {
+		startup = scan
+	}
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	res := recoveryResult{
+		StartupMS: float64(startup.Microseconds()) / 1000, ScanMS: float64(scan.Microseconds()) / 1000,
+		RSSMB: float64(procStatus(t, "VmRSS")) / 1024, RSSAnonMB: float64(procStatus(t, "RssAnon")) / 1024,
+		RSSFileMB: float64(procStatus(t, "RssFile")) / 1024, HeapMB: float64(ms.HeapInuse) / (1 << 20), Targets: o.Stats().Targets,
+	}
+	line, _ := json.Marshal(res)
+	fmt.Printf("RECOVERY %s\n", line)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // cancel the blocked sends: their entries stay pending
+	o.Shutdown(ctx)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// procStatus reads a size in KiB (VmRSS, RssAnon, RssFile) from
+// /proc/self/status.
+func procStatus(t testing.TB, field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}

@@ -1,0 +1,822 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// Bucket names and their schema version (store.EnsureBucket).
+const (
+	queueBucket     = "outbox.queue"     // target 0x00 seq(8, big endian) → entry JSON
+	indexBucket     = "outbox.index"     // id → index record JSON: the dedupe set
+	deadBucket      = "outbox.dead"      // id → entry JSON
+	deliveredBucket = "outbox.delivered" // unix nanos(8, big endian) id → nil, oldest first
+	countsBucket    = "outbox.counts"    // platform → 4 × int64 (pending, delivered, dead, retried)
+	schemaVersion   = 1
+)
+
+var allBuckets = []string{queueBucket, indexBucket, deadBucket, deliveredBucket, countsBucket}
+
+// pruneBatch bounds the ids one Prune transaction forgets.
+const pruneBatch = 10000
+
+// BoltStore is the Store on a bbolt database (the state root's hub.db).
+// Per-target FIFO order is the key order of the queue bucket; the index
+// bucket is the dedupe set; counters are kept in the same transactions as the
+// changes they count, so start-up never scans the queue.
+type BoltStore struct {
+	db       *bolt.DB
+	commit   *committer
+	useBatch bool // use bolt's DB.Batch instead of the committer (benchmarks compare)
+}
+
+var _ Store = (*BoltStore)(nil)
+
+// NewBoltStore creates the outbox buckets in db if needed (schema version 1)
+// and returns the store. The caller keeps ownership of db.
+func NewBoltStore(db *bolt.DB) (*BoltStore, error) {
+	if db == nil {
+		return nil, fmt.Errorf("outbox store: nil database")
+	}
+	err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, _, err := store.EnsureBucket(tx, name, schemaVersion); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox store: %w", err)
+	}
+	return &BoltStore{db: db, commit: newCommitter(db)}, nil
+}
+
+func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
+	if s.useBatch {
+		return s.db.Batch(fn)
+	}
+	return s.commit.do(fn)
+}
+
+// record is the stored form of an entry. It is separate from Entry so that
+// the on-disk format is owned here and does not change with API types.
+type record struct {
+	ID            string            `json:"id"`
+	Kind          Kind              `json:"kind"`
+	TurnID        string            `json:"turn_id"`
+	Target        string            `json:"target"`
+	Index         int               `json:"index"`
+	Total         int               `json:"total"`
+	Text          string            `json:"text"`
+	Attachment    *recordAttachment `json:"attachment,omitempty"`
+	Meta          map[string]string `json:"meta,omitempty"`
+	EnqueuedAt    time.Time         `json:"enqueued_at"`
+	Attempts      int               `json:"attempts,omitempty"`
+	Throttled     int               `json:"throttled,omitempty"`
+	NextAttemptAt time.Time         `json:"next_attempt_at,omitzero"`
+	LastError     string            `json:"last_error,omitempty"`
+	DeadAt        time.Time         `json:"dead_at,omitzero"`
+}
+
+type recordAttachment struct {
+	Name string `json:"name"`
+	MIME string `json:"mime"`
+	Data []byte `json:"data"`
+}
+
+func encodeRecord(e *Entry) ([]byte, error) {
+	r := record{
+		ID: e.ID, Kind: e.Kind, TurnID: e.TurnID, Target: e.Target, Index: e.Index, Total: e.Total,
+		Text: e.Text, Meta: e.Meta, EnqueuedAt: e.EnqueuedAt,
+		Attempts: e.Attempts, Throttled: e.Throttled, NextAttemptAt: e.NextAttemptAt, LastError: e.LastError,
+	}
+	if a := e.Attachment; a != nil {
+		r.Attachment = &recordAttachment{Name: a.Name, MIME: a.MIME, Data: a.Data}
+	}
+	if e.State == StateDead {
+		r.DeadAt = e.DeliveredAt
+	}
+	b, err := json.Marshal(&r)
+	if err != nil {
+		return nil, fmt.Errorf("encode outbox entry %q: %w", e.ID, err)
+	}
+	return b, nil
+}
+
+func decodeRecord(b []byte, state State) (Entry, error) {
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Entry{}, fmt.Errorf("decode outbox entry: %w", err)
+	}
+	e := Entry{
+		ID: r.ID, Kind: r.Kind, TurnID: r.TurnID, Target: r.Target, Index: r.Index, Total: r.Total,
+		Text: r.Text, Meta: r.Meta, EnqueuedAt: r.EnqueuedAt,
+		Attempts: r.Attempts, Throttled: r.Throttled, NextAttemptAt: r.NextAttemptAt, LastError: r.LastError,
+		State: state, DeliveredAt: r.DeadAt,
+	}
+	if a := r.Attachment; a != nil {
+		e.Attachment = &chat.Attachment{Name: a.Name, MIME: a.MIME, Data: a.Data}
+	}
+	return e, nil
+}
+
+// indexRecord is what the dedupe set knows about an id.
+type indexRecord struct {
+	State  State  `json:"s"`
+	Target string `json:"t"`
+	Seq    uint64 `json:"q,omitempty"` // pending: position in the target's queue
+	At     int64  `json:"a,omitempty"` // delivered or dead: unix nanoseconds
+	MsgID  string `json:"m,omitempty"` // delivered: the platform's message id
+}
+
+func getIndex(idx *bolt.Bucket, id string) (indexRecord, bool, error) {
+	v := idx.Get([]byte(id))
+	if v == nil {
+		return indexRecord{}, false, nil
+	}
+	var r indexRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return indexRecord{}, false, fmt.Errorf("decode index record of %q: %w", id, err)
+	}
+	return r, true, nil
+}
+
+func putIndex(idx *bolt.Bucket, id string, r indexRecord) error {
+	b, err := json.Marshal(&r)
+	if err != nil {
+		return fmt.Errorf("encode index record of %q: %w", id, err)
+	}
+	if err := idx.Put([]byte(id), b); err != nil {
+		return fmt.Errorf("write index record of %q: %w", id, err)
+	}
+	return nil
+}
+
+func queueKey(target string, seq uint64) []byte {
+	k := make([]byte, 0, len(target)+9)
+	k = append(k, target...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// targetOf returns the target part of a queue key. Target keys hold no NUL
+// byte (chat.ParseKey refuses control characters), so the first NUL ends it.
+func targetOf(k []byte) []byte {
+	if i := bytes.IndexByte(k, 0); i >= 0 {
+		return k[:i]
+	}
+	return k
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.UnixNano(), 0)
+}
+
+func deliveredKey(at int64, id string) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(id)), uint64(at))
+	return append(k, id...)
+}
+
+// countDelta accumulates counter changes per platform within a transaction.
+type countDelta map[string]*[4]int64
+
+const (
+	cPending = iota
+	cDelivered
+	cDead
+	cRetried
+)
+
+func (d countDelta) add(target string, field int, n int64) {
+	p := platformOf(target)
+	c := d[p]
+	if c == nil {
+		c = new([4]int64)
+		d[p] = c
+	}
+	c[field] += n
+}
+
+func (d countDelta) apply(b *bolt.Bucket) error {
+	for p, delta := range d {
+		var cur [4]int64
+		if v := b.Get([]byte(p)); len(v) == 32 {
+			for i := range cur {
+				cur[i] = int64(binary.BigEndian.Uint64(v[i*8:]))
+			}
+		}
+		buf := make([]byte, 0, 32)
+		for i := range cur {
+			buf = binary.BigEndian.AppendUint64(buf, uint64(max(cur[i]+delta[i], 0)))
+		}
+		if err := b.Put([]byte(p), buf); err != nil {
+			return fmt.Errorf("write counters of %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+type buckets struct{ queue, index, dead, delivered, counts *bolt.Bucket }
+
+func open(tx *bolt.Tx) (buckets, error) {
+	b := buckets{
+		queue: tx.Bucket([]byte(queueBucket)), index: tx.Bucket([]byte(indexBucket)),
+		dead: tx.Bucket([]byte(deadBucket)), delivered: tx.Bucket([]byte(deliveredBucket)),
+		counts: tx.Bucket([]byte(countsBucket)),
+	}
+	if b.queue == nil || b.index == nil || b.dead == nil || b.delivered == nil || b.counts == nil {
+		return b, fmt.Errorf("outbox buckets are missing (was the database replaced while open?)")
+	}
+	return b, nil
+}
+
+// Enqueue implements Store. Entries are validated first; one invalid entry
+// fails the whole call and nothing is written.
+func (s *BoltStore) Enqueue(ctx context.Context, entries []Entry) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	recs := make([][]byte, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		if err := e.validate(); err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+		b, err := encodeRecord(&Entry{
+			ID: e.ID, Kind: e.Kind, TurnID: e.TurnID, Target: e.Target, Index: e.Index, Total: e.Total,
+			Text: e.Text, Attachment: e.Attachment, Meta: e.Meta, EnqueuedAt: e.EnqueuedAt,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+		recs[i] = b
+	}
+	var added []string
+	err := s.update(func(tx *bolt.Tx) error {
+		added = added[:0] // the function may run twice
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		delta := countDelta{}
+		for i := range entries {
+			e := &entries[i]
+			if b.index.Get([]byte(e.ID)) != nil {
+				continue
+			}
+			seq, err := b.queue.NextSequence()
+			if err != nil {
+				return fmt.Errorf("next sequence: %w", err)
+			}
+			if err := b.queue.Put(queueKey(e.Target, seq), recs[i]); err != nil {
+				return fmt.Errorf("write %q: %w", e.ID, err)
+			}
+			if err := putIndex(b.index, e.ID, indexRecord{State: StatePending, Target: e.Target, Seq: seq}); err != nil {
+				return err
+			}
+			delta.add(e.Target, cPending, 1)
+			added = append(added, e.ID)
+		}
+		return delta.apply(b.counts)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %d entries: %w", len(entries), err)
+	}
+	return added, nil
+}
+
+// Head implements Store.
+func (s *BoltStore) Head(ctx context.Context, target string) (Entry, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, false, fmt.Errorf("head of %s: %w", target, err)
+	}
+	var (
+		e     Entry
+		found bool
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		prefix := append([]byte(target), 0)
+		k, v := b.queue.Cursor().Seek(prefix)
+		if k == nil || !bytes.HasPrefix(k, prefix) {
+			return nil
+		}
+		e, err = decodeRecord(v, StatePending)
+		found = err == nil
+		return err
+	})
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("head of %s: %w", target, err)
+	}
+	return e, found, nil
+}
+
+// PendingTargets implements Store. It seeks from target to target, so a page
+// costs one seek per target whatever the queue lengths.
+func (s *BoltStore) PendingTargets(ctx context.Context, after string, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pending targets: %w", err)
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		c := b.queue.Cursor()
+		var k []byte
+		if after == "" {
+			k, _ = c.First()
+		} else {
+			k, _ = c.Seek(append([]byte(after), 1))
+		}
+		for k != nil && len(out) < limit {
+			t := targetOf(k)
+			out = append(out, string(t))
+			k, _ = c.Seek(append(bytes.Clone(t), 1))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pending targets: %w", err)
+	}
+	return out, nil
+}
+
+// pendingRecord loads the index record and queued entry of a pending id.
+func pendingRecord(b buckets, id string) (indexRecord, []byte, Entry, error) {
+	ir, ok, err := getIndex(b.index, id)
+	if err != nil {
+		return ir, nil, Entry{}, err
+	}
+	if !ok {
+		return ir, nil, Entry{}, fmt.Errorf("%q: %w", id, ErrNotFound)
+	}
+	if ir.State != StatePending {
+		return ir, nil, Entry{}, fmt.Errorf("%q is %s, not pending: %w", id, ir.State, ErrWrongState)
+	}
+	key := queueKey(ir.Target, ir.Seq)
+	v := b.queue.Get(key)
+	if v == nil {
+		return ir, nil, Entry{}, fmt.Errorf("%q: index says pending but the queue has no entry: %w", id, ErrNotFound)
+	}
+	e, err := decodeRecord(v, StatePending)
+	return ir, key, e, err
+}
+
+// Defer implements Store.
+func (s *BoltStore) Defer(ctx context.Context, id string, r Retry) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("defer %q: %w", id, err)
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		ir, key, e, err := pendingRecord(b, id)
+		if err != nil {
+			return err
+		}
+		e.Attempts, e.Throttled, e.NextAttemptAt, e.LastError = r.Attempts, r.Throttled, r.NextAttemptAt, r.LastError
+		v, err := encodeRecord(&e)
+		if err != nil {
+			return err
+		}
+		if err := b.queue.Put(key, v); err != nil {
+			return fmt.Errorf("write %q: %w", id, err)
+		}
+		delta := countDelta{}
+		delta.add(ir.Target, cRetried, 1)
+		return delta.apply(b.counts)
+	})
+	if err != nil {
+		return fmt.Errorf("defer %q: %w", id, err)
+	}
+	return nil
+}
+
+// Delivered implements Store.
+func (s *BoltStore) Delivered(ctx context.Context, id string, rc Receipt, at time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("mark %q delivered: %w", id, err)
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		ir, ok, err := getIndex(b.index, id)
+		if err != nil {
+			return err
+		}
+		if ok && ir.State == StateDelivered {
+			return nil
+		}
+		ir, key, _, err := pendingRecord(b, id)
+		if err != nil {
+			return err
+		}
+		if err := b.queue.Delete(key); err != nil {
+			return fmt.Errorf("dequeue %q: %w", id, err)
+		}
+		t := nanos(at)
+		if err := putIndex(b.index, id, indexRecord{State: StateDelivered, Target: ir.Target, At: t, MsgID: rc.MessageID}); err != nil {
+			return err
+		}
+		if err := b.delivered.Put(deliveredKey(t, id), nil); err != nil {
+			return fmt.Errorf("record delivery time of %q: %w", id, err)
+		}
+		delta := countDelta{}
+		delta.add(ir.Target, cPending, -1)
+		delta.add(ir.Target, cDelivered, 1)
+		return delta.apply(b.counts)
+	})
+	if err != nil {
+		return fmt.Errorf("mark %q delivered: %w", id, err)
+	}
+	return nil
+}
+
+// Dead implements Store.
+func (s *BoltStore) Dead(ctx context.Context, id string, r Retry, at time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("dead-letter %q: %w", id, err)
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		ir, key, e, err := pendingRecord(b, id)
+		if err != nil {
+			return err
+		}
+		e.Attempts, e.Throttled, e.LastError = r.Attempts, r.Throttled, r.LastError
+		e.NextAttemptAt = time.Time{}
+		e.State, e.DeliveredAt = StateDead, at
+		v, err := encodeRecord(&e)
+		if err != nil {
+			return err
+		}
+		if err := b.dead.Put([]byte(id), v); err != nil {
+			return fmt.Errorf("write dead letter %q: %w", id, err)
+		}
+		if err := b.queue.Delete(key); err != nil {
+			return fmt.Errorf("dequeue %q: %w", id, err)
+		}
+		if err := putIndex(b.index, id, indexRecord{State: StateDead, Target: ir.Target, At: nanos(at)}); err != nil {
+			return err
+		}
+		delta := countDelta{}
+		delta.add(ir.Target, cPending, -1)
+		delta.add(ir.Target, cDead, 1)
+		return delta.apply(b.counts)
+	})
+	if err != nil {
+		return fmt.Errorf("dead-letter %q: %w", id, err)
+	}
+	return nil
+}
+
+// deliveredEntry rebuilds what is known of a delivered id.
+func deliveredEntry(id string, ir indexRecord) Entry {
+	e := Entry{ID: id, Target: ir.Target, State: StateDelivered, PlatformMessageID: ir.MsgID}
+	if ir.At > 0 {
+		e.DeliveredAt = time.Unix(0, ir.At).UTC()
+	}
+	if k, turn, _, i, err := ParseID(id); err == nil {
+		e.Kind, e.TurnID, e.Index = k, turn, i
+	}
+	return e
+}
+
+// Get implements Store.
+func (s *BoltStore) Get(ctx context.Context, id string) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, fmt.Errorf("get %q: %w", id, err)
+	}
+	var e Entry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		ir, ok, err := getIndex(b.index, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotFound
+		}
+		switch ir.State {
+		case StatePending:
+			_, _, e, err = pendingRecord(b, id)
+			return err
+		case StateDelivered:
+			e = deliveredEntry(id, ir)
+			return nil
+		case StateDead:
+			v := b.dead.Get([]byte(id))
+			if v == nil {
+				return fmt.Errorf("index says dead but there is no dead letter: %w", ErrNotFound)
+			}
+			e, err = decodeRecord(v, StateDead)
+			return err
+		}
+		return fmt.Errorf("unknown state %q in the index", ir.State)
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("get %q: %w", id, err)
+	}
+	return e, nil
+}
+
+// List implements Store. Pending entries come in queue order (by target,
+// then enqueue order), dead letters by id, delivered ids oldest first.
+func (s *BoltStore) List(ctx context.Context, f Filter) ([]Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	var out []Entry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		switch f.State {
+		case StatePending:
+			c := b.queue.Cursor()
+			var prefix []byte
+			if f.Target != "" {
+				prefix = append([]byte(f.Target), 0)
+			}
+			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
+				e, err := decodeRecord(v, StatePending)
+				if err != nil {
+					return err
+				}
+				if f.match(&e) {
+					out = append(out, e)
+				}
+			}
+		case StateDead:
+			c := b.dead.Cursor()
+			for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
+				e, err := decodeRecord(v, StateDead)
+				if err != nil {
+					return err
+				}
+				if f.match(&e) {
+					out = append(out, e)
+				}
+			}
+		case StateDelivered:
+			c := b.delivered.Cursor()
+			for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+				if len(k) < 8 {
+					continue
+				}
+				id := string(k[8:])
+				ir, ok, err := getIndex(b.index, id)
+				if err != nil {
+					return err
+				}
+				if !ok || ir.State != StateDelivered {
+					continue
+				}
+				e := deliveredEntry(id, ir)
+				if f.match(&e) {
+					out = append(out, e)
+				}
+			}
+		default:
+			return fmt.Errorf("unknown state %q (accepted: pending, delivered, dead)", f.State)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", f.State, err)
+	}
+	return out, nil
+}
+
+// Requeue implements Store.
+func (s *BoltStore) Requeue(ctx context.Context, id string) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, fmt.Errorf("requeue %q: %w", id, err)
+	}
+	var e Entry
+	err := s.update(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		ir, ok, err := getIndex(b.index, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotFound
+		}
+		if ir.State != StateDead {
+			return fmt.Errorf("it is %s; only dead letters can be retried: %w", ir.State, ErrWrongState)
+		}
+		v := b.dead.Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("index says dead but there is no dead letter: %w", ErrNotFound)
+		}
+		e, err = decodeRecord(v, StatePending)
+		if err != nil {
+			return err
+		}
+		e.Attempts, e.Throttled, e.NextAttemptAt, e.LastError, e.DeliveredAt = 0, 0, time.Time{}, "", time.Time{}
+		nv, err := encodeRecord(&e)
+		if err != nil {
+			return err
+		}
+		seq, err := b.queue.NextSequence()
+		if err != nil {
+			return fmt.Errorf("next sequence: %w", err)
+		}
+		if err := b.queue.Put(queueKey(ir.Target, seq), nv); err != nil {
+			return fmt.Errorf("write %q: %w", id, err)
+		}
+		if err := b.dead.Delete([]byte(id)); err != nil {
+			return fmt.Errorf("delete dead letter %q: %w", id, err)
+		}
+		if err := putIndex(b.index, id, indexRecord{State: StatePending, Target: ir.Target, Seq: seq}); err != nil {
+			return err
+		}
+		delta := countDelta{}
+		delta.add(ir.Target, cDead, -1)
+		delta.add(ir.Target, cPending, 1)
+		return delta.apply(b.counts)
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("requeue %q: %w", id, err)
+	}
+	return e, nil
+}
+
+// Purge implements Store.
+func (s *BoltStore) Purge(ctx context.Context, f Filter) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("purge: %w", err)
+	}
+	n := 0
+	err := s.update(func(tx *bolt.Tx) error {
+		n = 0
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		var ids [][]byte
+		delta := countDelta{}
+		c := b.dead.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			e, err := decodeRecord(v, StateDead)
+			if err != nil {
+				return err
+			}
+			if f.match(&e) {
+				ids = append(ids, bytes.Clone(k))
+				delta.add(e.Target, cDead, -1)
+			}
+		}
+		for _, id := range ids {
+			if err := b.dead.Delete(id); err != nil {
+				return fmt.Errorf("delete dead letter %q: %w", id, err)
+			}
+			if err := b.index.Delete(id); err != nil {
+				return fmt.Errorf("forget %q: %w", id, err)
+			}
+		}
+		n = len(ids)
+		return delta.apply(b.counts)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge dead letters: %w", err)
+	}
+	return n, nil
+}
+
+// Prune implements Store. It walks the delivered-by-time bucket from the
+// oldest and stops at the first id delivered at or after before, in
+// transactions of at most pruneBatch ids.
+func (s *BoltStore) Prune(ctx context.Context, before time.Time) (int, error) {
+	cut := nanos(before)
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, fmt.Errorf("prune: %w", err)
+		}
+		// A read first, so an idle prune writes nothing.
+		var more bool
+		err := s.db.View(func(tx *bolt.Tx) error {
+			b, err := open(tx)
+			if err != nil {
+				return err
+			}
+			k, _ := b.delivered.Cursor().First()
+			more = k != nil && len(k) >= 8 && int64(binary.BigEndian.Uint64(k)) < cut
+			return nil
+		})
+		if err != nil || !more {
+			if err != nil {
+				err = fmt.Errorf("prune: %w", err)
+			}
+			return total, err
+		}
+		n := 0
+		err = s.db.Update(func(tx *bolt.Tx) error {
+			b, err := open(tx)
+			if err != nil {
+				return err
+			}
+			var keys [][]byte
+			c := b.delivered.Cursor()
+			for k, _ := c.First(); k != nil && len(keys) < pruneBatch; k, _ = c.Next() {
+				if len(k) >= 8 && int64(binary.BigEndian.Uint64(k)) >= cut {
+					break
+				}
+				keys = append(keys, bytes.Clone(k))
+			}
+			for _, k := range keys {
+				if len(k) >= 8 {
+					id := string(k[8:])
+					ir, ok, err := getIndex(b.index, id)
+					if err != nil {
+						return err
+					}
+					if ok && ir.State == StateDelivered && ir.At == int64(binary.BigEndian.Uint64(k)) {
+						if err := b.index.Delete([]byte(id)); err != nil {
+							return fmt.Errorf("forget %q: %w", id, err)
+						}
+						n++
+					}
+				}
+				if err := b.delivered.Delete(k); err != nil {
+					return fmt.Errorf("delete delivery time: %w", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("prune: %w", err)
+		}
+		total += n
+	}
+}
+
+// Counts implements Store.
+func (s *BoltStore) Counts(ctx context.Context) (map[string]Counts, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("counts: %w", err)
+	}
+	out := map[string]Counts{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		return b.counts.ForEach(func(k, v []byte) error {
+			if len(v) != 32 {
+				return fmt.Errorf("counters of %s are corrupt (%d bytes)", k, len(v))
+			}
+			get := func(i int) int64 { return int64(binary.BigEndian.Uint64(v[i*8:])) }
+			out[string(k)] = Counts{Pending: get(cPending), Delivered: get(cDelivered), Dead: get(cDead), Retried: get(cRetried)}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counts: %w", err)
+	}
+	return out, nil
+}

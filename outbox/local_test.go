@@ -1,0 +1,168 @@
+package outbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+)
+
+func readLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s:%d: %v: %q", path, n, err, sc.Text())
+		}
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestLocalSender(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	abs := filepath.Join(t.TempDir(), "abs", "out.jsonl")
+	ls := NewLocalSender(root)
+
+	text := "line one\nline two " + strings.Repeat("é", 200)
+	rel := entries(KindPMA, "api.1", chat.LocalKey("pma/deliveries.jsonl"), 2)
+	rel[0].Text = text
+	rel[1].Attachment = &chat.Attachment{Name: "output.txt", Data: []byte("x")}
+	for i := range rel {
+		if _, err := ls.Send(ctx, &rel[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	absE := entries(KindPMA, "api.1", chat.LocalKey(abs), 1)[0]
+	if _, err := ls.Send(ctx, &absE); err != nil {
+		t.Fatal(err)
+	}
+
+	relPath := filepath.Join(root, "pma", "deliveries.jsonl")
+	lines := readLines(t, relPath)
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2", len(lines))
+	}
+	l := lines[0]
+	if l["event_type"] != "pma.delivery" || l["turn_id"] != "api.1" || l["text"] != text ||
+		l["text_bytes"] != float64(len(text)) || l["outbox_id"] != rel[0].ID || l["ts"] == "" {
+		t.Errorf("line: %v", l)
+	}
+	if p := l["text_preview"].(string); strings.Contains(p, "\n") || !strings.HasPrefix(p, "line one line two é") || !strings.HasSuffix(p, "…") {
+		t.Errorf("preview %q", p)
+	}
+	if lines[1]["attachment"] != "output.txt" {
+		t.Errorf("attachment name missing: %v", lines[1])
+	}
+	if got := readLines(t, abs); len(got) != 1 || got[0]["outbox_id"] != absE.ID {
+		t.Errorf("absolute target: %v", got)
+	}
+	for path, want := range map[string]os.FileMode{relPath: 0o600, filepath.Dir(relPath): 0o700 | os.ModeDir, filepath.Dir(abs): 0o700 | os.ModeDir} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", path, fi.Mode(), want)
+		}
+	}
+
+	// Sending the last chunk again (a crash before its delivered mark) does
+	// not write it twice; an older chunk is not the last line, so it is.
+	if _, err := ls.Send(ctx, &rel[1]); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(readLines(t, relPath)); n != 2 {
+		t.Fatalf("resend of the last line wrote it again: %d lines", n)
+	}
+
+	// A torn last line is ended so that the next line parses.
+	f, err := os.OpenFile(relPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"ts":"2026-`)
+	f.Close()
+	more := entries(KindPMA, "api.2", chat.LocalKey("pma/deliveries.jsonl"), 1)[0]
+	if _, err := ls.Send(ctx, &more); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(relPath)
+	last := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(last[len(last)-1]), &m); err != nil || m["outbox_id"] != more.ID {
+		t.Fatalf("line after a torn one: %v %v", err, m)
+	}
+
+	// Non-local targets are a permanent error.
+	bad := entries(KindPMA, "api.1", chat.WebKey, 1)[0]
+	if _, err := ls.Send(ctx, &bad); !IsPermanent(err) {
+		t.Fatalf("web target: %v", err)
+	}
+}
+
+func TestLocalSenderConcurrent(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	ls := NewLocalSender(root)
+	const writers, each = 8, 25
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			// Two keys for the same file, and a file of its own.
+			keys := []chat.Key{chat.LocalKey("shared.jsonl"), chat.LocalKey(filepath.Join(root, "shared.jsonl")), chat.LocalKey(fmt.Sprintf("own%d.jsonl", w))}
+			for i := range each {
+				e := entries(KindPMA, fmt.Sprintf("w%d.%d", w, i), keys[i%3], 1)[0]
+				e.Text = strings.Repeat(fmt.Sprint(w), 5000)
+				if _, err := ls.Send(ctx, &e); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	shared := readLines(t, filepath.Join(root, "shared.jsonl"))
+	total := len(shared)
+	for w := range writers {
+		total += len(readLines(t, filepath.Join(root, fmt.Sprintf("own%d.jsonl", w))))
+	}
+	if total != writers*each {
+		t.Fatalf("%d lines, want %d", total, writers*each)
+	}
+}
+
+func TestLocalSenderBadDirectory(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := entries(KindPMA, "t", chat.LocalKey("file/sub.jsonl"), 1)[0]
+	_, err := NewLocalSender(root).Send(context.Background(), &e)
+	if err == nil || IsPermanent(err) || !strings.Contains(err.Error(), "file") {
+		t.Fatalf("err = %v; want a transient error naming the path", err)
+	}
+	var pe *os.PathError
+	if !errors.As(err, &pe) {
+		t.Fatalf("error does not wrap the os error: %v", err)
+	}
+}
