@@ -182,7 +182,6 @@ func (l *Ledger) ShouldNotifyDenial(identity string, now time.Time, interval tim
 	return ok, err
 }
 
-
 const (
 	cursorBucket  = "cursors"
 	cursorVersion = 1

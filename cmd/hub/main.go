@@ -48,9 +48,16 @@ type cliEnv struct {
 
 func commands() []command {
 	return []command{
+		{"serve", "run the hub: web panel, platform adapters, outbox", runServe},
 		{"exec", "run one verb envelope, or many with --interactive / --stdio", runExec},
 		{"verbs", "list the verbs", runVerbs},
 		{"schema", "print the argument and result types of a verb (or all)", runSchema},
+		{"send", "deliver text to every delivery target", runSend},
+		{"targets", "list, add, remove or clear delivery targets", runTargets},
+		{"channels", "list or rebuild the channel directory", runChannels},
+		{"outbox", "inspect the outbox: list, dead, show, retry, purge", runOutbox},
+		{"mirror", "show chat mirror records", runMirror},
+		{"doctor", "check configuration, state, workspace and tokens", runDoctor},
 		{"version", "print the version", runVersion},
 	}
 }
