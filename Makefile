@@ -3,7 +3,11 @@ GO ?= go
 FUZZTIME ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: all build test vet unit bench fuzz clean
+.PHONY: all build test vet unit e2e-deps bench fuzz clean
+
+# Folders whose package-lock.json pins the npm packages the end-to-end tests
+# drive (playwright-core for the web panel, telegram-test-api for Telegram).
+E2E_DIRS := $(dir $(wildcard adapters/*/e2e/package-lock.json))
 
 all: build
 
@@ -11,7 +15,7 @@ build:
 	$(GO) build -o bin/hub ./cmd/hub
 
 # Everything a change must pass.
-test: vet unit
+test: vet e2e-deps unit
 
 vet:
 	$(GO) vet ./...
@@ -20,6 +24,17 @@ vet:
 
 unit:
 	$(GO) test -race -timeout 20m ./...
+
+# npm packages for the end-to-end tests, installed into each e2e folder
+# (never globally). Without npm the end-to-end tests skip and say why.
+e2e-deps:
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  echo "npm not installed: end-to-end tests will be skipped"; exit 0; fi; \
+	for d in $(E2E_DIRS); do \
+	  if [ ! -f $$d/node_modules/.package-lock.json ] || [ $$d/package-lock.json -nt $$d/node_modules/.package-lock.json ]; then \
+	    echo "npm ci in $$d"; (cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
+	  fi; \
+	done
 
 # Every benchmark of the project; figures are recorded in bench/README.md.
 bench:

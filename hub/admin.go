@@ -36,6 +36,9 @@ type Admin struct {
 	Status func() map[string]any
 	// Running is true inside hub serve: offline changes say they wait for it.
 	Running bool
+	// OnRebuild installs a directory rebuilt from the mirrors (the runtime
+	// hands it to the router); nil when nothing needs to know.
+	OnRebuild func(*store.Directory)
 	// MaxBody caps request bodies.
 	MaxBody int64
 }
@@ -212,6 +215,11 @@ func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
 		_ = a.Directory.Close()
 	}
 	a.Directory = d
+	if a.OnRebuild != nil {
+		a.OnRebuild(d)
+	} else {
+		_ = d.Close() // written; nobody else uses it
+	}
 	writeJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: n})
 }
 

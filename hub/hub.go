@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
@@ -50,6 +51,7 @@ type Hub struct {
 
 	mu       sync.Mutex
 	inFlight map[string]bool
+	dir      atomic.Pointer[store.Directory]
 }
 
 // New returns a Hub.
@@ -66,8 +68,16 @@ func New(opts Options) (*Hub, error) {
 	if opts.OverflowChunks <= 0 {
 		opts.OverflowChunks = chat.DefaultMaxChunks
 	}
-	return &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}}, nil
+	h := &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}}
+	if opts.Directory != nil {
+		h.dir.Store(opts.Directory)
+	}
+	return h, nil
 }
+
+// SetDirectory installs a channel directory, such as one rebuilt from the
+// mirrors while the hub runs without one.
+func (h *Hub) SetDirectory(d *store.Directory) { h.dir.Store(d) }
 
 // Executor returns the hub's executor.
 func (h *Hub) Executor() *executor.Executor { return h.x }
@@ -152,8 +162,8 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 		res.Status = StatusDuplicate
 		return res, nil
 	}
-	if h.opts.Directory != nil {
-		h.opts.Directory.Observe(in)
+	if d := h.dir.Load(); d != nil {
+		d.Observe(in)
 	}
 
 	kind := store.KindMessage

@@ -39,6 +39,7 @@ type Runtime struct {
 
 	dispatchDone chan error
 	closeOnce    sync.Once
+	mu           sync.Mutex // guards Directory after Start
 	stopDispatch context.CancelFunc
 }
 
@@ -174,11 +175,12 @@ func (rt *Runtime) Admin() *Admin {
 	return &Admin{
 		Outbox:        rt.Outbox,
 		Targets:       rt.Targets,
-		Directory:     rt.Directory,
+		Directory:     rt.directory(),
 		DirectoryPath: rt.State.Path(store.ChannelDirectory),
 		FlowsDir:      rt.State.Path(store.FlowsDir),
 		Deliver:       rt.Hub.Deliver,
 		Running:       rt.dispatchDone != nil,
+		OnRebuild:     rt.installDirectory,
 		MaxBody:       int64(rt.Config.Web.MaxBodyBytes),
 		Status: func() map[string]any {
 			return map[string]any{
@@ -188,6 +190,25 @@ func (rt *Runtime) Admin() *Admin {
 				"pid":      strconv.Itoa(os.Getpid()),
 			}
 		},
+	}
+}
+
+func (rt *Runtime) directory() *store.Directory {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.Directory
+}
+
+// installDirectory replaces the channel directory (after a rebuild) for the
+// router and for Close.
+func (rt *Runtime) installDirectory(d *store.Directory) {
+	rt.mu.Lock()
+	old := rt.Directory
+	rt.Directory = d
+	rt.mu.Unlock()
+	rt.Hub.SetDirectory(d)
+	if old != nil && old != d {
+		_ = old.Close()
 	}
 }
 
@@ -203,15 +224,16 @@ func (rt *Runtime) Close(ctx context.Context) error {
 			rt.stopDispatch()
 			select {
 			case err := <-rt.dispatchDone:
-				if err != nil {
+				// ErrClosed: stopped before the dispatcher got going; fine.
+				if err != nil && !errors.Is(err, outbox.ErrClosed) {
 					errs = append(errs, err)
 				}
 			case <-ctx.Done():
 				errs = append(errs, fmt.Errorf("outbox did not stop: %w", ctx.Err()))
 			}
 		}
-		if rt.Directory != nil {
-			if err := rt.Directory.Close(); err != nil {
+		if d := rt.directory(); d != nil {
+			if err := d.Close(); err != nil {
 				errs = append(errs, err)
 			}
 		}

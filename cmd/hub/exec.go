@@ -13,7 +13,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/hub"
 )
 
 const execUsage = `hub exec [ENVELOPE] [-i FILE] [-o FILE] [--workspace DIR] [--interactive | --stdio]
@@ -35,6 +37,7 @@ func runExec(env *cliEnv, args []string) error {
 	interactive := f.Bool("interactive", false, "read envelopes separated by blank lines, with a prompt on stderr")
 	stdio := f.Bool("stdio", false, "serve one JSON envelope per line on stdin, one result per line on stdout")
 	pretty := f.Bool("pretty", false, "indent the result JSON")
+	deliver := f.Bool("deliver", false, "also deliver the rendered result to every delivery target (see hub targets)")
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
@@ -47,6 +50,9 @@ func runExec(env *cliEnv, args []string) error {
 	}
 	if modes > 1 {
 		return usagef("give one of ENVELOPE, -i FILE, --interactive or --stdio")
+	}
+	if *deliver && (*interactive || *stdio) {
+		return usagef("--deliver works with one envelope, not with --interactive or --stdio")
 	}
 	if len(pos) > 1 {
 		return usagef("one ENVELOPE argument expected, got %d (quote the envelope)", len(pos))
@@ -94,9 +100,14 @@ func runExec(env *cliEnv, args []string) error {
 			return fmt.Errorf("read envelope from stdin: %w", err)
 		}
 	}
-	o := tc.exec.ExecuteInput(ctx, input)
+	o := tc.exec.ExecuteInput(executor.WithCall(ctx, executor.Call{TurnID: hub.NewTurnID("cli"), Identity: "cli"}), input)
 	if err := writeResult(w, o.JSON(), *pretty); err != nil {
 		return err
+	}
+	if *deliver {
+		if err := deliverOutcome(cfg, input, o, env); err != nil {
+			return err
+		}
 	}
 	if !o.Succeeded() {
 		return &exitError{code: exitFailed}
@@ -256,4 +267,31 @@ func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error
 			return buf, false, nil
 		}
 	}
+}
+
+// deliverOutcome renders the result as in chat and fans it out to the
+// delivery targets, through the running hub or the state directory.
+func deliverOutcome(cfg *config.Config, input []byte, o *executor.Outcome, env *cliEnv) error {
+	var args json.RawMessage
+	var e struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if j, err := executor.YAMLToJSON(input, executor.Limits{}); err == nil && json.Unmarshal(j, &e) == nil {
+		args = e.Arguments
+	}
+	text := hub.Render(o.Verb, args, o, false)
+	c, err := openAdmin(cfg)
+	if err != nil {
+		return fmt.Errorf("deliver: %w", err)
+	}
+	defer c.Close()
+	var res hub.DeliverResult
+	if err := c.do("POST", "/api/deliver", nil, hub.DeliverRequest{Text: text}, &res); err != nil {
+		return fmt.Errorf("deliver: %w", err)
+	}
+	fmt.Fprintf(env.stderr, "delivered as turn %s: %d %s enqueued\n", res.TurnID, len(res.Outbox), plural(len(res.Outbox), "chunk", "chunks"))
+	if res.Note != "" {
+		fmt.Fprintln(env.stderr, res.Note)
+	}
+	return nil
 }

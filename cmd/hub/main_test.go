@@ -275,3 +275,135 @@ func TestVerbsAndSchema(t *testing.T) {
 		t.Fatalf("unknown command exit %d", code)
 	}
 }
+
+func TestAdminCommandsOffline(t *testing.T) {
+	dir := workspace(t)
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runHub(t, dir, "", args...)
+	}
+	out, _, code := run("targets", "list")
+	if code != 0 || !strings.Contains(out, "No delivery targets") {
+		t.Fatalf("%d %s", code, out)
+	}
+	for _, tgt := range []string{"telegram:-1001:7", "discord:123", "local:pma/deliveries.jsonl", "web"} {
+		if out, errOut, code := run("targets", "add", tgt); code != 0 || !strings.Contains(out, "Added") {
+			t.Fatalf("add %s: %d %s %s", tgt, code, out, errOut)
+		}
+	}
+	out, _, _ = run("targets", "add", "telegram:-1001:7")
+	if !strings.Contains(out, "already a target") {
+		t.Fatalf("re-add: %s", out)
+	}
+	_, errOut, code := run("targets", "add", "slack:1")
+	if code == 0 || !strings.Contains(errOut, "accepted: web, local:<path>, telegram:<chat_id>[:<thread_id>], discord:<channel_id>") {
+		t.Fatalf("bad target: %d %s", code, errOut)
+	}
+	out, _, _ = run("targets", "list", "--json")
+	if !strings.Contains(out, `"chat:telegram:-1001:7"`) || !strings.Contains(out, `"chat:discord:123"`) {
+		t.Fatalf("list: %s", out)
+	}
+	// The seed's file shape is on disk.
+	b, _ := os.ReadFile(filepath.Join(dir, ".hub", "pma", "delivery_targets.json"))
+	if !strings.Contains(string(b), `"kind": "chat"`) || !strings.Contains(string(b), `"thread_id": "7"`) {
+		t.Fatalf("delivery_targets.json: %s", b)
+	}
+	// hub send while no hub runs queues pma entries for each target.
+	out, _, code = run("send", "--turn", "deploy-42", "deploy", "done")
+	if code != 0 || !strings.Contains(out, "4 chunks enqueued") || !strings.Contains(out, "sent when `hub serve` runs") {
+		t.Fatalf("send: %d %s", code, out)
+	}
+	out, _, _ = run("send", "--turn", "deploy-42", "deploy", "done")
+	if !strings.Contains(out, "0 chunks enqueued") {
+		t.Fatalf("resend must be a no-op per target: %s", out)
+	}
+	out, _, _ = run("outbox", "list")
+	if strings.Count(out, "pma:deploy-42:") != 4 {
+		t.Fatalf("outbox list: %s", out)
+	}
+	out, _, code = run("outbox", "show", "pma:deploy-42:chat:discord:123:0")
+	if code != 0 || !strings.Contains(out, "deploy done") || !strings.Contains(out, "state:       pending") {
+		t.Fatalf("outbox show: %d %s", code, out)
+	}
+	_, errOut, code = run("outbox", "show", "pma:nope:web:0")
+	if code != 1 || !strings.Contains(errOut, "no outbox entry") {
+		t.Fatalf("missing entry: %d %s", code, errOut)
+	}
+	out, _, _ = run("outbox", "dead")
+	if !strings.Contains(out, "No dead-letter entries") {
+		t.Fatalf("dead: %s", out)
+	}
+	_, errOut, code = run("outbox", "retry", "pma:deploy-42:web:0")
+	if code != 1 || !strings.Contains(errOut, "not a dead letter") && !strings.Contains(errOut, "state") {
+		t.Fatalf("retry of a pending entry: %d %s", code, errOut)
+	}
+	out, _, _ = run("targets", "rm", "discord:123")
+	if !strings.Contains(out, "Removed chat:discord:123") {
+		t.Fatalf("rm: %s", out)
+	}
+	out, _, _ = run("targets", "clear")
+	if !strings.Contains(out, "Removed 3 targets") {
+		t.Fatalf("clear: %s", out)
+	}
+	out, _, code = run("channels", "list")
+	if code != 0 || !strings.Contains(out, "No channels seen yet") {
+		t.Fatalf("channels: %d %s", code, out)
+	}
+	out, _, code = run("mirror", "tail")
+	if code != 0 {
+		t.Fatalf("mirror tail: %d %s", code, out)
+	}
+	// No empty run directories were created by offline commands.
+	if runs, _ := os.ReadDir(filepath.Join(dir, ".hub", "flows")); len(runs) != 0 {
+		t.Fatalf("offline commands created runs: %v", runs)
+	}
+}
+
+func TestCorruptStateFiles(t *testing.T) {
+	dir := workspace(t)
+	runHub(t, dir, "", "targets", "list") // creates the state layout
+	p := filepath.Join(dir, ".hub", "pma", "delivery_targets.json")
+	bad := []byte("{\n  \"version\": 1,\n  \"targets\": [ {\"kind\": \"web\"}, \n")
+	os.WriteFile(p, bad, 0o600)
+	before, _ := os.Stat(p)
+	_, errOut, code := runHub(t, dir, "", "targets", "add", "web")
+	if code != 1 || !strings.Contains(errOut, "delivery_targets.json:3:") || !strings.Contains(errOut, "left untouched") {
+		t.Fatalf("corrupt targets: %d %s", code, errOut)
+	}
+	after, _ := os.Stat(p)
+	b, _ := os.ReadFile(p)
+	if string(b) != string(bad) || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatal("the corrupt file was modified")
+	}
+	out, _, code := runHub(t, dir, "", "doctor")
+	if code != 1 || !strings.Contains(out, "FAIL  targets") {
+		t.Fatalf("doctor: %d %s", code, out)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	dir := workspace(t)
+	cfg := filepath.Join(dir, "hub.yml")
+	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\ntelegram:\n  enabled: true\n  token: ${TG_TOKEN}\naccess:\n  grants:\n    web: [reader]\n"), 0o600)
+	cmd := exec.Command(hubBin, "doctor", "--config", cfg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TG_TOKEN=123456:SECRET-VALUE")
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	if err != nil || !strings.Contains(out, "ok    telegram       enabled, token set") || !strings.Contains(out, "No problems") {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "SECRET-VALUE") {
+		t.Fatal("doctor printed a token")
+	}
+	os.WriteFile(cfg, []byte("telegram:\n  enabled: true\n"), 0o600)
+	out, _, code := runHub(t, dir, "", "doctor", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "telegram.token is empty") {
+		t.Fatalf("doctor with a problem: %d %s", code, out)
+	}
+	os.WriteFile(cfg, []byte("webb: {}\n"), 0o600)
+	out, _, code = runHub(t, dir, "", "doctor", "--config", cfg)
+	if code != 1 || !strings.Contains(out, `line 1: unknown key "webb"`) {
+		t.Fatalf("doctor with a typo: %d %s", code, out)
+	}
+}

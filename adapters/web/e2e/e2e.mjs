@@ -1,0 +1,265 @@
+// End-to-end test of the web panel in headless Chromium.
+//
+//   node e2e.mjs <base-url> <token> <out-dir>
+//
+// It logs in, runs verbs from the command box and from the generated form,
+// checks a forbidden path is refused, walks the targets and outbox views,
+// and writes screenshots to <out-dir>. Any failed step, page error or
+// console error (a Content-Security-Policy violation, say) exits non-zero.
+import { chromium } from 'playwright-core';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const [base, token, outDir] = process.argv.slice(2);
+if (!base || !token || !outDir) {
+  console.error('usage: node e2e.mjs <base-url> <token> <out-dir>');
+  process.exit(2);
+}
+mkdirSync(outDir, { recursive: true });
+
+const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run'];
+const TIMEOUT = 20000;
+const problems = [];
+const profiles = [];
+
+async function launch(options) {
+  const dir = mkdtempSync(join(tmpdir(), 'hub-e2e-'));
+  profiles.push(dir);
+  const ctx = await chromium.launchPersistentContext(dir, { executablePath, args, headless: true, ...options });
+  ctx.setDefaultTimeout(TIMEOUT);
+  return ctx;
+}
+
+function watch(page, name) {
+  page.on('pageerror', (e) => problems.push(`${name}: page error: ${e.message}`));
+  page.on('console', (m) => {
+    // A 401 while logged out is expected; anything else is a defect.
+    if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(`${name}: console error: ${m.text()}`);
+  });
+}
+
+let step = 0;
+async function check(name, fn) {
+  step++;
+  await fn();
+  console.log(`ok ${step} - ${name}`);
+}
+
+async function shot(page, file) {
+  await page.screenshot({ path: join(outDir, file), fullPage: false });
+}
+
+// reply waits for a hub reply bubble containing text.
+function reply(page, text) {
+  return page.locator('#messages .msg.reply', { hasText: text }).last();
+}
+
+async function send(page, text) {
+  const input = page.locator('#input');
+  await input.fill(text);
+  await input.press('Escape');
+  await input.press('Enter');
+}
+
+let exitCode = 0;
+let desktop;
+let phone;
+try {
+  // ---- Desktop, light ------------------------------------------------------
+  desktop = await launch({ viewport: { width: 1280, height: 860 }, colorScheme: 'light' });
+  const page = desktop.pages()[0] || await desktop.newPage();
+  watch(page, 'desktop');
+
+  await check('the login view shows without a session', async () => {
+    await page.goto(base);
+    await page.locator('#login-form').waitFor();
+    await shot(page, '01-login.png');
+  });
+
+  await check('a wrong token is refused', async () => {
+    await page.fill('#token', 'not-the-token');
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#login-error', { hasText: 'not right' }).waitFor();
+  });
+
+  await check('the right token logs in', async () => {
+    await page.fill('#token', token);
+    await page.click('#login-form button[type=submit]');
+    await page.locator('#app').waitFor();
+    await page.locator('#conn[data-state="live"]').waitFor();
+  });
+
+  await check('/fs.listDir . lists the workspace', async () => {
+    await send(page, '/fs.listDir .');
+    await page.locator('#messages .msg.inbound', { hasText: '/fs.listDir .' }).waitFor();
+    await reply(page, 'notes.txt').waitFor();
+    await reply(page, 'src/').waitFor();
+  });
+
+  await check('typing / offers verb completion; arrows and Tab pick one', async () => {
+    const input = page.locator('#input');
+    await input.fill('');
+    await input.pressSequentially('/fs.re');
+    await page.locator('#completions li', { hasText: '/fs.readRange' }).waitFor();
+    await shot(page, '03-completion.png');
+    const names = await page.locator('#completions .name').allTextContents();
+    const want = names.indexOf('/fs.readRange');
+    if (want < 0) throw new Error(`completion lacks /fs.readRange: ${names}`);
+    for (let i = 0; i < want; i++) await input.press('ArrowDown');
+    await input.press('Tab');
+    const v = await input.inputValue();
+    if (v !== '/fs.readRange ') throw new Error(`picked ${JSON.stringify(v)}, want "/fs.readRange "`);
+    await page.locator('#usage', { hasText: '<startLine>' }).waitFor();
+  });
+
+  await check('the form is generated from the verb schema', async () => {
+    await page.click('#form-toggle');
+    await page.locator('#form-panel').waitFor();
+    const verb = await page.locator('#form-verb').inputValue();
+    if (verb !== 'fs.readRange') throw new Error(`form opened for ${verb}`);
+    await page.locator('#f-path[required]').waitFor();
+    await page.locator('#f-startLine[type=number]').waitFor();
+    await page.locator('#f-includeLineNumbers[type=checkbox]').waitFor();
+    if (!(await page.locator('#f-includeLineNumbers').isChecked())) throw new Error('includeLineNumbers does not show its default (true)');
+    await page.locator('.field[data-name="path"] .req').waitFor();
+    await page.fill('#f-path', 'notes.txt');
+    await page.fill('#f-startLine', '2');
+    await page.fill('#f-endLine', '3');
+    await shot(page, '04-form.png');
+  });
+
+  await check('the form sends fs.readRange through the chat', async () => {
+    await page.click('#verb-form button[data-mode="chat"]');
+    await reply(page, '2: beta').waitFor();
+    await reply(page, '3: gamma').waitFor();
+    const pre = reply(page, '2: beta').locator('pre');
+    if (await pre.count() === 0) throw new Error('the code block is not rendered as <pre>');
+  });
+
+  await check('the form runs a verb through /api/execute', async () => {
+    await page.click('#form-toggle');
+    await page.selectOption('#form-verb', 'fs.lineCount');
+    await page.fill('#f-path', 'notes.txt');
+    await page.click('#verb-form button[data-mode="api"]');
+    await page.locator('#messages .msg.api', { hasText: '"lineCount": 4' }).waitFor();
+  });
+
+  await check('a path outside the workspace is refused with forbidden_path', async () => {
+    await send(page, '/fs.readFile ../etc/passwd');
+    const r = reply(page, 'forbidden_path');
+    await r.waitFor();
+    const text = await r.textContent();
+    if (!/\.\./.test(text)) throw new Error(`the error does not explain the refusal: ${text}`);
+    if (await page.locator('#messages', { hasText: 'root:x:0:0' }).count() > 0) throw new Error('/etc/passwd leaked');
+    await page.waitForTimeout(150);
+    await shot(page, '02-chat.png');
+  });
+
+  await check('delivery targets can be added and removed', async () => {
+    await page.click('.tab[data-view="targets"]');
+    await page.fill('#target-input', 'local:e2e/deliveries.jsonl');
+    await page.click('#target-form button[type=submit]');
+    await page.locator('#targets-list .key', { hasText: 'local:e2e/deliveries.jsonl' }).waitFor();
+    await shot(page, '05-targets.png');
+    await page.click('button[aria-label="Remove local:e2e/deliveries.jsonl"]');
+    await page.locator('#targets-note', { hasText: 'Removed' }).waitFor();
+    await page.locator('#targets-list .key', { hasText: 'local:e2e/deliveries.jsonl' }).waitFor({ state: 'detached' });
+  });
+
+  await check('the channel directory is listed', async () => {
+    await page.click('.tab[data-view="channels"]');
+    await page.locator('#channels-list .title', { hasText: 'Ops / Deploys' }).waitFor();
+    await shot(page, '06-channels.png');
+  });
+
+  await check('dead letters are listed and can be retried', async () => {
+    await page.click('.tab[data-view="outbox"]');
+    await page.click('.segmented button[data-state="dead"]');
+    const item = page.locator('#outbox-list .item', { hasText: 'pma:' });
+    await item.first().waitFor();
+    await item.first().locator('.last-error').waitFor();
+    await shot(page, '07-outbox-dead.png');
+    await item.first().locator('button', { hasText: 'Retry' }).click();
+    await page.locator('#outbox-note', { hasText: 'Queued' }).waitFor();
+    // The fake platform accepts the second attempt: the dead letter goes.
+    for (let i = 0; i < 50; i++) {
+      await page.click('#outbox-refresh');
+      await page.waitForTimeout(200);
+      if (await page.locator('#outbox-list .item', { hasText: 'pma:' }).count() === 0) break;
+    }
+    if (await page.locator('#outbox-list .item', { hasText: 'pma:' }).count() !== 0) throw new Error('the retried dead letter is still dead');
+  });
+
+  await check('the status line shows the hub state', async () => {
+    await page.locator('#status-text', { hasText: 'outbox' }).waitFor();
+    await page.locator('#status-text', { hasText: 'web running' }).waitFor();
+  });
+
+  await check('logging out returns to the login view', async () => {
+    await page.click('.tab[data-view="chat"]');
+    await page.click('#logout');
+    await page.locator('#login-form').waitFor();
+    await page.reload();
+    await page.locator('#login-form').waitFor();
+  });
+
+  // ---- Phone, dark, login link ---------------------------------------------
+  phone = await launch({
+    viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, colorScheme: 'dark',
+  });
+  const mobile = phone.pages()[0] || await phone.newPage();
+  watch(mobile, 'phone');
+
+  await check('a login link logs in and leaves no token in the address bar', async () => {
+    await mobile.goto(base + '#token=' + encodeURIComponent(token));
+    await mobile.locator('#app').waitFor();
+    const url = mobile.url();
+    if (url.includes('token')) throw new Error(`the token stays in the address bar: ${url}`);
+    for (const sel of ['.tab[data-view="outbox"]', '#logout', '#send']) {
+      const b = await mobile.locator(sel).boundingBox();
+      if (!b || b.x < 0 || b.x + b.width > 390) throw new Error(`${sel} does not fit the screen: ${JSON.stringify(b)}`);
+    }
+  });
+
+  await check('the history is replayed on a new device', async () => {
+    await mobile.locator('#messages .msg.reply', { hasText: 'forbidden_path' }).waitFor();
+    await mobile.locator('#messages .msg.inbound', { hasText: '/fs.listDir .' }).waitFor();
+    await mobile.waitForTimeout(150);
+    await shot(mobile, '08-phone-chat-dark.png');
+  });
+
+  await check('the form fits a phone', async () => {
+    await mobile.locator('#input').fill('/proc.run ');
+    await mobile.tap('#form-toggle');
+    await mobile.locator('#f-executable').waitFor();
+    await mobile.locator('#f-arguments').waitFor();
+    const box = await mobile.locator('#form-panel').boundingBox();
+    if (!box || box.width > 390) throw new Error(`the form is wider than the screen: ${JSON.stringify(box)}`);
+    const send = await mobile.locator('#send').boundingBox();
+    if (!send || send.height < 40) throw new Error(`the send button is too small to tap: ${JSON.stringify(send)}`);
+    await shot(mobile, '09-phone-form-dark.png');
+  });
+
+  await check('a command typed on the phone runs', async () => {
+    await mobile.tap('#form-close');
+    await send(mobile, '/fs.readRange notes.txt 1 1');
+    await reply(mobile, '1: alpha').waitFor();
+  });
+
+  if (problems.length > 0) throw new Error('problems in the page:\n' + problems.join('\n'));
+  console.log(`all ${step} checks passed`);
+} catch (err) {
+  exitCode = 1;
+  console.error(`not ok ${step} - ${err && err.message ? err.message : err}`);
+  for (const ctx of [desktop, phone]) {
+    const p = ctx && ctx.pages()[0];
+    if (p) await p.screenshot({ path: join(outDir, `failure-${ctx === desktop ? 'desktop' : 'phone'}.png`) }).catch(() => {});
+  }
+} finally {
+  for (const ctx of [desktop, phone]) if (ctx) await ctx.close().catch(() => {});
+  for (const d of profiles) rmSync(d, { recursive: true, force: true });
+}
+process.exit(exitCode);

@@ -1,0 +1,126 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/outbox"
+)
+
+// chromiumPath is Debian's chromium package.
+const chromiumPath = "/usr/bin/chromium"
+
+// repoRoot finds the directory holding go.mod.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// TestPanelE2E drives the panel in headless Chromium (e2e/e2e.mjs) against
+// a real Server on 127.0.0.1 and leaves screenshots in test-output/web/.
+func TestPanelE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end browser test skipped in -short mode")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skip("chromium not installed")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	e2eDir, err := filepath.Abs("e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", "playwright-core", "package.json")); err != nil {
+		t.Skip("playwright-core not installed: run make e2e-deps")
+	}
+
+	// A fake Discord that refuses the first delivery and accepts the retry,
+	// so the outbox view has a dead letter to retry.
+	var discordCalls atomic.Int32
+	e := newEnv(t, envConfig{noServer: true, beforeStart: func(rt *hub.Runtime) {
+		err := rt.Mux.Handle("chat:discord", outbox.SenderFunc(func(ctx context.Context, en *outbox.Entry) (outbox.Receipt, error) {
+			if discordCalls.Add(1) == 1 {
+				return outbox.Receipt{}, outbox.Permanent(errors.New("discord: 403 Forbidden: Missing Access"))
+			}
+			return outbox.Receipt{MessageID: "1300000000000000001"}, nil
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}})
+	e.writeFile("notes.txt", "alpha\nbeta\ngamma\ndelta\n")
+	e.writeFile("README.md", "# Demo workspace\n")
+	e.writeFile("src/main.go", "package main\n\nfunc main() {}\n")
+	if e.rt.Directory != nil {
+		e.rt.Directory.Observe(&chat.Inbound{Platform: chat.Telegram, ChatID: "-1001234567890", ThreadID: "7", ChatType: "supergroup", ChatTitle: "Ops", TopicTitle: "Deploys", Time: time.Now()})
+		e.rt.Directory.Observe(&chat.Inbound{Platform: chat.Discord, ChatID: "1200000000000000001", GuildID: "1100000000000000001", ChatType: "guild_text", ChatTitle: "#builds", Time: time.Now()})
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitUntil(t, "the listener", func() bool { return e.srv.Addr() != "" })
+
+	// One dead letter: hub-level output to a Discord target the fake refuses.
+	if r := e.authed("POST", "/api/targets", `{"target":"chat:discord:1200000000000000001"}`); r.status != 200 {
+		t.Fatalf("add target: %d %s", r.status, r.body)
+	}
+	if r := e.authed("POST", "/api/deliver", `{"text":"Nightly build finished: 214 tests passed.","turn_id":"send-e2e"}`); r.status != 200 {
+		t.Fatalf("deliver: %d %s", r.status, r.body)
+	}
+	waitUntil(t, "the dead letter", func() bool { return discordCalls.Load() >= 1 })
+
+	out := filepath.Join(repoRoot(t), "test-output", "web")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + e.srv.Addr() + "/"
+	cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer ccancel()
+	cmd := exec.CommandContext(cctx, node, "e2e.mjs", base, e.token, out)
+	cmd.Dir = e2eDir
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromiumPath)
+	output, err := cmd.CombinedOutput()
+	t.Logf("e2e.mjs output:\n%s", output)
+	if err != nil {
+		t.Fatalf("e2e.mjs failed: %v (screenshots in %s)", err, out)
+	}
+	for _, f := range []string{"01-login.png", "02-chat.png", "04-form.png", "08-phone-chat-dark.png"} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("screenshot %s missing", f)
+		}
+	}
+	if n := discordCalls.Load(); n != 2 {
+		t.Errorf("the fake Discord was called %d times, want 2 (refused, then the retry)", n)
+	}
+}

@@ -1,0 +1,714 @@
+// Hermes Hub web panel. Plain JavaScript, no build step, no external
+// resources. Untrusted text is only ever set with textContent.
+'use strict';
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+
+  // el builds an element: el('div', {class: 'x', dataset: {a: 1}}, child, 'text').
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k === 'dataset') Object.assign(e.dataset, v);
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else if (v === true) e.setAttribute(k, '');
+      else e.setAttribute(k, String(v));
+    }
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+
+  class HTTPError extends Error {
+    constructor(status, message) { super(message); this.status = status; }
+  }
+
+  // api calls the hub's JSON API with the login cookie.
+  async function api(method, path, body, contentType) {
+    const opts = { method, credentials: 'same-origin', headers: {} };
+    if (body !== undefined) {
+      if (typeof body === 'string') {
+        opts.body = body;
+        opts.headers['Content-Type'] = contentType || 'text/plain';
+      } else {
+        opts.body = JSON.stringify(body);
+        opts.headers['Content-Type'] = 'application/json';
+      }
+    }
+    const res = await fetch(path, opts);
+    let data = null;
+    const text = await res.text();
+    if (text) {
+      try { data = JSON.parse(text); } catch (e) { data = { error: text }; }
+    }
+    if (res.status === 401 && path !== '/api/login' && !$('app').hidden) {
+      showLogin('Your session has ended: log in again.');
+    }
+    if (!res.ok) throw new HTTPError(res.status, (data && data.error) || res.statusText);
+    return data;
+  }
+
+  function randomID() {
+    const b = new Uint8Array(12);
+    crypto.getRandomValues(b);
+    return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  }
+
+  // ---- Login -------------------------------------------------------------
+
+  let started = false;
+
+  function showLogin(message) {
+    closeStream();
+    $('app').hidden = true;
+    $('login').hidden = false;
+    $('login-error').textContent = message || '';
+    $('token').focus();
+  }
+
+  async function login(token) {
+    await api('POST', '/api/login', { token });
+    $('token').value = '';
+    $('login').hidden = true;
+    startApp();
+  }
+
+  $('login-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    $('login-error').textContent = '';
+    try {
+      await login($('token').value.trim());
+    } catch (e) {
+      $('login-error').textContent = e.status === 401 ? 'That token is not right.' : String(e.message);
+    }
+  });
+
+  $('logout').addEventListener('click', async () => {
+    try { await api('POST', '/api/logout'); } catch (e) { /* the cookie is gone either way */ }
+    showLogin('Logged out.');
+  });
+
+  async function boot() {
+    // A login link carries the token in the fragment, which is never sent to
+    // a server; take it, then remove it from the address bar and history.
+    const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+    if (m) {
+      history.replaceState(null, '', location.pathname + location.search);
+      try {
+        await login(decodeURIComponent(m[1].replace(/\+/g, ' ')));
+        return;
+      } catch (e) {
+        showLogin(e.status === 401 ? 'The token in that link is not right (the hub may have restarted with a new one).' : String(e.message));
+        return;
+      }
+    }
+    try {
+      await api('GET', '/api/status');
+      startApp();
+    } catch (e) {
+      showLogin(e.status === 401 ? '' : String(e.message));
+    }
+  }
+
+  function startApp() {
+    $('app').hidden = false;
+    $('login').hidden = true;
+    openStream();
+    loadVerbs();
+    refreshStatus();
+    if (!started) {
+      started = true;
+      setInterval(() => { if (!document.hidden && !$('app').hidden) refreshStatus(); }, 10000);
+    }
+    $('input').focus();
+  }
+
+  // ---- Views -------------------------------------------------------------
+
+  const loaders = { channels: loadChannels, targets: loadTargets, outbox: loadOutbox };
+
+  function showView(name) {
+    for (const b of document.querySelectorAll('.tab')) {
+      if (b.dataset.view === name) b.setAttribute('aria-current', 'page');
+      else b.removeAttribute('aria-current');
+    }
+    for (const v of document.querySelectorAll('.view')) v.hidden = v.id !== 'view-' + name;
+    if (loaders[name]) loaders[name]();
+    refreshStatus();
+    if (name === 'chat') scrollToEnd(true);
+  }
+  for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => showView(b.dataset.view));
+
+  // ---- Rendering chat text -----------------------------------------------
+
+  // renderText turns chat Markdown (code fences, inline code, line breaks)
+  // into DOM nodes without ever parsing HTML.
+  function renderText(text) {
+    const frag = document.createDocumentFragment();
+    const lines = text.split('\n');
+    let para = [];
+    const flush = () => {
+      if (para.length === 0) return;
+      const p = el('p');
+      appendInline(p, para.join('\n'));
+      frag.append(p);
+      para = [];
+    };
+    for (let i = 0; i < lines.length; i++) {
+      const open = /^(`{3,})([^`]*)$/.exec(lines[i].trim());
+      if (!open) { para.push(lines[i]); continue; }
+      flush();
+      const ticks = open[1].length;
+      const lang = open[2].trim();
+      const body = [];
+      i++;
+      for (; i < lines.length; i++) {
+        const close = /^(`{3,})\s*$/.exec(lines[i].trim());
+        if (close && close[1].length >= ticks) break;
+        body.push(lines[i]);
+      }
+      const code = el('code', { text: body.join('\n') });
+      if (lang) code.dataset.lang = lang;
+      frag.append(el('pre', {}, code));
+    }
+    flush();
+    return frag;
+  }
+
+  function appendInline(parent, s) {
+    const re = /(`+)([\s\S]*?[^`])\1(?!`)/g;
+    let last = 0;
+    let m;
+    while ((m = re.exec(s)) !== null) {
+      if (m.index > last) parent.append(document.createTextNode(s.slice(last, m.index)));
+      parent.append(el('code', { text: m[2] }));
+      last = re.lastIndex;
+    }
+    if (last < s.length) parent.append(document.createTextNode(s.slice(last)));
+  }
+
+  // ---- Conversation ------------------------------------------------------
+
+  const seen = new Set();
+  const labels = { inbound: 'You', reply: 'Hub', notice: 'Notice', api: 'API result' };
+
+  function timeOf(ts) {
+    const d = new Date(ts);
+    return isNaN(d) ? '' : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  }
+
+  function nearBottom() {
+    const m = $('messages');
+    return m.scrollHeight - m.scrollTop - m.clientHeight < 120;
+  }
+
+  function scrollToEnd(force) {
+    const m = $('messages');
+    if (force || nearBottom()) m.scrollTop = m.scrollHeight;
+  }
+
+  function addMessage(kind, text, opts) {
+    opts = opts || {};
+    const stick = nearBottom();
+    $('empty').hidden = true;
+    const msg = el('div', { class: 'msg ' + kind + (opts.failed ? ' failed' : ''), dataset: { turn: opts.turn || '' } });
+    if (kind === 'reply' || kind === 'api') msg.append(el('div', { class: 'label', text: labels[kind] }));
+    msg.append(renderText(text));
+    const meta = [timeOf(opts.ts || new Date().toISOString())];
+    if (opts.meta) meta.push(opts.meta);
+    if (kind !== 'notice' && kind !== 'reset') msg.append(el('div', { class: 'meta', text: meta.filter(Boolean).join(' · ') }));
+    if (text.startsWith('⚠')) msg.classList.add('failed');
+    $('messages').append(msg);
+    if (stick || opts.scroll) scrollToEnd(true);
+    return msg;
+  }
+
+  function onEvent(ev) {
+    if (ev.type === 'reset') {
+      // The hub does not know our last id: the whole history follows.
+      seen.clear();
+      for (const m of document.querySelectorAll('#messages .msg')) m.remove();
+      $('empty').hidden = false;
+      return;
+    }
+    if (ev.id) {
+      if (seen.has(ev.id)) return;
+      seen.add(ev.id);
+    }
+    addMessage(ev.type === 'inbound' ? 'inbound' : ev.type === 'reply' ? 'reply' : 'notice', ev.text || '', { ts: ev.ts, turn: ev.turn_id });
+  }
+
+  let stream = null;
+  let retryTimer = null;
+
+  function setConn(state, text) {
+    $('conn').dataset.state = state;
+    $('conn').textContent = text || state;
+  }
+
+  function openStream() {
+    closeStream();
+    setConn('connecting', 'connecting');
+    const es = new EventSource('/api/events');
+    stream = es;
+    es.onopen = () => { setConn('live', 'live'); refreshStatus(); };
+    es.onmessage = (m) => {
+      try { onEvent(JSON.parse(m.data)); } catch (e) { /* ignore a malformed event */ }
+    };
+    es.onerror = () => {
+      if (es.readyState === EventSource.CLOSED) {
+        // The browser gave up (e.g. 401): find out why, then try again.
+        setConn('offline', 'offline');
+        stream = null;
+        api('GET', '/api/status').then(() => {
+          retryTimer = setTimeout(openStream, 2000);
+        }).catch(() => {});
+      } else {
+        setConn('connecting', 'reconnecting');
+      }
+    };
+  }
+
+  function closeStream() {
+    if (retryTimer) { clearTimeout(retryTimer); retryTimer = null; }
+    if (stream) { stream.close(); stream = null; }
+  }
+
+  // send posts chat text; a network failure is retried with the same
+  // client_turn_id, so the hub runs the turn at most once.
+  async function send(text) {
+    const id = randomID();
+    let lastErr;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const res = await api('POST', '/api/messages', { text, client_turn_id: id });
+        if (res.status === 'duplicate') addMessage('notice', 'Already sent (turn ' + res.turn_id + ').');
+        return res;
+      } catch (e) {
+        lastErr = e;
+        if (e instanceof HTTPError) break;
+        await new Promise((r) => setTimeout(r, 500 * (attempt + 1)));
+      }
+    }
+    addMessage('notice', '⚠ Not sent: ' + (lastErr ? lastErr.message : 'unknown error'), { scroll: true });
+    throw lastErr;
+  }
+
+  // ---- Composer and completion ---------------------------------------------
+
+  let verbs = [];
+  let builtins = [];
+  let completion = { items: [], index: 0 };
+
+  async function loadVerbs() {
+    try {
+      const res = await api('GET', '/api/verbs');
+      verbs = res.verbs || [];
+      builtins = res.builtins || [];
+      fillVerbSelect();
+    } catch (e) {
+      if (e.status !== 401) addMessage('notice', '⚠ Could not load the verbs: ' + e.message);
+    }
+  }
+
+  const norm = (s) => s.toLowerCase().replace(/_/g, '.');
+
+  function findVerb(name) {
+    const n = norm(name);
+    return verbs.find((v) => norm(v.name) === n);
+  }
+
+  function candidates(prefix) {
+    const p = norm(prefix);
+    const all = verbs.map((v) => ({ name: v.name, summary: v.summary }))
+      .concat(builtins.map((b) => ({ name: b, summary: 'built-in' })));
+    const starts = all.filter((c) => norm(c.name).startsWith(p));
+    const contains = all.filter((c) => !norm(c.name).startsWith(p) && norm(c.name).includes(p));
+    return starts.concat(contains);
+  }
+
+  function updateCompletion() {
+    const input = $('input');
+    const v = input.value;
+    const m = /^\/(\S*)$/.exec(v);
+    const list = $('completions');
+    updateUsage();
+    if (!m) { hideCompletion(); return; }
+    completion.items = candidates(m[1]);
+    completion.index = 0;
+    if (completion.items.length === 0) { hideCompletion(); return; }
+    list.replaceChildren(...completion.items.map((c, i) => el('li', {
+      role: 'option', id: 'completion-' + i, 'aria-selected': i === 0 ? 'true' : 'false',
+      onmousedown: (e) => { e.preventDefault(); pick(i); },
+    }, el('span', { class: 'name', text: '/' + c.name }), el('span', { class: 'summary', text: c.summary }))));
+    list.hidden = false;
+    input.setAttribute('aria-activedescendant', 'completion-0');
+  }
+
+  function hideCompletion() {
+    $('completions').hidden = true;
+    completion.items = [];
+    $('input').removeAttribute('aria-activedescendant');
+  }
+
+  function moveCompletion(d) {
+    const n = completion.items.length;
+    if (n === 0) return;
+    completion.index = (completion.index + d + n) % n;
+    const lis = $('completions').children;
+    for (let i = 0; i < lis.length; i++) lis[i].setAttribute('aria-selected', i === completion.index ? 'true' : 'false');
+    lis[completion.index].scrollIntoView({ block: 'nearest' });
+    $('input').setAttribute('aria-activedescendant', 'completion-' + completion.index);
+  }
+
+  function pick(i) {
+    const c = completion.items[i];
+    if (!c) return;
+    $('input').value = '/' + c.name + ' ';
+    hideCompletion();
+    updateUsage();
+    autosize();
+    $('input').focus();
+  }
+
+  function currentVerb() {
+    const m = /^\/([^\s@]+)/.exec($('input').value);
+    return m ? findVerb(m[1]) : null;
+  }
+
+  function updateUsage() {
+    const v = currentVerb();
+    $('usage').textContent = v ? v.usage : '';
+    $('usage').title = v ? v.usage + '\n' + v.summary : '';
+  }
+
+  function autosize() {
+    const t = $('input');
+    t.style.height = 'auto';
+    t.style.height = Math.min(t.scrollHeight + 2, window.innerHeight * 0.4) + 'px';
+  }
+
+  $('input').addEventListener('input', () => { updateCompletion(); autosize(); });
+  $('input').addEventListener('blur', () => setTimeout(hideCompletion, 150));
+  $('input').addEventListener('keydown', (e) => {
+    const open = !$('completions').hidden;
+    if (open && (e.key === 'ArrowDown' || e.key === 'ArrowUp')) {
+      e.preventDefault();
+      moveCompletion(e.key === 'ArrowDown' ? 1 : -1);
+    } else if (open && (e.key === 'Tab' || e.key === 'Enter')) {
+      e.preventDefault();
+      pick(completion.index);
+    } else if (open && e.key === 'Escape') {
+      hideCompletion();
+    } else if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $('composer-form').requestSubmit();
+    }
+  });
+
+  $('composer-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const text = $('input').value.trim();
+    if (!text) return;
+    const btn = $('send');
+    btn.disabled = true;
+    try {
+      await send(text);
+      $('input').value = '';
+      autosize();
+      updateUsage();
+      scrollToEnd(true);
+    } catch (err) {
+      /* shown in the conversation */
+    } finally {
+      btn.disabled = false;
+      $('input').focus();
+    }
+  });
+
+  // ---- Verb form -----------------------------------------------------------
+
+  function fillVerbSelect() {
+    const sel = $('form-verb');
+    const cur = sel.value;
+    sel.replaceChildren(...verbs.map((v) => el('option', { value: v.name, text: v.name })));
+    if (cur && findVerb(cur)) sel.value = cur;
+  }
+
+  $('form-toggle').addEventListener('click', () => {
+    const panel = $('form-panel');
+    if (!panel.hidden) { panel.hidden = true; return; }
+    const v = currentVerb() || findVerb($('form-verb').value) || verbs[0];
+    if (!v) return;
+    $('form-verb').value = v.name;
+    buildForm(v);
+    panel.hidden = false;
+    const first = panel.querySelector('#form-fields input, #form-fields textarea, #form-fields select');
+    if (first) first.focus();
+  });
+  $('form-close').addEventListener('click', () => { $('form-panel').hidden = true; });
+  $('form-verb').addEventListener('change', () => buildForm(findVerb($('form-verb').value)));
+
+  function fieldInput(f, id) {
+    const common = { id, name: f.name, required: f.required, 'aria-describedby': id + '-hint' };
+    switch (f.kind) {
+      case 'bool': {
+        const c = el('input', Object.assign({ type: 'checkbox' }, common, { required: false }));
+        c.checked = f.default === 'true';
+        return c;
+      }
+      case 'int':
+      case 'number':
+        return el('input', Object.assign({ type: 'number', inputmode: 'numeric', step: f.kind === 'int' ? '1' : 'any', placeholder: f.default ? 'default: ' + f.default : '' }, common));
+      case 'enum':
+        return el('select', common, f.required ? null : el('option', { value: '', text: f.default ? '(default: ' + f.default + ')' : '(none)' }),
+          ...(f.enum || []).map((x) => el('option', { value: x, text: x })));
+      case 'list':
+        return el('textarea', Object.assign({ rows: 3, placeholder: 'one per line' }, common));
+      case 'map':
+      case 'object':
+      case 'any':
+        return el('textarea', Object.assign({ rows: 3, placeholder: 'JSON' }, common));
+      default:
+        if (f.name === 'content' || f.name === 'text') return el('textarea', Object.assign({ rows: 5, placeholder: f.default ? 'default: ' + f.default : '' }, common));
+        return el('input', Object.assign({ type: 'text', autocapitalize: 'off', spellcheck: 'false', placeholder: f.default ? 'default: ' + f.default : '' }, common));
+    }
+  }
+
+  function buildForm(v) {
+    if (!v) return;
+    $('form-summary').textContent = v.summary + (v.readOnly ? ' (read-only)' : '');
+    $('form-error').textContent = '';
+    const fields = (v.arguments && v.arguments.fields) || [];
+    const nodes = fields.map((f) => {
+      const id = 'f-' + f.name;
+      const input = fieldInput(f, id);
+      const label = el('label', { for: id }, f.name, f.required ? el('span', { class: 'req', title: 'required', text: '*' }) : null);
+      const hintText = [f.description, f.type, f.default && f.kind !== 'bool' ? 'default: ' + f.default : ''].filter(Boolean).join(' · ');
+      const hint = el('span', { class: 'hint', id: id + '-hint', text: hintText });
+      if (f.kind === 'bool') return el('div', { class: 'field check', dataset: { name: f.name } }, input, label, hint);
+      return el('div', { class: 'field', dataset: { name: f.name } }, label, input, hint);
+    });
+    if (nodes.length === 0) nodes.push(el('p', { class: 'muted', text: 'This verb takes no arguments.' }));
+    $('form-fields').replaceChildren(...nodes);
+  }
+
+  // formArguments reads the form into a typed arguments object.
+  function formArguments(v) {
+    const args = {};
+    for (const f of (v.arguments && v.arguments.fields) || []) {
+      const input = $('f-' + f.name);
+      if (!input) continue;
+      if (f.kind === 'bool') {
+        const want = input.checked;
+        if (f.required || String(want) !== (f.default || 'false')) args[f.name] = want;
+        continue;
+      }
+      const raw = input.value;
+      if (raw.trim() === '') {
+        if (f.required && f.kind !== 'list' && f.kind !== 'string') throw new Error(f.name + ' is required.');
+        if (f.required && f.kind === 'list') args[f.name] = [];
+        else if (f.required) args[f.name] = raw;
+        continue;
+      }
+      switch (f.kind) {
+        case 'int': {
+          const n = Number(raw);
+          if (!Number.isInteger(n)) throw new Error(f.name + ' must be a whole number.');
+          args[f.name] = n;
+          break;
+        }
+        case 'number': {
+          const n = Number(raw);
+          if (!Number.isFinite(n)) throw new Error(f.name + ' must be a number.');
+          args[f.name] = n;
+          break;
+        }
+        case 'list': {
+          const items = raw.split('\n').map((s) => s.trim()).filter((s) => s !== '');
+          args[f.name] = f.elem === 'int' || f.elem === 'number' ? items.map(Number) : items;
+          break;
+        }
+        case 'map':
+        case 'object':
+        case 'any':
+          try { args[f.name] = JSON.parse(raw); } catch (e) { throw new Error(f.name + ' must be JSON: ' + e.message); }
+          break;
+        default:
+          args[f.name] = raw;
+      }
+    }
+    return args;
+  }
+
+  $('verb-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const mode = (e.submitter && e.submitter.dataset.mode) || 'chat';
+    const v = findVerb($('form-verb').value);
+    if (!v) return;
+    $('form-error').textContent = '';
+    let args;
+    try {
+      args = formArguments(v);
+    } catch (err) {
+      $('form-error').textContent = err.message;
+      return;
+    }
+    const buttons = $('verb-form').querySelectorAll('button');
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      if (mode === 'api') {
+        const envelope = { verb: v.name, arguments: args };
+        addMessage('inbound', 'POST /api/execute\n```json\n' + JSON.stringify(envelope, null, 2) + '\n```', { scroll: true });
+        const res = await api('POST', '/api/execute', envelope);
+        const ok = res && res.succeeded;
+        const head = ok ? '✓ ' + v.name + ' succeeded' : '⚠ ' + (res.errorMessage || 'failed') + ' (' + (res.errorCode || 'error') + ')';
+        addMessage('api', head + '\n```json\n' + JSON.stringify(res, null, 2) + '\n```', { scroll: true, failed: !ok });
+      } else {
+        // The chat grammar takes a JSON (or YAML) object on the lines after
+        // the command.
+        await send('/' + v.name + '\n' + JSON.stringify(args, null, 2));
+      }
+      $('form-panel').hidden = true;
+    } catch (err) {
+      $('form-error').textContent = err.message;
+    } finally {
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  });
+
+  // ---- Channels ------------------------------------------------------------
+
+  let channelTimer = null;
+  async function loadChannels() {
+    const q = $('channel-query').value.trim();
+    try {
+      const list = await api('GET', '/api/channels' + (q ? '?query=' + encodeURIComponent(q) : ''));
+      $('channels-note').textContent = list.length === 0 ? (q ? 'No channel matches.' : 'No chat has talked to the hub yet.') : list.length + ' channel' + (list.length === 1 ? '' : 's');
+      $('channels-list').replaceChildren(...list.map((c) => {
+        const key = 'chat:' + c.platform + ':' + c.chat_id + (c.thread_id ? ':' + c.thread_id : '');
+        return el('div', { class: 'item card' },
+          el('div', { class: 'item-head' }, el('span', { class: 'title', text: c.display || key }), el('span', { class: 'badge', text: c.platform })),
+          el('div', { class: 'muted', text: key + ' · seen ' + new Date(c.seen_at).toLocaleString() }),
+          el('div', { class: 'row' }, el('button', { type: 'button', class: 'secondary small', text: 'Add as target', onclick: () => addTarget(key) })));
+      }));
+    } catch (e) {
+      $('channels-note').textContent = '⚠ ' + e.message;
+      $('channels-list').replaceChildren();
+    }
+  }
+  $('channel-query').addEventListener('input', () => { clearTimeout(channelTimer); channelTimer = setTimeout(loadChannels, 250); });
+  $('channels-rebuild').addEventListener('click', async () => {
+    try {
+      const r = await api('POST', '/api/channels/rebuild');
+      $('channels-note').textContent = 'Rebuilt: ' + (r.count || 0) + ' channels.';
+      loadChannels();
+    } catch (e) { $('channels-note').textContent = '⚠ ' + e.message; }
+  });
+
+  // ---- Targets -------------------------------------------------------------
+
+  async function loadTargets() {
+    try {
+      const v = await api('GET', '/api/targets');
+      const last = v.last_delivery_by_target || {};
+      $('targets-list').replaceChildren(...(v.targets.length === 0
+        ? [el('p', { class: 'muted', text: 'No delivery targets yet.' })]
+        : v.targets.map((t) => el('div', { class: 'item card' },
+          el('div', { class: 'item-head' }, el('span', { class: 'key', text: t }),
+            el('button', { type: 'button', class: 'ghost small danger', text: 'Remove', 'aria-label': 'Remove ' + t, onclick: () => removeTarget(t) })),
+          last[t] ? el('div', { class: 'muted', text: 'last delivery: ' + last[t] }) : null))));
+    } catch (e) {
+      $('targets-list').replaceChildren(el('p', { class: 'error', text: '⚠ ' + e.message }));
+    }
+  }
+  async function addTarget(t) {
+    try {
+      const r = await api('POST', '/api/targets', { target: t });
+      $('targets-note').textContent = r.changed ? 'Added ' + r.target + '.' : r.target + ' was already a target.';
+    } catch (e) { $('targets-note').textContent = '⚠ ' + e.message; }
+    showView('targets');
+  }
+  async function removeTarget(t) {
+    try {
+      await api('DELETE', '/api/targets?target=' + encodeURIComponent(t));
+      $('targets-note').textContent = 'Removed ' + t + '.';
+    } catch (e) { $('targets-note').textContent = '⚠ ' + e.message; }
+    loadTargets();
+  }
+  $('target-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const t = $('target-input').value.trim();
+    if (!t) return;
+    await addTarget(t);
+    $('target-input').value = '';
+  });
+
+  // ---- Outbox --------------------------------------------------------------
+
+  let outboxState = 'pending';
+  for (const b of document.querySelectorAll('.segmented button')) {
+    b.addEventListener('click', () => {
+      outboxState = b.dataset.state;
+      for (const o of document.querySelectorAll('.segmented button')) o.setAttribute('aria-pressed', String(o === b));
+      loadOutbox();
+    });
+  }
+  $('outbox-refresh').addEventListener('click', () => loadOutbox());
+
+  async function loadOutbox() {
+    try {
+      const list = await api('GET', '/api/outbox?state=' + outboxState + '&limit=200');
+      const names = { pending: 'pending entries', dead: 'dead letters', delivered: 'delivered entries (kept for dedupe)' };
+      $('outbox-note').textContent = list.length === 0 ? 'No ' + names[outboxState] + '.' : list.length + ' ' + names[outboxState] + '.';
+      $('outbox-list').replaceChildren(...list.map((e) => el('div', { class: 'item card' },
+        el('div', { class: 'item-head' },
+          el('span', { class: 'key', text: e.id }),
+          el('span', { class: 'badge ' + e.state, text: e.state })),
+        el('div', { class: 'muted', text: 'to ' + e.target + ' · chunk ' + (e.index + 1) + '/' + e.total + ' · attempts ' + e.attempts }),
+        e.last_error ? el('div', { class: 'last-error', text: e.last_error }) : null,
+        el('div', { class: 'text', text: (e.text || '').slice(0, 400) }),
+        e.state === 'dead' ? el('div', { class: 'row' }, el('button', { type: 'button', class: 'primary small', text: 'Retry', onclick: () => retry(e.id) })) : null)));
+    } catch (err) {
+      $('outbox-note').textContent = '⚠ ' + err.message;
+      $('outbox-list').replaceChildren();
+    }
+  }
+  async function retry(id) {
+    try {
+      await api('POST', '/api/outbox/retry', { id });
+      $('outbox-note').textContent = 'Queued ' + id + ' again.';
+    } catch (e) { $('outbox-note').textContent = '⚠ ' + e.message; }
+    setTimeout(loadOutbox, 300);
+  }
+
+  // ---- Status line ---------------------------------------------------------
+
+  async function refreshStatus() {
+    try {
+      const st = await api('GET', '/api/status');
+      const parts = [];
+      let pending = 0;
+      let dead = 0;
+      for (const p of Object.values((st.outbox && st.outbox.platforms) || {})) {
+        pending += p.pending || 0;
+        dead += p.dead || 0;
+      }
+      parts.push('outbox ' + pending + ' pending' + (dead ? ', ' + dead + ' dead' : ''));
+      for (const a of st.adapters || []) parts.push(a.name + ' ' + a.state);
+      if (st.web) parts.push(st.web.clients + ' live client' + (st.web.clients === 1 ? '' : 's'));
+      if (st.run_id) parts.push('run ' + st.run_id);
+      $('status-text').textContent = parts.join(' · ');
+      $('status-text').title = parts.join('\n');
+    } catch (e) {
+      if (e.status !== 401) $('status-text').textContent = '⚠ ' + e.message;
+    }
+  }
+
+  boot();
+})();

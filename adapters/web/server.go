@@ -1,0 +1,331 @@
+package web
+
+import (
+	"context"
+	"crypto/tls"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/outbox"
+)
+
+//go:embed panel
+var panelFiles embed.FS
+
+// Defaults of the server.
+const (
+	DefaultHeartbeat   = 15 * time.Second
+	DefaultMaxBody     = 1 << 20
+	ShutdownTimeout    = 5 * time.Second
+	sseWriteTimeout    = 10 * time.Second
+	readHeaderTimeout  = 10 * time.Second
+	idleTimeout        = 120 * time.Second
+	contentSecurityPol = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Runtime is the hub the server talks to; required.
+	Runtime *hub.Runtime
+	Config  config.Web
+	Logger  *slog.Logger
+	// Clock paces the SSE heartbeats and dates cookies; default real.
+	Clock clock.Clock
+	// Heartbeat is the SSE keep-alive interval; default 15 s.
+	Heartbeat time.Duration
+	// ClientBuffer is how many events a slow SSE client may lag behind
+	// before it is disconnected; default DefaultClientBuffer.
+	ClientBuffer int
+}
+
+// Server is the web panel and HTTP API. It implements hub.Adapter.
+type Server struct {
+	rt           *hub.Runtime
+	cfg          config.Web
+	log          *slog.Logger
+	clk          clock.Clock
+	heartbeat    time.Duration
+	maxBody      int64
+	token        string
+	auth         *authenticator
+	logins       *loginLimiter
+	events       *broker
+	publicOrigin string
+	secureCookie bool // always set Secure (the public URL is https)
+	allowOrigins map[string]bool
+
+	mounts  *http.ServeMux
+	mounted atomic.Bool
+	handler http.Handler
+
+	adminOnce sync.Once
+	admin     http.Handler
+
+	addr    atomic.Value // string
+	running atomic.Bool
+	closing chan struct{}
+	closeMu sync.Once
+}
+
+var _ hub.Adapter = (*Server)(nil)
+
+// New builds a Server: it picks the token (the configured one, or a
+// generated one on a loopback listener) and seeds the event ring from the
+// web records of the mirrors, so the conversation survives restarts.
+func New(opts Options) (*Server, error) {
+	if opts.Runtime == nil || opts.Runtime.Hub == nil {
+		return nil, errors.New("web: Options.Runtime is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	cfg := opts.Config
+	s := &Server{
+		rt: opts.Runtime, cfg: cfg, log: opts.Logger.With("adapter", "web"), clk: opts.Clock,
+		heartbeat: opts.Heartbeat, maxBody: int64(cfg.MaxBodyBytes),
+		events: newBroker(cfg.History, opts.ClientBuffer), allowOrigins: map[string]bool{},
+		mounts: http.NewServeMux(), closing: make(chan struct{}),
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:8080"
+		s.cfg.Listen = cfg.Listen
+	}
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("web: listen address %q is not host:port (for example 127.0.0.1:8080)", cfg.Listen)
+	}
+	switch {
+	case cfg.Token.IsSet():
+		s.token = cfg.Token.Reveal()
+	case config.IsLoopback(host):
+		if s.token, err = generateToken(); err != nil {
+			return nil, fmt.Errorf("web: generate token: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("web: %s is not a loopback address, so web.token must be set", cfg.Listen)
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("web: tls_cert and tls_key must be set together")
+	}
+	if cfg.PublicURL != "" {
+		s.publicOrigin = normalOrigin(cfg.PublicURL)
+		if s.publicOrigin == "" {
+			return nil, fmt.Errorf("web: public_url %q is not an http(s) URL such as https://hub.example.org", cfg.PublicURL)
+		}
+		s.secureCookie = strings.HasPrefix(s.publicOrigin, "https://")
+	}
+	for _, o := range cfg.AllowOrigins {
+		n := normalOrigin(o)
+		if n == "" {
+			return nil, fmt.Errorf("web: allowed_origins: %q is not an origin such as https://tools.example.org", o)
+		}
+		s.allowOrigins[n] = true
+	}
+	s.auth = newAuthenticator(s.token, s.clk.Now)
+	s.logins = newLoginLimiter(s.clk.Now)
+	if err := s.seed(); err != nil {
+		// History is a convenience: a damaged mirror must not stop the panel.
+		s.log.Warn("could not seed the web history from the mirrors", "err", err)
+	}
+	s.handler = s.buildHandler()
+	return s, nil
+}
+
+// Name is the adapter's name.
+func (s *Server) Name() string { return "web" }
+
+// Sender returns the outbox.Sender of the "web" target. Register it with
+// Runtime.Mux.Handle("web", …) before Runtime.Start.
+func (s *Server) Sender() outbox.Sender { return sender{b: s.events} }
+
+// Token returns the token that authenticates API clients and logins.
+func (s *Server) Token() string { return s.token }
+
+// Handler returns the whole HTTP handler: panel, API and mounted handlers.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Addr returns the address the server listens on once Run has started
+// listening, and "" before.
+func (s *Server) Addr() string {
+	a, _ := s.addr.Load().(string)
+	return a
+}
+
+// LoginURL is the panel's address with the token in the fragment, which
+// browsers never send to servers, so it stays out of access logs. Print it
+// once; never log it.
+func (s *Server) LoginURL() string {
+	return s.baseURL() + "/#token=" + url.QueryEscape(s.token)
+}
+
+func (s *Server) baseURL() string {
+	if s.cfg.PublicURL != "" {
+		return strings.TrimRight(s.cfg.PublicURL, "/")
+	}
+	scheme := "http"
+	if s.cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	addr := s.Addr()
+	if addr == "" {
+		addr = s.cfg.Listen
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return scheme + "://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
+
+// Mount serves h for pattern (an http.ServeMux pattern outside /api/) on the
+// same listener, without the panel's authentication: the handler checks its
+// own secret (the Telegram webhook). Call it before Run.
+func (s *Server) Mount(pattern string, h http.Handler) {
+	p := pattern
+	if i := strings.IndexByte(p, ' '); i >= 0 {
+		p = strings.TrimSpace(p[i+1:])
+	}
+	if !strings.HasPrefix(p, "/") || p == "/" || strings.HasPrefix(p, "/api/") || p == "/api" {
+		s.log.Error("web: mount refused: the pattern must be a path outside / and /api/", "pattern", pattern)
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("web: mount refused", "pattern", pattern, "err", fmt.Sprint(r))
+		}
+	}()
+	s.mounts.Handle(pattern, h)
+	s.mounted.Store(true)
+}
+
+// Run listens on the configured address (with TLS when configured) and
+// serves until ctx is done, then shuts down gracefully, waiting at most
+// ShutdownTimeout for requests in flight. SSE streams end at once.
+func (s *Server) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("web: Run called twice")
+	}
+	board := s.rt.Board
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		MaxHeaderBytes:    64 << 10,
+	}
+	if s.cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			board.Set("web", "stopped", "TLS certificate: "+err.Error())
+			return fmt.Errorf("web: load TLS certificate %s: %w", s.cfg.TLSCert, err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		board.Set("web", "stopped", err.Error())
+		return fmt.Errorf("web: listen on %s: %w", s.cfg.Listen, err)
+	}
+	s.addr.Store(ln.Addr().String())
+	board.Set("web", "running", "listening on "+ln.Addr().String())
+	s.log.Info("web panel listening", "addr", ln.Addr().String(), "tls", srv.TLSConfig != nil)
+
+	errc := make(chan error, 1)
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		s.stopStreams()
+		board.Set("web", "stopped", err.Error())
+		return fmt.Errorf("web: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.stopStreams()
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn("web: requests still running at shutdown were cut", "err", err)
+		_ = srv.Close()
+	}
+	<-errc
+	board.Set("web", "stopped", "")
+	return nil
+}
+
+// stopStreams ends every SSE stream (http.Server.Shutdown does not wait
+// for them to end by themselves).
+func (s *Server) stopStreams() {
+	s.closeMu.Do(func() { close(s.closing) })
+}
+
+// buildHandler assembles the top-level handler: security headers and the
+// body cap for everything; mounted handlers; the API behind authentication
+// and Origin checks; the static panel.
+func (s *Server) buildHandler() http.Handler {
+	api := s.apiHandler()
+	sub, _ := fs.Sub(panelFiles, "panel")
+	static := http.FileServerFS(sub)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPol)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		if r.ContentLength > s.maxBody {
+			writeError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		}
+		if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
+			h.Set("Cache-Control", "no-store")
+			api.ServeHTTP(w, r)
+			return
+		}
+		if s.mounted.Load() {
+			if mh, pattern := s.mounts.Handler(r); pattern != "" {
+				mh.ServeHTTP(w, r)
+				return
+			}
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "%s is not accepted here (accepted: GET, HEAD)", r.Method)
+			return
+		}
+		h.Set("Cache-Control", "no-cache")
+		static.ServeHTTP(w, r)
+	})
+}

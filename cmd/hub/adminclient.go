@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// adminClient talks to the admin API: over the running hub's socket when
+// there is one, otherwise to an in-process admin over the state directory,
+// so every command behaves the same either way.
+type adminClient struct {
+	http    *http.Client
+	running bool
+	close   func() error
+}
+
+// openAdmin connects to a running hub's admin socket or opens the state.
+func openAdmin(cfg *config.Config) (*adminClient, error) {
+	sock := filepath.Join(cfg.StateDir, store.SocketFile)
+	if c, ok := dialSocket(sock); ok {
+		return c, nil
+	}
+	tc, err := buildExecutor(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := hub.Open(cfg, tc.exec, hub.RuntimeOptions{Offline: true, LockTimeout: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		tc.Close()
+		if errors.Is(err, store.ErrLocked) {
+			return nil, fmt.Errorf("%w; its admin socket %s does not answer", err, sock)
+		}
+		return nil, err
+	}
+	ln := newPipeListener()
+	srv := &http.Server{Handler: rt.Admin().Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	c := &adminClient{
+		http: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial() }}},
+		close: func() error {
+			srv.Close()
+			err := rt.Close(context.Background())
+			tc.Close()
+			return err
+		},
+	}
+	return c, nil
+}
+
+func dialSocket(sock string) (*adminClient, bool) {
+	if _, err := os.Stat(sock); err != nil {
+		return nil, false
+	}
+	conn, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return nil, false
+	}
+	conn.Close()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	return &adminClient{http: &http.Client{Transport: tr}, running: true, close: func() error { tr.CloseIdleConnections(); return nil }}, true
+}
+
+func (c *adminClient) Close() error { return c.close() }
+
+// do sends a request and decodes a JSON answer into out; an error answer
+// becomes a Go error carrying the server's message.
+func (c *adminClient) do(method, path string, query url.Values, body, out any) error {
+	resp, err := c.stream(method, path, query, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// stream sends a request and returns the open response of a 2xx answer.
+func (c *adminClient) stream(method, path string, query url.Values, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := "http://hub" + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("admin API: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		var e hub.APIError
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return nil, errors.New(e.Error)
+		}
+		return nil, fmt.Errorf("admin API %s %s: %s", method, path, resp.Status)
+	}
+	return resp, nil
+}
+
+// pipeListener is an in-memory net.Listener: the CLI serves the admin
+// handler to itself without opening a port or a socket.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) dial() (net.Conn, error) {
+	a, b := net.Pipe()
+	select {
+	case l.conns <- a:
+		return b, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "in-process" }

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/outbox"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+const doctorUsage = `hub doctor [--config FILE] [--state DIR] [--workspace DIR]
+
+Checks the configuration, the state directory and its files, the database,
+the workspace, the listen address and which platform tokens are set (their
+values are never printed). Exits 1 when something needs fixing.`
+
+type doctorReport struct {
+	problems int
+	warnings int
+	env      *cliEnv
+}
+
+func (r *doctorReport) ok(what, detail string) {
+	fmt.Fprintf(r.env.stdout, "ok    %-14s %s\n", what, detail)
+}
+
+func (r *doctorReport) warn(what, detail, fix string) {
+	r.warnings++
+	fmt.Fprintf(r.env.stdout, "warn  %-14s %s\n", what, detail)
+	if fix != "" {
+		fmt.Fprintf(r.env.stdout, "      %-14s fix: %s\n", "", fix)
+	}
+}
+
+func (r *doctorReport) fail(what, detail, fix string) {
+	r.problems++
+	fmt.Fprintf(r.env.stdout, "FAIL  %-14s %s\n", what, detail)
+	if fix != "" {
+		fmt.Fprintf(r.env.stdout, "      %-14s fix: %s\n", "", fix)
+	}
+}
+
+func runDoctor(env *cliEnv, args []string) error {
+	f := newFlags(env, "doctor", doctorUsage)
+	var cf commonFlags
+	cf.register(f, true)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	r := &doctorReport{env: env}
+	path := config.Discover(cf.config)
+	cfg, err := loadConfig(cf)
+	if err != nil {
+		r.fail("config", err.Error(), "correct the key named above; config.example.yml documents every key")
+		return r.finish()
+	}
+	if path == "" {
+		r.ok("config", "no file: built-in defaults (web panel on "+cfg.Web.Listen+")")
+	} else {
+		r.ok("config", path)
+	}
+	doctorWorkspace(r, cfg)
+	running := doctorState(r, cfg)
+	doctorListen(r, cfg, running)
+	doctorTokens(r, cfg)
+	return r.finish()
+}
+
+func (r *doctorReport) finish() error {
+	switch {
+	case r.problems > 0:
+		fmt.Fprintf(r.env.stdout, "\n%d %s to fix", r.problems, plural(r.problems, "problem", "problems"))
+		if r.warnings > 0 {
+			fmt.Fprintf(r.env.stdout, ", %d %s", r.warnings, plural(r.warnings, "warning", "warnings"))
+		}
+		fmt.Fprintln(r.env.stdout, ".")
+		return &exitError{code: exitFailed}
+	case r.warnings > 0:
+		fmt.Fprintf(r.env.stdout, "\nNo problems, %d %s.\n", r.warnings, plural(r.warnings, "warning", "warnings"))
+	default:
+		fmt.Fprintln(r.env.stdout, "\nNo problems found.")
+	}
+	return nil
+}
+
+func doctorWorkspace(r *doctorReport, cfg *config.Config) {
+	abs, _ := filepath.Abs(cfg.Workspace)
+	fi, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		r.fail("workspace", err.Error(), "create the directory or set workspace: in the configuration")
+		return
+	case !fi.IsDir():
+		r.fail("workspace", abs+" is not a directory", "set workspace: to a directory")
+		return
+	}
+	if _, err := os.ReadDir(abs); err != nil {
+		r.fail("workspace", err.Error(), "give the hub's user read access to "+abs)
+		return
+	}
+	home, _ := os.UserHomeDir()
+	if abs == "/" || abs == home {
+		r.warn("workspace", abs+" exposes a whole tree to the verbs", "point workspace: at the project directory the hub should act on")
+		return
+	}
+	r.ok("workspace", abs)
+}
+
+// doctorState checks the state directory, its database and JSON files. It
+// reports whether a hub is running on it.
+func doctorState(r *doctorReport, cfg *config.Config) (running bool) {
+	abs, _ := filepath.Abs(cfg.StateDir)
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		r.ok("state", abs+" (created on first start)")
+		return false
+	case err != nil:
+		r.fail("state", err.Error(), "")
+		return false
+	case !fi.IsDir():
+		r.fail("state", abs+" is not a directory", "set state_dir: to a directory")
+		return false
+	case fi.Mode().Perm()&0o077 != 0:
+		r.warn("state", fmt.Sprintf("%s is readable by others (mode %v): it holds mirrors of every message", abs, fi.Mode().Perm()), "chmod 700 "+abs)
+	default:
+		r.ok("state", abs+" (owner-only)")
+	}
+	st, err := store.Open(abs, store.Options{LockTimeout: 300 * time.Millisecond})
+	var locked *store.LockedError
+	switch {
+	case errors.As(err, &locked):
+		sock := filepath.Join(abs, store.SocketFile)
+		if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
+			c.Close()
+			r.ok("database", fmt.Sprintf("in use by the running hub (pid %d); admin socket answers", locked.PID))
+			return true
+		}
+		r.fail("database", err.Error(), "stop the other process, or wait for the running hub to finish starting")
+		return true
+	case err != nil:
+		r.fail("database", err.Error(), "move the damaged hub.db aside and start again (the outbox in it is lost)")
+		return false
+	}
+	defer st.Close()
+	if _, err := outbox.NewBoltStore(st.DB()); err != nil {
+		r.fail("database", err.Error(), "run a newer hub binary, or move hub.db aside")
+	} else if _, err := hub.OpenLedger(st.DB()); err != nil {
+		r.fail("database", err.Error(), "run a newer hub binary, or move hub.db aside")
+	} else {
+		r.ok("database", filepath.Join(abs, store.DBFile))
+	}
+	if _, err := store.OpenTargets(st.Path(store.DeliveryTargetsFile)); err != nil {
+		r.fail("targets", err.Error(), "repair the file, or move it aside and add the targets again with hub targets add")
+	} else {
+		r.ok("targets", store.DeliveryTargetsFile)
+	}
+	if d, err := store.OpenDirectory(st.Path(store.ChannelDirectory), store.DirectoryOptions{}); err != nil {
+		r.fail("channels", err.Error(), "run hub channels rebuild (the directory is rebuilt from the mirrors)")
+	} else {
+		d.Close()
+		r.ok("channels", store.ChannelDirectory)
+	}
+	return false
+}
+
+func doctorListen(r *doctorReport, cfg *config.Config, running bool) {
+	if !*cfg.Web.Enabled {
+		r.ok("listen", "web panel disabled")
+		return
+	}
+	host, _, _ := net.SplitHostPort(cfg.Web.Listen)
+	exposure := "loopback only"
+	if !config.IsLoopback(host) {
+		exposure = "reachable from the network; the token is required"
+	}
+	if running {
+		r.ok("listen", cfg.Web.Listen+" ("+exposure+"; used by the running hub)")
+		return
+	}
+	ln, err := net.Listen("tcp", cfg.Web.Listen)
+	if err != nil {
+		r.fail("listen", err.Error(), "stop what uses "+cfg.Web.Listen+" or set web.listen: to a free address")
+		return
+	}
+	ln.Close()
+	r.ok("listen", cfg.Web.Listen+" is free ("+exposure+")")
+}
+
+func doctorTokens(r *doctorReport, cfg *config.Config) {
+	if cfg.Web.Token.IsSet() {
+		r.ok("web token", "set")
+	} else {
+		r.ok("web token", "not set: a new one is generated at each start and a login URL printed")
+	}
+	for _, p := range []struct {
+		name    string
+		enabled bool
+		token   config.Secret
+		env     string
+	}{
+		{"telegram", cfg.Telegram.Enabled, cfg.Telegram.Token, "TELEGRAM_BOT_TOKEN"},
+		{"discord", cfg.Discord.Enabled, cfg.Discord.Token, "DISCORD_BOT_TOKEN"},
+	} {
+		switch {
+		case !p.enabled:
+			r.ok(p.name, "disabled")
+		case p.token.IsSet():
+			r.ok(p.name, "enabled, token set")
+		default:
+			r.fail(p.name, "enabled but the token is empty", "export "+p.env+" and set token: ${"+p.env+"}")
+		}
+	}
+	if len(cfg.Access.Grants) == 0 && len(cfg.Access.DefaultRoles) == 0 {
+		r.warn("access", "no identity has a role: everyone is denied", `grant one under access.grants, e.g. "telegram:<your user id>": [admin] (send /whoami to the bot to learn it)`)
+	}
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/adapters/web"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+const serveUsage = `hub serve [--config FILE] [--state DIR] [--workspace DIR]
+
+Runs the hub: the web panel and API, every configured platform adapter, the
+outbox dispatcher and the admin socket (<state>/hub.sock). With no
+configuration it serves the panel on 127.0.0.1:8080 and prints a login URL.
+SIGINT or SIGTERM stops it gracefully; a second signal stops it at once.`
+
+// shutdownGrace bounds how long in-flight sends may take at shutdown.
+const shutdownGrace = 10 * time.Second
+
+func runServe(env *cliEnv, args []string) error {
+	f := newFlags(env, "serve", serveUsage)
+	var cf commonFlags
+	cf.register(f, true)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	cfg, err := loadConfig(cf)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg.Log, env.stderr)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		s := <-sigs
+		logger.Info("stopping: intake closed, finishing in-flight sends (send the signal again to stop at once)", "signal", s.String())
+		cancel()
+		<-sigs
+		logger.Warn("second signal: exiting now")
+		os.Exit(exitFailed)
+	}()
+	return serve(ctx, cfg, logger, env.stdout)
+}
+
+// serve runs the hub until ctx is done, then shuts down in order.
+func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.Writer) error {
+	started := time.Now()
+	tc, err := buildExecutor(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	rt, err := hub.Open(cfg, tc.exec, hub.RuntimeOptions{Logger: logger})
+	if err != nil {
+		return err
+	}
+	closeCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), shutdownGrace)
+	}
+	defer func() {
+		c, cancel := closeCtx()
+		defer cancel()
+		if err := rt.Close(c); err != nil {
+			logger.Error("shutdown", "err", err)
+		}
+	}()
+
+	var adapters []hub.Adapter
+	var webSrv *web.Server
+	if *cfg.Web.Enabled {
+		webSrv, err = web.New(web.Options{Runtime: rt, Config: cfg.Web, Logger: logger})
+		if err != nil {
+			return err
+		}
+		if err := rt.Mux.Handle("web", webSrv.Sender()); err != nil {
+			return err
+		}
+		adapters = append(adapters, webSrv)
+	}
+	extra, err := platformAdapters(cfg, rt, webSrv, logger)
+	if err != nil {
+		return err
+	}
+	adapters = append(adapters, extra...)
+
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
+	sock, err := listenAdmin(filepath.Join(rt.State.Dir(), store.SocketFile))
+	if err != nil {
+		return err
+	}
+	admin := &http.Server{Handler: rt.Admin().Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go admin.Serve(sock)
+	defer func() {
+		admin.Close()
+		os.Remove(sock.Addr().String())
+	}()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, len(adapters))
+	actx, stopAdapters := context.WithCancel(ctx)
+	defer stopAdapters()
+	for _, a := range adapters {
+		wg.Add(1)
+		rt.Board.Set(a.Name(), "starting", "")
+		go func(a hub.Adapter) {
+			defer wg.Done()
+			if err := a.Run(actx); err != nil && !errors.Is(err, context.Canceled) {
+				rt.Board.Set(a.Name(), "stopped", err.Error())
+				logger.Error("adapter stopped", "adapter", a.Name(), "err", err)
+				errs <- fmt.Errorf("%s: %w", a.Name(), err)
+				return
+			}
+			rt.Board.Set(a.Name(), "stopped", "")
+		}(a)
+	}
+	names := make([]string, len(adapters))
+	for i, a := range adapters {
+		names[i] = a.Name()
+	}
+	logger.Info("hub running", "run_id", rt.RunID, "state", rt.State.Dir(), "workspace", tc.ws.Dir(), "adapters", strings.Join(names, ","), "startup_ms", time.Since(started).Milliseconds())
+	if webSrv != nil {
+		waitListening(ctx, webSrv)
+		fmt.Fprintf(out, "Hermes Hub is running. Open the panel: %s\n", webSrv.LoginURL())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+	}
+	stopAdapters()
+	wg.Wait() // intake is closed; no new turns
+	logger.Info("adapters stopped; closing the outbox and the state")
+	return runErr
+}
+
+// waitListening waits briefly for the web listener so the printed URL has
+// the real port.
+func waitListening(ctx context.Context, s *web.Server) {
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Addr() == "" && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// listenAdmin opens the admin socket, owner-only. A stale socket left by a
+// hub that died is replaced; a live one means another hub runs, which the
+// database lock has already ruled out.
+func listenAdmin(path string) (net.Listener, error) {
+	if _, err := os.Lstat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("admin socket %s is answered by another process", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale admin socket: %w", err)
+		}
+	}
+	// The state directory is 0700, so the socket is never reachable by
+	// others, even before the chmod; peers are also checked by uid.
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	return &ownerListener{Listener: ln, uid: os.Getuid()}, nil
+}
+
+// ownerListener accepts only connections from processes of the hub's own user.
+type ownerListener struct {
+	net.Listener
+	uid int
+}
+
+func (l *ownerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if uc, ok := c.(*net.UnixConn); ok && peerUID(uc) == l.uid {
+			return c, nil
+		}
+		c.Close()
+	}
+}
+
+func peerUID(c *net.UnixConn) int {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	uid := -1
+	_ = raw.Control(func(fd uintptr) {
+		cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+		if err == nil {
+			uid = int(cred.Uid)
+		}
+	})
+	return uid
+}
+
+// newLogger builds the slog logger of the configuration.
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
