@@ -53,3 +53,44 @@ func BenchmarkStdioRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "roundtrips/s")
 	_ = io.Discard
 }
+
+// BenchmarkServeStartup measures `hub serve` from exec to the login URL on
+// stdout (the panel is listening by then), and the resident memory of the
+// idle hub a second later.
+func BenchmarkServeStartup(b *testing.B) {
+	var totalStart time.Duration
+	var rss float64
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		cfg := filepath.Join(dir, "hub.yml")
+		os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\n"), 0o600)
+		cmd := exec.Command(hubBin, "serve", "--config", cfg)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HUB_CONFIG=")
+		out, _ := cmd.StdoutPipe()
+		t0 := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "http://") {
+				break
+			}
+		}
+		totalStart += time.Since(t0)
+		time.Sleep(time.Second)
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") {
+				var kb float64
+				fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")), "%f", &kb)
+				rss += kb / 1024
+			}
+		}
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}
+	b.ReportMetric(float64(totalStart.Milliseconds())/float64(b.N), "startup-ms")
+	b.ReportMetric(rss/float64(b.N), "idle-rss-MB")
+}
