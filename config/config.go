@@ -127,8 +127,25 @@ type Sessions struct {
 	Root    string            `yaml:"root"`     // "state" (default) or "temp"
 	IdleTTL Duration          `yaml:"idle_ttl"` // idle sessions expire
 	SnapTTL Duration          `yaml:"snapshot_ttl"`
-	Allowed []string          `yaml:"mount_roots"`
-	Mounts  []Mount           `yaml:"mounts"`
+	// MaxSnapshots per session; taking one more removes the oldest.
+	MaxSnapshots int `yaml:"max_snapshots"`
+	// SweepInterval is how often expired sessions and snapshots are removed.
+	SweepInterval Duration `yaml:"sweep_interval"`
+	// AllowProc lets proc.run run in session workspaces (off: a process is
+	// not confined to its directory).
+	AllowProc bool     `yaml:"allow_proc"`
+	Allowed   []string `yaml:"mount_roots"`
+	Mounts    []Mount  `yaml:"mounts"`
+}
+
+// SessionsDir is the directory holding session workspaces: <state_dir>/sessions
+// for root "state", or hermes-hub-sessions-<uid> in the system temporary
+// directory for root "temp".
+func (c *Config) SessionsDir() string {
+	if c.Sessions.Root == "temp" {
+		return filepath.Join(os.TempDir(), fmt.Sprintf("hermes-hub-sessions-%d", os.Getuid()))
+	}
+	return filepath.Join(c.StateDir, "sessions")
 }
 
 // Mount copies host files into every new session.
@@ -449,6 +466,8 @@ func (c *Config) ApplyDefaults() {
 	def(&c.Sessions.Root, "state")
 	defD(&c.Sessions.IdleTTL, "24h")
 	defD(&c.Sessions.SnapTTL, "168h")
+	defI(&c.Sessions.MaxSnapshots, 20)
+	defD(&c.Sessions.SweepInterval, "5m")
 	defI(&c.Outbox.Concurrency, 64)
 	defI(&c.Outbox.MaxAttempts, 10)
 	defD(&c.Outbox.BackoffBase, "1s")
@@ -567,13 +586,36 @@ func (c *Config) Validate() error {
 	oneOf("sessions.root", c.Sessions.Root, "state", "temp")
 	for k, v := range c.Sessions.ByChat {
 		oneOf("sessions.by_chat."+k, v, "host", "session")
+		if k != "web" && !strings.HasPrefix(k, "chat:") {
+			bad("sessions.by_chat: %q is not a chat key (accepted: web, chat:telegram:<chat_id>[:<thread_id>], chat:discord:<channel_id>)", k)
+		}
 	}
 	for k, v := range c.Sessions.ByRole {
 		oneOf("sessions.by_role."+k, v, "host", "session")
 	}
+	if c.Sessions.IdleTTL <= 0 || c.Sessions.SnapTTL <= 0 || c.Sessions.SweepInterval <= 0 {
+		bad("sessions.idle_ttl, sessions.snapshot_ttl and sessions.sweep_interval must be positive")
+	}
+	if c.Sessions.MaxSnapshots < 1 {
+		bad("sessions.max_snapshots must be at least 1")
+	}
+	for i, r := range c.Sessions.Allowed {
+		if r == "" {
+			bad("sessions.mount_roots[%d] is empty", i)
+		}
+	}
+	if len(c.Sessions.Mounts) > 0 && len(c.Sessions.Allowed) == 0 {
+		bad("sessions.mounts need sessions.mount_roots: list the host directories mounts may come from")
+	}
 	for i, m := range c.Sessions.Mounts {
 		if m.HostPath == "" {
 			bad("sessions.mounts[%d].host_path is empty", i)
+		}
+		for _, ch := range m.HostPath {
+			if ch < 0x20 || ch >= 0x7f {
+				bad("sessions.mounts[%d].host_path %q must be printable ASCII", i, m.HostPath)
+				break
+			}
 		}
 	}
 	if c.Outbox.Concurrency < 1 || c.Outbox.Concurrency > 10000 {

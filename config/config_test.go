@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -116,6 +117,16 @@ func TestStrictErrors(t *testing.T) {
 		{"bad discord id", "discord:\n  enabled: true\n  token: x\n  command_guilds: [abc]\n", `"abc" is not a Discord id`},
 		{"bad var", "web:\n  token: ${1BAD}\n", "bad variable name"},
 		{"unterminated var", "web:\n  token: ${OOPS\n", "unterminated ${"},
+		{"bad session mode", "sessions:\n  mode: sandbox\n", `sessions.mode: "sandbox" is not accepted (accepted: host, session)`},
+		{"bad session root", "sessions:\n  root: ram\n", `sessions.root: "ram" is not accepted (accepted: state, temp)`},
+		{"bad by_chat key", "sessions:\n  by_chat:\n    telegram:1: session\n", `sessions.by_chat: "telegram:1" is not a chat key`},
+		{"bad by_role mode", "sessions:\n  by_role:\n    admin: yes\n", `sessions.by_role.admin: "yes" is not accepted`},
+		{"mounts without roots", "sessions:\n  mounts:\n    - host_path: docs\n", "sessions.mounts need sessions.mount_roots"},
+		{"mount without host path", "sessions:\n  mount_roots: [/srv]\n  mounts:\n    - mount_path: docs\n", "sessions.mounts[0].host_path is empty"},
+		{"non-ASCII host path", "sessions:\n  mount_roots: [/srv]\n  mounts:\n    - host_path: d\u00f6cs\n", "must be printable ASCII"},
+		{"unknown mount key", "sessions:\n  mounts:\n    - host_path: docs\n      glob: x\n", `unknown key "glob" in sessions.mounts.0 (accepted: host_path, mount_path, include, exclude, max_bytes, follow_symlinks)`},
+		{"negative ttl", "sessions:\n  idle_ttl: -1h\n", "sessions.idle_ttl, sessions.snapshot_ttl and sessions.sweep_interval must be positive"},
+		{"no snapshots", "sessions:\n  max_snapshots: -1\n", "sessions.max_snapshots must be at least 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,5 +195,24 @@ func TestSizes(t *testing.T) {
 		if _, err := ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) accepted", bad)
 		}
+	}
+}
+
+func TestSessionsDefaultsAndDir(t *testing.T) {
+	cfg, err := LoadWith("", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Sessions
+	if s.Mode != "host" || s.Root != "state" || s.IdleTTL.D().Hours() != 24 || s.SnapTTL.D().Hours() != 168 || s.MaxSnapshots != 20 || s.SweepInterval.D().Minutes() != 5 || s.AllowProc {
+		t.Fatalf("session defaults %+v", s)
+	}
+	cfg.StateDir = "/var/lib/hub"
+	if got := cfg.SessionsDir(); got != "/var/lib/hub/sessions" {
+		t.Fatalf("state root: %s", got)
+	}
+	cfg.Sessions.Root = "temp"
+	if got, want := cfg.SessionsDir(), filepath.Join(os.TempDir(), fmt.Sprintf("hermes-hub-sessions-%d", os.Getuid())); got != want {
+		t.Fatalf("temp root: %s, want %s", got, want)
 	}
 }

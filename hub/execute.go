@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -40,6 +41,11 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) *executor.Outcome {
 			out = &executor.Outcome{Verb: info.Name, ID: env.ID, Err: executor.Errorf(executor.CodeForbidden,
 				"%s may not run %s; grant a role that names it under access.roles", req.Identity, info.Name)}
 			break
+		}
+		if req.Session == "" && h.opts.SessionFor != nil {
+			// Without an explicit session, an API call works where the web
+			// conversation works.
+			req.Session = h.opts.SessionFor(&chat.Inbound{Platform: chat.Web, ChatID: "web", UserID: "web"}, h.opts.Access.RolesOf(ids))
 		}
 		call := executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session}
 		cctx := executor.WithCall(ctx, call)

@@ -354,6 +354,10 @@ func TestRenderedReplies(t *testing.T) {
 	if s := do(5, "/fs.readRange README.md one 2"); !strings.Contains(s, "Usage: /fs.readRange <path> <startLine> <endLine>") {
 		t.Errorf("usage error: %q", s)
 	}
+	os.WriteFile(filepath.Join(e.ws, "logo.bin"), []byte{0x89, 'P', 'N', 'G', 0, 1, 2}, 0o644)
+	if s := do(8, "/fs.readFile logo.bin"); !strings.Contains(s, "is binary (7 bytes)") {
+		t.Errorf("binary readFile: %q", s)
+	}
 	if s := do(6, "/sys.machineInfo"); !strings.Contains(s, "cpus") || !strings.Contains(s, "memory") {
 		t.Errorf("machineInfo: %q", s)
 	}
@@ -367,9 +371,13 @@ func TestRenderedReplies(t *testing.T) {
 	if len(res.Outbox) != 2 {
 		t.Fatalf("overflow: want head + attachment, got %v", res.Outbox)
 	}
-	all := e.rec.waitFor(t, "chat:telegram:100", 8)
-	att := all[len(all)-1]
-	if att.Attachment == nil || !strings.Contains(string(att.Attachment.Data), "line 2999 with") {
+	var att *outbox.Entry
+	for _, c := range e.rec.waitFor(t, "chat:telegram:100", 9) {
+		if c.TurnID == "telegram.100.7" && c.Index == 1 {
+			att = c
+		}
+	}
+	if att == nil || att.Attachment == nil || !strings.Contains(string(att.Attachment.Data), "line 2999 with") {
 		t.Fatalf("attachment missing: %+v", att)
 	}
 }

@@ -41,8 +41,12 @@ func Render(verb string, args json.RawMessage, out *executor.Outcome, raw bool) 
 			return fmt.Sprintf("`%s` exists.", p)
 		}
 		return fmt.Sprintf("`%s` does not exist.", p)
-	case "fs.readfile", "vfs.readfile":
-		return fmt.Sprintf("`%s`\n%s", p, Fence(str(r, "content"), langFor(p)))
+	case "fs.readfile":
+		if f, _ := r["file"].(map[string]any); f != nil && f["encoding"] == "base64" {
+			size, _ := f["sizeBytes"].(float64)
+			return fmt.Sprintf("`%s` is binary (%d bytes); add --json for its content in base64.", p, int64(size))
+		}
+		return fmt.Sprintf("`%s`%s\n%s", p, versionNote(r), Fence(str(r, "content"), langFor(p)))
 	case "fs.readrange":
 		return fmt.Sprintf("`%s` lines %d–%d\n%s", p, num(a, "startLine"), num(a, "endLine"), Fence(str(r, "content"), langFor(p)))
 	case "fs.linecount":
@@ -55,7 +59,7 @@ func Render(verb string, args json.RawMessage, out *executor.Outcome, raw bool) 
 	case "sys.machineinfo":
 		return renderMachine(r)
 	case "fs.writefile":
-		return fmt.Sprintf("✓ Wrote `%s`.", p)
+		return fmt.Sprintf("✓ Wrote `%s`%s.", p, versionNote(r))
 	case "fs.writerange":
 		return fmt.Sprintf("✓ Updated `%s`.", p)
 	case "fs.deletefile":
@@ -224,6 +228,16 @@ func renderGeneric(verb string, r map[string]any) string {
 		}
 	}
 	return b.String()
+}
+
+// versionNote is " (version N)" for files of session workspaces.
+func versionNote(r map[string]any) string {
+	if f, _ := r["file"].(map[string]any); f != nil {
+		if v, ok := f["version"].(float64); ok && v > 0 {
+			return fmt.Sprintf(" (version %d)", int64(v))
+		}
+	}
+	return ""
 }
 
 func plural(n int64, one, many string) string {

@@ -16,6 +16,17 @@
 // workspace can be plugged in without touching them; *Workspace is a source
 // that always returns itself.
 //
+// SessionSource is the per-conversation source (seed 002): a call with a
+// session (executor.Call.Session, the chat key or an API caller's session)
+// acts in that session's own directory, created on first use and preloaded
+// with copies of the configured host mounts; a call without one acts in the
+// host workspace. In session workspaces every file carries a version and
+// creation and update times kept in a FileMeta (hub.db in production), and
+// the vfs.* verbs take, list and restore snapshots and reset the workspace.
+// In the host workspace results carry no versions or times: other programs
+// change host files without the hub knowing. AgentMarkdown renders the
+// instructions an agent needs to use the registered verbs.
+//
 // proc.run runs a program without a shell in its own process group with an
 // allow-listed environment; a timeout kills the whole group. The package
 // needs a Unix system (process groups, O_NONBLOCK opens).

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -25,6 +26,45 @@ func (s *Set) workspace(ctx context.Context) (*Workspace, error) {
 		return nil, err
 	}
 	return s.src.Workspace(ctx)
+}
+
+// use returns the workspace for the call in ctx, locked for reading or
+// writing when it is a session workspace, and the function that unlocks it.
+// A session removed by a sweep meanwhile is opened afresh.
+func (s *Set) use(ctx context.Context, write bool) (*Workspace, func(), error) {
+	for range 3 {
+		w, err := s.workspace(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if w.sess == nil {
+			return w, func() {}, nil
+		}
+		unlock := w.sess.lock(write)
+		if !w.sess.dropped {
+			return w, unlock, nil
+		}
+		unlock()
+	}
+	return nil, nil, executor.Errorf(executor.CodeIOError, "The session workspace was removed while the verb started; try again")
+}
+
+// session reports whether w is a session workspace (file versions kept).
+func (w *Workspace) session() bool { return w.sess != nil }
+
+// isText reports whether data can be returned as UTF-8 text.
+func isText(data []byte) bool {
+	return bytes.IndexByte(data, 0) < 0 && utf8.Valid(data)
+}
+
+// vfsFile describes file name (shown as show) with size and, in a session
+// workspace, its recorded metadata m.
+func (w *Workspace) vfsFile(show string, enc FileEncoding, size int64, m *Meta) *VfsFile {
+	f := &VfsFile{Path: show, Encoding: enc, SizeBytes: size}
+	if m != nil {
+		f.Version, f.CreatedAt, f.UpdatedAt = m.Version, fmtTime(m.CreatedAt), fmtTime(m.UpdatedAt)
+	}
+	return f
 }
 
 // openRegular opens name for reading, refusing directories and special files
@@ -202,10 +242,11 @@ func (w *Workspace) syncDir(dir string) {
 // Exists implements fs.exists.
 func (s *Set) Exists(ctx context.Context, a FsExistsArgs) (FsExistsResult, error) {
 	var res FsExistsResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, false)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	name, show, err := w.guard(a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err
@@ -221,13 +262,18 @@ func (s *Set) Exists(ctx context.Context, a FsExistsArgs) (FsExistsResult, error
 	return res, nil
 }
 
-// ReadFile implements fs.readFile.
+// ReadFile implements fs.readFile. Text comes back as it is; content that
+// is not UTF-8 text (a NUL byte or invalid UTF-8), or that was written with
+// encoding base64 in a session workspace, comes back base64-encoded with
+// file.encoding saying so, in either kind of workspace, so whatever
+// fs.writeFile can write can be read back.
 func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult, error) {
 	var res FsReadFileResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, false)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	name, show, err := w.guard(a.Path, followFinal)
 	if err != nil {
 		return res, err
@@ -252,61 +298,177 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 	if int64(len(data)) > limit {
 		return res, tooLarge(int64(len(data)))
 	}
-	if i := bytes.IndexByte(data, 0); i >= 0 {
-		return res, executor.Errorf(executor.CodeBinaryContent,
-			"File %s is binary (NUL byte at offset %d); fs.readFile returns text only", show, i)
+	enc := EncodingUTF8
+	if !isText(data) {
+		enc = EncodingBase64
 	}
-	if !utf8.Valid(data) {
-		return res, executor.Errorf(executor.CodeBinaryContent,
-			"File %s is not UTF-8 text; fs.readFile returns text only (fs.readRange shows its lines with invalid bytes replaced)", show)
+	var m *Meta
+	if w.session() {
+		meta, err := w.metaOf(name, fi)
+		if err != nil {
+			return res, err
+		}
+		if meta.Encoding == string(EncodingBase64) {
+			enc = EncodingBase64
+		}
+		m = &meta
 	}
-	res.Content = string(data)
+	if enc == EncodingBase64 {
+		res.Content = base64.StdEncoding.EncodeToString(data)
+	} else {
+		res.Content = string(data)
+	}
+	res.File = w.vfsFile(show, enc, int64(len(data)), m)
 	return res, nil
 }
 
-// WriteFile implements fs.writeFile.
+// WriteFile implements fs.writeFile. Without a mode it creates the file or
+// replaces it (the behaviour before modes existed); mode create fails if the
+// file exists, overwrite and append fail if it does not. Every mode writes a
+// temporary file and renames it over the old one (append copies the old
+// content first), so a reader or a crash never sees a half-written file. In
+// a session workspace every write, appends included, increments the file's
+// version.
 func (s *Set) WriteFile(ctx context.Context, a FsWriteFileArgs) (FsWriteFileResult, error) {
 	var res FsWriteFileResult
-	w, err := s.workspace(ctx)
+	switch a.Mode {
+	case "", ModeCreate, ModeOverwrite, ModeAppend:
+	default:
+		return res, executor.Errorf(executor.CodeInvalidArguments,
+			"Mode %q is not accepted (accepted: create, overwrite, append; leave it out to create or replace the file)", a.Mode)
+	}
+	content := []byte(a.Content)
+	switch a.Encoding {
+	case "", EncodingUTF8:
+	case EncodingBase64:
+		var err error
+		if content, err = decodeBase64(a.Content); err != nil {
+			return res, err
+		}
+	default:
+		return res, executor.Errorf(executor.CodeInvalidArguments,
+			"Encoding %q is not accepted (accepted: utf-8, base64)", a.Encoding)
+	}
+	w, release, err := s.use(ctx, true)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	name, show, err := w.guard(a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
-	if err := w.checkWriteSize(a.Content, "fs.writeFile"); err != nil {
+	if a.Encoding == EncodingBase64 {
+		if len(content) > w.opts.MaxWriteChars {
+			return res, executor.Errorf(executor.CodeTooLarge,
+				"Content is %d bytes once decoded from base64; fs.writeFile writes at most %d per call (write a large file in parts with mode append)",
+				len(content), w.opts.MaxWriteChars)
+		}
+	} else if err := w.checkWriteSize(a.Content, "fs.writeFile"); err != nil {
 		return res, err
 	}
 	perm, keep := fs.FileMode(0o666), false
+	var prev fs.FileInfo
 	switch fi, err := w.root.Stat(name); {
 	case err == nil:
 		if err := needRegular(fi, show); err != nil {
 			return res, err
 		}
-		perm, keep = fi.Mode().Perm(), true
+		if a.Mode == ModeCreate {
+			return res, executor.Errorf(executor.CodeAlreadyExists, "File already exists: %s (mode create never replaces a file; use mode overwrite or append)", show)
+		}
+		perm, keep, prev = fi.Mode().Perm(), true, fi
 	case errors.Is(err, fs.ErrNotExist):
+		if a.Mode == ModeOverwrite || a.Mode == ModeAppend {
+			return res, executor.Errorf(executor.CodeNotFound, "File not found: %s (mode %s needs an existing file; use mode create)", show, a.Mode)
+		}
+	case errors.Is(err, syscall.ENOTDIR) && (a.Mode == ModeOverwrite || a.Mode == ModeAppend):
+		return res, executor.Errorf(executor.CodeNotFound, "File not found: %s (mode %s needs an existing file; use mode create)", show, a.Mode)
 	default:
 		return res, fsError(err, show, "stat")
 	}
 	if err := w.mkdirParents(name, show); err != nil {
 		return res, err
 	}
-	err = w.atomicWrite(name, show, perm, keep, false, func(f *os.File) error {
-		_, err := io.WriteString(f, a.Content)
+	var old *os.File
+	if a.Mode == ModeAppend {
+		if old, _, err = w.openRegular(name, show); err != nil {
+			return res, err
+		}
+		defer old.Close()
+	}
+	err = w.atomicWrite(name, show, perm, keep, a.Mode == ModeCreate, func(f *os.File) error {
+		if old != nil {
+			if _, err := io.Copy(f, ctxReader{ctx, old}); err != nil {
+				return fsError(err, show, "read")
+			}
+		}
+		_, err := f.Write(content)
 		return err
 	})
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	size := int64(len(content))
+	if fi, err := w.root.Stat(name); err == nil {
+		size = fi.Size()
+	}
+	enc := EncodingUTF8
+	if a.Encoding == EncodingBase64 {
+		enc = EncodingBase64
+	}
+	if !w.session() {
+		res.File = w.vfsFile(show, enc, size, nil)
+		return res, nil
+	}
+	// The encoding hint follows the write; an append keeps the file's own
+	// hint unless it adds binary content.
+	hint := string(enc)
+	if a.Mode == ModeAppend && enc != EncodingBase64 {
+		hint = ""
+	}
+	m, err := w.recordWrite(name, show, prev, hint)
+	if err != nil {
+		return res, err
+	}
+	if m.Encoding == string(EncodingBase64) {
+		enc = EncodingBase64
+	}
+	res.File = w.vfsFile(show, enc, size, &m)
+	return res, nil
+}
+
+// decodeBase64 decodes standard base64, padded or not, ignoring line
+// breaks and spaces.
+func decodeBase64(s string) ([]byte, error) {
+	clean := strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\t', '\r', '\n':
+			return -1
+		}
+		return r
+	}, s)
+	data, err := base64.StdEncoding.DecodeString(clean)
+	if err != nil {
+		var err2 error
+		if data, err2 = base64.RawStdEncoding.DecodeString(clean); err2 == nil {
+			return data, nil
+		}
+		return nil, executor.Errorf(executor.CodeInvalidArguments,
+			"Content is not valid base64 (%v); encode binary content with the standard alphabet (A-Z a-z 0-9 + /)", err)
+	}
+	return data, nil
 }
 
 // DeleteFile implements fs.deleteFile. A symbolic link is removed itself,
 // not its target.
 func (s *Set) DeleteFile(ctx context.Context, a FsDeleteFileArgs) (FsDeleteFileResult, error) {
 	var res FsDeleteFileResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, true)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	name, show, err := w.guard(a.Path, 0)
 	if err != nil {
 		return res, err
@@ -321,16 +483,20 @@ func (s *Set) DeleteFile(ctx context.Context, a FsDeleteFileArgs) (FsDeleteFileR
 	if err := w.root.Remove(name); err != nil {
 		return res, fsError(err, show, "delete")
 	}
+	if w.session() {
+		return res, w.metaDelete(name, show, false)
+	}
 	return res, nil
 }
 
 // MoveFile implements fs.moveFile. It never replaces an existing destination.
 func (s *Set) MoveFile(ctx context.Context, a FsMoveFileArgs) (FsMoveFileResult, error) {
 	var res FsMoveFileResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, true)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	src, srcShow, err := w.guard(a.SourcePath, 0)
 	if err != nil {
 		return res, err
@@ -373,6 +539,12 @@ func (s *Set) MoveFile(ctx context.Context, a FsMoveFileArgs) (FsMoveFileResult,
 	if path.Dir(src) != path.Dir(dst) {
 		w.syncDir(path.Dir(src))
 	}
+	if w.session() {
+		// The file keeps its version and times under its new name.
+		if err := w.sess.src.opts.Meta.Rename(w.sess.id, src, dst); err != nil {
+			return res, executor.Errorf(executor.CodeIOError, "Moved %s to %s but could not move its metadata: %v", srcShow, dstShow, err)
+		}
+	}
 	return res, nil
 }
 
@@ -393,10 +565,11 @@ func (w *Workspace) checkFree(name, show string) error {
 // CopyFile implements fs.copyFile. It never replaces an existing destination.
 func (s *Set) CopyFile(ctx context.Context, a FsCopyFileArgs) (FsCopyFileResult, error) {
 	var res FsCopyFileResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, true)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	src, srcShow, err := w.guard(a.SourcePath, followFinal)
 	if err != nil {
 		return res, err
@@ -425,16 +598,26 @@ func (s *Set) CopyFile(ctx context.Context, a FsCopyFileArgs) (FsCopyFileResult,
 		}
 		return nil
 	})
+	if err != nil || !w.session() {
+		return res, err
+	}
+	// The copy is a new file (version 1) with the source's encoding hint.
+	sm, err := w.metaOf(src, fi)
+	if err != nil {
+		return res, err
+	}
+	_, err = w.recordWrite(dst, dstShow, nil, sm.Encoding)
 	return res, err
 }
 
 // CreateDirectory implements fs.createDirectory.
 func (s *Set) CreateDirectory(ctx context.Context, a FsCreateDirectoryArgs) (FsCreateDirectoryResult, error) {
 	var res FsCreateDirectoryResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, true)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	name, show, err := w.guard(a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err
@@ -454,10 +637,11 @@ func (s *Set) CreateDirectory(ctx context.Context, a FsCreateDirectoryArgs) (FsC
 // DeleteDirectory implements fs.deleteDirectory, recursively.
 func (s *Set) DeleteDirectory(ctx context.Context, a FsDeleteDirectoryArgs) (FsDeleteDirectoryResult, error) {
 	var res FsDeleteDirectoryResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, true)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	if clean, err := CleanPath(a.Path, w.opts); err == nil && clean == "." {
 		return res, forbidden("Refusing to delete the workspace root; name a directory inside it")
 	}
@@ -483,17 +667,22 @@ func (s *Set) DeleteDirectory(ctx context.Context, a FsDeleteDirectoryArgs) (FsD
 		return res, fsError(err, show, "delete")
 	}
 	w.syncDir(path.Dir(name))
+	if w.session() {
+		return res, w.metaDelete(name, show, true)
+	}
 	return res, nil
 }
 
 // ListDir implements fs.listDir. Entries reserved for the hub's state are
-// left out.
+// left out. In a session workspace files carry their size, version and last
+// write time; host listings keep seed 000's shape (name, isDirectory).
 func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, error) {
 	var res FsListDirResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, false)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	name, show, err := w.guard(a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err
@@ -525,13 +714,25 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 		if _, ok := w.denied(child); ok {
 			continue
 		}
-		isDir := de.IsDir()
+		e := DirEntry{Name: de.Name(), IsDirectory: de.IsDir()}
+		var cfi fs.FileInfo
 		if de.Type()&fs.ModeSymlink != 0 {
-			if fi, err := w.root.Stat(child); err == nil {
-				isDir = fi.IsDir()
+			cfi, _ = w.root.Stat(child)
+		} else if !de.IsDir() {
+			cfi, _ = de.Info()
+		}
+		if cfi != nil {
+			e.IsDirectory = cfi.IsDir()
+			if cfi.Mode().IsRegular() && w.session() {
+				m, err := w.metaOf(child, cfi)
+				if err != nil {
+					return res, err
+				}
+				size := cfi.Size()
+				e.SizeBytes, e.Version, e.UpdatedAt = &size, m.Version, fmtTime(m.UpdatedAt)
 			}
 		}
-		res.Entries = append(res.Entries, DirEntry{Name: de.Name(), IsDirectory: isDir})
+		res.Entries = append(res.Entries, e)
 	}
 	slices.SortFunc(res.Entries, func(x, y DirEntry) int {
 		if x.IsDirectory != y.IsDirectory {

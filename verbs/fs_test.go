@@ -2,6 +2,8 @@ package verbs_test
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,8 +136,19 @@ func TestReadFile(t *testing.T) {
 	e.fails(executor.CodeNotFound, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/none.md"}, "File not found: docs/none.md")
 	e.fails(executor.CodeIsADirectory, "fs.readFile", verbs.FsReadFileArgs{Path: "docs"}, "Path is a directory: docs")
 	e.fails(executor.CodeTooLarge, "fs.readFile", verbs.FsReadFileArgs{Path: "big.txt"}, "101 bytes", "100", "fs.readRange")
-	e.fails(executor.CodeBinaryContent, "fs.readFile", verbs.FsReadFileArgs{Path: "nul.bin"}, "binary", "offset 2")
-	e.fails(executor.CodeBinaryContent, "fs.readFile", verbs.FsReadFileArgs{Path: "latin1.txt"}, "not UTF-8")
+	// Content that is not UTF-8 text comes back base64, named as such, so
+	// what fs.writeFile can write with encoding base64 can be read back.
+	for p, raw := range map[string]string{"nul.bin": "ab\x00cd", "latin1.txt": "caf\xe9"} {
+		r := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: p})
+		want := verbs.VfsFile{Path: p, Encoding: verbs.EncodingBase64, SizeBytes: int64(len(raw))}
+		if r.Content != base64.StdEncoding.EncodeToString([]byte(raw)) || r.File == nil || *r.File != want {
+			t.Errorf("read %s: %q %+v", p, r.Content, r.File)
+		}
+	}
+	// Host files carry no versions or times.
+	if r := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/a.md"}); r.File == nil || *r.File != (verbs.VfsFile{Path: "docs/a.md", Encoding: verbs.EncodingUTF8, SizeBytes: 13}) {
+		t.Errorf("host file metadata %+v", r.File)
+	}
 	e.fails(executor.CodeInvalidArguments, "fs.readFile", verbs.FsReadFileArgs{Path: "fifo"}, "named pipe")
 	e.fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "."}, "root")
 
@@ -387,22 +400,19 @@ func TestDeleteDirectoryHoldingState(t *testing.T) {
 
 func TestListDir(t *testing.T) {
 	e := newEnv(t)
-	e.put("b.txt", "")
+	e.put("b.txt", "bb")
 	e.put("a.txt", "")
-	e.put("zdir/x", "")
+	e.put("zdir/x", "xxx")
 	e.put("adir/y", "")
 	if err := os.Symlink("zdir", filepath.Join(e.dir, "mlink")); err != nil {
 		t.Fatal(err)
 	}
-	got := ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries
-	want := []verbs.DirEntry{
-		{Name: "adir", IsDirectory: true}, {Name: "mlink", IsDirectory: true}, {Name: "zdir", IsDirectory: true},
-		{Name: "a.txt"}, {Name: "b.txt"},
-	}
+	got := entryStrings(ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries)
+	want := []string{"adir/", "mlink/", "zdir/", "a.txt", "b.txt"} // no sizes or versions in the host workspace
 	if !slices.Equal(got, want) {
 		t.Errorf("entries %v, want %v (.hub must be hidden)", got, want)
 	}
-	if got := ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "mlink"}).Entries; !slices.Equal(got, []verbs.DirEntry{{Name: "x"}}) {
+	if got := entryStrings(ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "mlink"}).Entries); !slices.Equal(got, []string{"x"}) {
 		t.Errorf("listing through a link: %v", got)
 	}
 	empty := ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "adir/"})
@@ -451,4 +461,24 @@ func TestSymlinksInsideWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "b/state/hub.db"}, "reserved for the hub's state")
+}
+
+// entryStrings renders listing entries as "dir/" or "file <size>", with
+// " v<version> <updatedAt>" when the entry carries them.
+func entryStrings(es []verbs.DirEntry) []string {
+	var out []string
+	for _, e := range es {
+		s := e.Name
+		switch {
+		case e.IsDirectory:
+			s += "/"
+		case e.SizeBytes != nil:
+			s += fmt.Sprintf(" %d", *e.SizeBytes)
+		}
+		if e.Version != 0 || e.UpdatedAt != "" {
+			s += fmt.Sprintf(" v%d %s", e.Version, e.UpdatedAt)
+		}
+		out = append(out, s)
+	}
+	return out
 }

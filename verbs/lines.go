@@ -142,10 +142,11 @@ var errLineTooLong = errors.New("line too long")
 // ReadRange implements fs.readRange.
 func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResult, error) {
 	var res FsReadRangeResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, false)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	name, show, err := w.guard(a.Path, followFinal)
 	if err != nil {
 		return res, err
@@ -222,10 +223,11 @@ func invalidInsert(start, n int) error {
 // LineCount implements fs.lineCount.
 func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResult, error) {
 	var res FsLineCountResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, false)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	name, show, err := w.guard(a.Path, followFinal)
 	if err != nil {
 		return res, err
@@ -246,10 +248,11 @@ func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResu
 // WriteRange implements fs.writeRange.
 func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeResult, error) {
 	var res FsWriteRangeResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, true)
 	if err != nil {
 		return res, err
 	}
+	defer release()
 	name, show, err := w.guard(a.Path, followFinal)
 	if err != nil {
 		return res, err
@@ -351,7 +354,27 @@ func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeR
 		}
 		return bw.Flush()
 	})
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	var newSize int64
+	if nfi, err := w.root.Stat(name); err == nil {
+		newSize = nfi.Size()
+	}
+	if !w.session() {
+		res.File = w.vfsFile(show, EncodingUTF8, newSize, nil)
+		return res, nil
+	}
+	m, err := w.recordWrite(name, show, fi, "")
+	if err != nil {
+		return res, err
+	}
+	enc := EncodingUTF8
+	if m.Encoding == string(EncodingBase64) {
+		enc = EncodingBase64
+	}
+	res.File = w.vfsFile(show, enc, newSize, &m)
+	return res, nil
 }
 
 // firstEnding returns "\r\n" when the first line of r ends that way, else "\n".

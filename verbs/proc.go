@@ -38,9 +38,17 @@ const waitDelay = 2 * time.Second
 // ends first, the group is killed and ctx's error is returned.
 func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error) {
 	var res ProcRunResult
-	w, err := s.workspace(ctx)
+	w, release, err := s.use(ctx, false)
 	if err != nil {
 		return res, err
+	}
+	// The session lock covers the checks below, not the run: a process may
+	// run for minutes, and it works on paths, not on the workspace handle.
+	release = sync.OnceFunc(release)
+	defer release()
+	if w.session() && !w.sess.src.opts.AllowProc {
+		return res, executor.Errorf(executor.CodeForbidden,
+			"proc.run is not available in session workspaces: a process is not confined to its directory (the operator can allow it with sessions.allow_proc)")
 	}
 	if a.Executable == "" {
 		return res, executor.Errorf(executor.CodeInvalidArguments, "Executable is empty; name a program such as git or ./script.sh")
@@ -136,6 +144,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	}
 	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
 
+	release()
 	start := time.Now()
 	err = cmd.Start()
 	closeAll(writeEnds) // the child has its own copies

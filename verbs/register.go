@@ -126,9 +126,9 @@ func Register(reg *executor.Registry, src WorkspaceSource, opts Options) error {
 func (s *Set) Register(reg *executor.Registry) error {
 	regs := []func() error{
 		reg1(reg, "fs.exists", "Check whether a file or directory exists", true, s.Exists),
-		reg1(reg, "fs.readFile", "Read a whole UTF-8 text file", true, s.ReadFile),
+		reg1(reg, "fs.readFile", "Read a whole file: text as it is, binary content as base64", true, s.ReadFile),
 		reg1(reg, "fs.readRange", "Read lines startLine to endLine of a text file", true, s.ReadRange),
-		reg1(reg, "fs.writeFile", "Create or replace a file atomically", false, s.WriteFile),
+		reg1(reg, "fs.writeFile", "Create, replace or append to a file atomically", false, s.WriteFile),
 		reg1(reg, "fs.writeRange", "Replace, insert or append lines in a text file", false, s.WriteRange),
 		reg1(reg, "fs.deleteFile", "Delete a file", false, s.DeleteFile),
 		reg1(reg, "fs.moveFile", "Move a file to a path that does not exist yet", false, s.MoveFile),

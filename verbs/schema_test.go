@@ -5,7 +5,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -14,13 +18,14 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 // the IDL that `hub schema` prints (testdata/schema/<verb>.idl) and the
 // structured form that command menus and forms are built from
 // (testdata/schema/<verb>.json). Run with -update after changing an argument
-// or result type on purpose.
+// or result type on purpose. It covers the fourteen verbs of a Set and the
+// five vfs.* verbs of a SessionSource.
 func TestSchemaGolden(t *testing.T) {
-	e := newEnv(t)
+	e := newSessEnv(t)
 	dir := filepath.Join("testdata", "schema")
 	schemas := e.x.Registry().Schemas()
-	if len(schemas) != 14 {
-		t.Fatalf("want 14 verbs, got %d", len(schemas))
+	if len(schemas) != 19 {
+		t.Fatalf("want 19 verbs, got %d", len(schemas))
 	}
 	if *update {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -50,5 +55,55 @@ func TestSchemaGolden(t *testing.T) {
 				t.Errorf("%s differs from the derived schema (run with -update if the change is intended):\n%s", golden, got)
 			}
 		}
+	}
+}
+
+// TestAgentMarkdown pins the instructions `hub schema --markdown` prints, for
+// session and host workspaces (testdata/agent_sessions.md, agent_host.md),
+// and checks that every registered verb is advertised with its schema.
+func TestAgentMarkdown(t *testing.T) {
+	e := newSessEnv(t)
+	reg := e.x.Registry()
+	for name, sessions := range map[string]bool{"agent_sessions.md": true, "agent_host.md": false} {
+		got := verbs.AgentMarkdown(reg, sessions)
+		for _, s := range reg.Schemas() {
+			for _, part := range []string{"### " + s.Name + "\n", "`/" + s.Name, `"verb": "` + s.Name + `"`, s.IDL} {
+				if !strings.Contains(got, part) {
+					t.Errorf("%s: %s is not advertised (missing %q)", name, s.Name, part)
+				}
+			}
+		}
+		guidance := []string{"fs.listDir", "fs.readFile", "fs.writeFile", "fs.deleteFile", "48,000"}
+		if sessions {
+			guidance = append(guidance, "starts empty apart from the host mounts", "configuration only", "base your edits on the version", "vfs.snapshot", "vfs.restore", "Avoid mirroring large repositories")
+		} else {
+			guidance = append(guidance, "changes real files", "There are no versions or snapshots here")
+		}
+		for _, g := range guidance {
+			if !strings.Contains(got, g) {
+				t.Errorf("%s: guidance does not mention %q", name, g)
+			}
+		}
+		golden := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if got != string(want) {
+			t.Errorf("%s differs from the generated instructions (run with -update if intended)", golden)
+		}
+	}
+	// Only what is registered is listed.
+	host := executor.NewRegistry()
+	if err := verbs.Register(host, e.host, verbs.DefaultOptions(e.base)); err != nil {
+		t.Fatal(err)
+	}
+	if md := verbs.AgentMarkdown(host, false); strings.Contains(md, "### vfs.") || strings.Count(md, "\n### ") != 14 {
+		t.Errorf("host-only registry: %d verbs listed", strings.Count(md, "\n### "))
 	}
 }

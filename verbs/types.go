@@ -20,13 +20,55 @@ type FsExistsResult struct {
 
 // FsReadFileArgs are the arguments of fs.readFile.
 type FsReadFileArgs struct {
-	Path string `json:"path" desc:"Workspace-relative path of a UTF-8 text file"`
+	Path string `json:"path" desc:"Workspace-relative path of a file"`
 }
 
 // FsReadFileResult is the result of fs.readFile.
 type FsReadFileResult struct {
 	executor.Result
-	Content string `json:"content" desc:"The whole file"`
+	Content string `json:"content" desc:"The whole file: text as it is, or base64 when file.encoding is base64"`
+	// File is always set on success; in the host workspace it carries no
+	// version or timestamps.
+	File *VfsFile `json:"file,omitempty" desc:"The file's path, encoding and size; in session workspaces also its version and timestamps"`
+}
+
+// VfsFile describes a file. Version, CreatedAt and UpdatedAt are kept in
+// session workspaces only: in the host workspace they are left out, since
+// other programs change host files without the hub knowing.
+type VfsFile struct {
+	Path      string       `json:"path" desc:"Workspace-relative path"`
+	Encoding  FileEncoding `json:"encoding" desc:"How content is carried: utf-8 text, or base64 for binary content"`
+	SizeBytes int64        `json:"sizeBytes" desc:"Size on disk in bytes"`
+	Version   int64        `json:"version,omitempty" desc:"Session workspaces: 1 when created, plus one for every write (appends too); base edits on the version you read"`
+	CreatedAt string       `json:"createdAt,omitempty" desc:"Session workspaces: when the file was created, UTC with milliseconds, like 2026-01-02T03:04:05.678Z"`
+	UpdatedAt string       `json:"updatedAt,omitempty" desc:"Session workspaces: when the file was last written, same format"`
+}
+
+// FileEncoding names how file content is carried in a verb's JSON.
+type FileEncoding string
+
+// File encodings.
+const (
+	EncodingUTF8   FileEncoding = "utf-8"
+	EncodingBase64 FileEncoding = "base64"
+)
+
+// Values implements executor.Enum.
+func (FileEncoding) Values() []string { return []string{string(EncodingUTF8), string(EncodingBase64)} }
+
+// WriteMode says what fs.writeFile does with an existing file.
+type WriteMode string
+
+// Write modes. Without a mode, fs.writeFile creates the file or replaces it.
+const (
+	ModeCreate    WriteMode = "create"    // the file must not exist
+	ModeOverwrite WriteMode = "overwrite" // the file must exist; its content is replaced
+	ModeAppend    WriteMode = "append"    // the file must exist; content is added at its end
+)
+
+// Values implements executor.Enum.
+func (WriteMode) Values() []string {
+	return []string{string(ModeCreate), string(ModeOverwrite), string(ModeAppend)}
 }
 
 // FsReadRangeArgs are the arguments of fs.readRange.
@@ -45,13 +87,16 @@ type FsReadRangeResult struct {
 
 // FsWriteFileArgs are the arguments of fs.writeFile.
 type FsWriteFileArgs struct {
-	Path    string `json:"path" desc:"Workspace-relative path; missing parent directories are created and an existing file is replaced"`
-	Content string `json:"content" desc:"The file's new content, at most 48000 characters by default"`
+	Path     string       `json:"path" desc:"Workspace-relative path; missing parent directories are created"`
+	Content  string       `json:"content" desc:"The content to write, at most 48000 characters by default (for base64, that many bytes once decoded)"`
+	Mode     WriteMode    `json:"mode,omitempty" default:"create or overwrite" desc:"create fails if the file exists; overwrite replaces and append extends an existing file and fail if there is none"`
+	Encoding FileEncoding `json:"encoding,omitempty" default:"utf-8" desc:"How content is given: utf-8 text, or base64 for binary content"`
 }
 
 // FsWriteFileResult is the result of fs.writeFile.
 type FsWriteFileResult struct {
 	executor.Result
+	File *VfsFile `json:"file,omitempty" desc:"The file as written: size, and in session workspaces its new version"`
 }
 
 // FsWriteRangeArgs are the arguments of fs.writeRange.
@@ -65,6 +110,7 @@ type FsWriteRangeArgs struct {
 // FsWriteRangeResult is the result of fs.writeRange.
 type FsWriteRangeResult struct {
 	executor.Result
+	File *VfsFile `json:"file,omitempty" desc:"The file as written: size, and in session workspaces its new version"`
 }
 
 // FsDeleteFileArgs are the arguments of fs.deleteFile.
@@ -141,10 +187,14 @@ type FsListDirResult struct {
 	Entries []DirEntry `json:"entries" desc:"Directories first, then files, each group sorted by name"`
 }
 
-// DirEntry is one entry of a directory listing.
+// DirEntry is one entry of a directory listing. In session workspaces
+// files also carry their size, version and last write time.
 type DirEntry struct {
 	Name        string `json:"name" desc:"The entry's name within the directory"`
 	IsDirectory bool   `json:"isDirectory" desc:"Whether the entry is a directory (or a link to one)"`
+	SizeBytes   *int64 `json:"sizeBytes,omitempty" desc:"Files in session workspaces: size in bytes"`
+	Version     int64  `json:"version,omitempty" desc:"Files in session workspaces: the file's version"`
+	UpdatedAt   string `json:"updatedAt,omitempty" desc:"Files in session workspaces: when the file was last written, UTC with milliseconds"`
 }
 
 // ProcRunArgs are the arguments of proc.run.
@@ -191,4 +241,68 @@ type DiskInfo struct {
 	FsType     string `json:"fsType" desc:"Filesystem type, like ext4"`
 	TotalBytes int64  `json:"totalBytes" desc:"Size in bytes"`
 	FreeBytes  int64  `json:"freeBytes" desc:"Bytes available to unprivileged users"`
+}
+
+// VfsSnapshotArgs are the (empty) arguments of vfs.snapshot.
+type VfsSnapshotArgs struct{}
+
+// VfsSnapshotResult is the result of vfs.snapshot.
+type VfsSnapshotResult struct {
+	executor.Result
+	Snapshot SnapshotInfo `json:"snapshot" desc:"The new snapshot; pass its snapshotId to vfs.restore"`
+}
+
+// VfsRestoreArgs are the arguments of vfs.restore.
+type VfsRestoreArgs struct {
+	SnapshotID string `json:"snapshotId" desc:"A snapshot of this conversation, as vfs.snapshot returned it or vfs.list shows it"`
+}
+
+// VfsRestoreResult is the result of vfs.restore.
+type VfsRestoreResult struct {
+	executor.Result
+	FileCount  int   `json:"fileCount" desc:"Files in the workspace after the restore"`
+	TotalBytes int64 `json:"totalBytes" desc:"Their total size in bytes"`
+}
+
+// VfsResetArgs are the (empty) arguments of vfs.reset.
+type VfsResetArgs struct{}
+
+// VfsResetResult is the result of vfs.reset.
+type VfsResetResult struct {
+	executor.Result
+	FileCount  int   `json:"fileCount" desc:"Files in the fresh workspace (those of the host mounts)"`
+	TotalBytes int64 `json:"totalBytes" desc:"Their total size in bytes"`
+}
+
+// VfsInfoArgs are the (empty) arguments of vfs.info.
+type VfsInfoArgs struct{}
+
+// VfsInfoResult is the result of vfs.info.
+type VfsInfoResult struct {
+	executor.Result
+	Session        string    `json:"session" desc:"The session id: the conversation's chat key, or the API caller's session"`
+	Root           string    `json:"root" desc:"The workspace's directory on the hub's host"`
+	FileCount      int       `json:"fileCount" desc:"Files in the workspace"`
+	TotalBytes     int64     `json:"totalBytes" desc:"Their total size in bytes"`
+	SnapshotCount  int       `json:"snapshotCount" desc:"Snapshots this conversation can restore"`
+	Files          []VfsFile `json:"files" desc:"The files with their versions, sorted by path; at most 200"`
+	FilesTruncated bool      `json:"filesTruncated,omitempty" desc:"Whether files lists only the first 200"`
+}
+
+// VfsListArgs are the (empty) arguments of vfs.list.
+type VfsListArgs struct{}
+
+// VfsListResult is the result of vfs.list.
+type VfsListResult struct {
+	executor.Result
+	Snapshots []SnapshotInfo `json:"snapshots" desc:"This conversation's snapshots, oldest first"`
+}
+
+// SnapshotInfo describes a snapshot.
+type SnapshotInfo struct {
+	SnapshotID string `json:"snapshotId" desc:"Opaque id, sortable by creation time"`
+	CreatedAt  string `json:"createdAt" desc:"When it was taken, UTC with milliseconds"`
+	ExpiresAt  string `json:"expiresAt" desc:"When it will be removed"`
+	FileCount  int    `json:"fileCount" desc:"Files it holds"`
+	TotalBytes int64  `json:"totalBytes" desc:"Their total size in bytes"`
 }

@@ -74,9 +74,12 @@ var _ WorkspaceSource = (*Workspace)(nil)
 // through an os.Root, so nothing outside the directory is reachable.
 type Workspace struct {
 	dir  string
-	root *os.Root
+	root *os.Root // swapped by vfs.restore and vfs.reset under sess.mu
 	opts WorkspaceOptions
 	deny []string
+	// sess is the session a session workspace belongs to; nil for the host
+	// workspace. Verbs lock it around their work and record file metadata.
+	sess *session
 }
 
 // OpenWorkspace opens dir as a workspace.

@@ -68,12 +68,12 @@ func runServe(env *cliEnv, args []string) error {
 // serve runs the hub until ctx is done, then shuts down in order.
 func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.Writer) error {
 	started := time.Now()
-	tc, err := buildExecutor(cfg, logger)
+	tc, err := newToolchain(cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	rt, err := hub.Open(cfg, tc.exec, hub.RuntimeOptions{Logger: logger})
+	rt, err := hub.Open(cfg, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions)})
 	if err != nil {
 		return err
 	}
@@ -87,6 +87,19 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 			logger.Error("shutdown", "err", err)
 		}
 	}()
+
+	// The verbs need the file metadata store in hub.db: register them now,
+	// before anything can deliver a turn.
+	meta, err := store.OpenFileMeta(rt.State.DB())
+	if err != nil {
+		return err
+	}
+	if err := tc.registerVerbs(cfg, meta, cfg.SessionsDir(), true, logger); err != nil {
+		return err
+	}
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep() // before the database closes
+	go tc.sessions.RunSweeper(sweepCtx, cfg.Sessions.SweepInterval.D())
 
 	var adapters []hub.Adapter
 	var webSrv *web.Server

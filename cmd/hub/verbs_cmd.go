@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
 func runVerbs(env *cliEnv, args []string) error {
@@ -16,10 +19,12 @@ func runVerbs(env *cliEnv, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	x, err := registryOnly()
+	tc, err := registryOnly()
 	if err != nil {
 		return err
 	}
+	defer tc.Close()
+	x := tc.exec
 	if *asJSON {
 		b, _ := json.MarshalIndent(x.Registry().Schemas(), "", "  ")
 		fmt.Fprintf(env.stdout, "%s\n", b)
@@ -40,8 +45,10 @@ func runVerbs(env *cliEnv, args []string) error {
 }
 
 func runSchema(env *cliEnv, args []string) error {
-	f := newFlags(env, "schema", "hub schema [VERB] [--json]\n\nPrints the argument and result types of VERB, or of every verb.")
+	f := newFlags(env, "schema", "hub schema [VERB] [--json] | hub schema --markdown\n\nPrints the argument and result types of VERB, or of every verb.")
 	asJSON := f.Bool("json", false, "print the structured schema as JSON")
+	markdown := f.Bool("markdown", false, "print the instructions an agent needs to use the verbs")
+	configPath := f.String("config", "", "configuration file, for --markdown (whether session workspaces are in use)")
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
@@ -49,11 +56,23 @@ func runSchema(env *cliEnv, args []string) error {
 	if len(pos) > 1 {
 		return usagef("at most one VERB, got %d", len(pos))
 	}
-	x, err := registryOnly()
+	tc, err := registryOnly()
 	if err != nil {
 		return err
 	}
-	reg := x.Registry()
+	defer tc.Close()
+	reg := tc.exec.Registry()
+	if *markdown {
+		if len(pos) > 0 {
+			return usagef("--markdown describes every verb; give no VERB")
+		}
+		cfg, err := config.Load(config.Discover(*configPath))
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(env.stdout, verbs.AgentMarkdown(reg, cfg.Sessions.Mode == "session" || len(cfg.Sessions.ByChat) > 0 || len(cfg.Sessions.ByRole) > 0))
+		return nil
+	}
 	schemas := reg.Schemas()
 	if len(pos) == 1 {
 		s, ok := reg.Schema(pos[0])

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -27,23 +29,33 @@ func loadConfig(c commonFlags) (*config.Config, error) {
 	return cfg, nil
 }
 
-// toolchain is the executor with the verbs registered, and what to close.
+// toolchain is the executor with every verb registered, and what to close.
 type toolchain struct {
-	exec *executor.Executor
-	ws   *verbs.Workspace
+	exec     *executor.Executor
+	ws       *verbs.Workspace
+	sessions *verbs.SessionSource
+	cleanup  []func() error
 }
 
-func (t *toolchain) Close() error { return t.ws.Close() }
+func (t *toolchain) Close() error {
+	var errs []error
+	if t.sessions != nil {
+		errs = append(errs, t.sessions.Close())
+	}
+	errs = append(errs, t.ws.Close())
+	for _, f := range t.cleanup {
+		errs = append(errs, f())
+	}
+	return errors.Join(errs...)
+}
 
-// buildExecutor opens the workspace and registers every verb.
-func buildExecutor(cfg *config.Config, logger *slog.Logger) (*toolchain, error) {
+// newToolchain opens the workspace and an empty registry; registerVerbs
+// fills it once the file metadata store is known.
+func newToolchain(cfg *config.Config, logger *slog.Logger) (*toolchain, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	wopts := verbs.WorkspaceOptions{
-		MaxWriteChars: cfg.Verbs.MaxWriteChars,
-		MaxReadBytes:  int64(cfg.Verbs.MaxReadBytes),
-	}
+	wopts := workspaceOptions(cfg)
 	if rel, ok := within(cfg.Workspace, cfg.StateDir); ok {
 		wopts.Deny = append(wopts.Deny, rel)
 	}
@@ -51,17 +63,83 @@ func buildExecutor(cfg *config.Config, logger *slog.Logger) (*toolchain, error) 
 	if err != nil {
 		return nil, err
 	}
+	reg := executor.NewRegistry()
+	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), ws: ws}, nil
+}
+
+func workspaceOptions(cfg *config.Config) verbs.WorkspaceOptions {
+	return verbs.WorkspaceOptions{MaxWriteChars: cfg.Verbs.MaxWriteChars, MaxReadBytes: int64(cfg.Verbs.MaxReadBytes)}
+}
+
+// registerVerbs registers the fourteen verbs and the vfs verbs over a
+// session source: session workspaces under sessionsRoot with their file
+// metadata in meta, and the configured mounts when withMounts.
+func (t *toolchain) registerVerbs(cfg *config.Config, meta verbs.FileMeta, sessionsRoot string, withMounts bool, logger *slog.Logger) error {
+	sopts := verbs.SessionOptions{
+		Root:         sessionsRoot,
+		Workspace:    workspaceOptions(cfg),
+		Meta:         meta,
+		MountRoots:   cfg.Sessions.Allowed,
+		IdleTTL:      cfg.Sessions.IdleTTL.D(),
+		SnapshotTTL:  cfg.Sessions.SnapTTL.D(),
+		MaxSnapshots: cfg.Sessions.MaxSnapshots,
+		AllowProc:    cfg.Sessions.AllowProc,
+		Logger:       logger,
+	}
+	if withMounts {
+		for _, m := range cfg.Sessions.Mounts {
+			sopts.Mounts = append(sopts.Mounts, verbs.Mount{
+				HostPath: m.HostPath, MountPath: m.MountPath, Include: m.Include, Exclude: m.Exclude,
+				MaxBytes: int64(m.MaxBytes), FollowSymlinks: m.FollowSymlinks,
+			})
+		}
+	}
+	src, err := verbs.OpenSessions(t.ws, sopts)
+	if err != nil {
+		return fmt.Errorf("session workspaces: %w", err)
+	}
+	t.sessions = src
 	vopts := verbs.DefaultOptions(cfg.StateDir)
 	vopts.EnvAllow = cfg.Verbs.Proc.EnvAllow
 	vopts.DefaultTimeout = cfg.Verbs.Proc.DefaultTimeout.D()
 	vopts.MaxTimeout = cfg.Verbs.Proc.MaxTimeout.D()
 	vopts.MaxOutputBytes = int64(cfg.Verbs.Proc.MaxOutputBytes)
-	reg := executor.NewRegistry()
-	if err := verbs.Register(reg, ws, vopts); err != nil {
-		ws.Close()
+	reg := t.exec.Registry()
+	if err := verbs.Register(reg, src, vopts); err != nil {
+		return err
+	}
+	return src.Register(reg)
+}
+
+// buildExecutor is the toolchain of the commands that run verbs without a
+// hub (hub exec): the host workspace, and the vfs verbs over a throw-away
+// session store (they answer that this is not a session workspace).
+func buildExecutor(cfg *config.Config, logger *slog.Logger) (*toolchain, error) {
+	tc, err := newToolchain(cfg, logger)
+	if err != nil {
 		return nil, err
 	}
-	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), ws: ws}, nil
+	tmp, err := os.MkdirTemp("", "hub-sessions-")
+	if err != nil {
+		tc.Close()
+		return nil, err
+	}
+	tc.cleanup = append(tc.cleanup, func() error { return os.RemoveAll(tmp) })
+	if err := tc.registerVerbs(cfg, verbs.NewMemoryMeta(), filepath.Join(tmp, "sessions"), false, logger); err != nil {
+		tc.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// registryOnly builds the verbs' registry for commands that only need
+// schemas (verbs, schema), without touching the state.
+func registryOnly() (*toolchain, error) {
+	cfg, err := config.LoadWith("", func(string) (string, bool) { return "", false })
+	if err != nil {
+		return nil, err
+	}
+	return buildExecutor(cfg, nil)
 }
 
 // within reports whether path lies inside (or is) dir, and its relative form.
@@ -85,19 +163,4 @@ func within(dir, path string) (string, bool) {
 		return "", false // the workspace is the state dir: nothing sensible to deny
 	}
 	return filepath.ToSlash(rel), true
-}
-
-// registryOnly builds the verbs' registry for commands that only need
-// schemas (verbs, schema), without touching the workspace.
-func registryOnly() (*executor.Executor, error) {
-	reg := executor.NewRegistry()
-	ws, err := verbs.OpenWorkspace(".", verbs.WorkspaceOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("open workspace: %w", err)
-	}
-	defer ws.Close()
-	if err := verbs.Register(reg, ws, verbs.DefaultOptions(".hub")); err != nil {
-		return nil, err
-	}
-	return executor.New(reg, executor.Options{}), nil
 }
