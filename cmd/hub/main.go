@@ -58,6 +58,7 @@ func commands() []command {
 		{"outbox", "inspect the outbox: list, dead, show, retry, purge", runOutbox},
 		{"mirror", "show chat mirror records", runMirror},
 		{"doctor", "check configuration, state, workspace and tokens", runDoctor},
+		{"discord", "Discord helpers: `hub discord commands` prints the slash commands", runDiscord},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -407,3 +407,27 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor with a typo: %d %s", code, out)
 	}
 }
+
+func TestDiscordCommandsJSON(t *testing.T) {
+	out, _, code := runHub(t, t.TempDir(), "", "discord", "commands")
+	var cmds []struct {
+		Name    string `json:"name"`
+		Options []struct {
+			Name string `json:"name"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal([]byte(out), &cmds); code != 0 || err != nil {
+		t.Fatalf("%d %v %s", code, err, out)
+	}
+	subs := map[string]bool{}
+	for _, c := range cmds {
+		for _, o := range c.Options {
+			subs[c.Name+" "+o.Name] = true
+		}
+	}
+	for _, want := range []string{"fs read-range", "proc run", "sys machine-info", "hub whoami", "vfs snapshot"} {
+		if !subs[want] {
+			t.Errorf("missing /%s in %v", want, subs)
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 
+	"github.com/a6afc2ce/hermes-hub/adapters/discord"
 	"github.com/a6afc2ce/hermes-hub/adapters/web"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -11,5 +13,43 @@ import (
 // platformAdapters builds the Telegram and Discord adapters the
 // configuration enables and registers their senders.
 func platformAdapters(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *slog.Logger) ([]hub.Adapter, error) {
-	return nil, nil
+	var out []hub.Adapter
+	if cfg.Discord.Enabled {
+		ad, err := discord.New(discord.Options{Config: cfg.Discord, Runtime: rt, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("discord: %w", err)
+		}
+		if err := rt.Mux.Handle("chat:discord", ad.Sender()); err != nil {
+			return nil, err
+		}
+		out = append(out, ad)
+	}
+	return out, nil
+}
+
+const discordUsage = `hub discord commands
+
+Prints the slash commands, derived from the verbs, that the hub registers
+with Discord (bulk overwrite) when it starts.`
+
+func runDiscord(env *cliEnv, args []string) error {
+	f := newFlags(env, "discord", discordUsage)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || pos[0] != "commands" {
+		return usagef("usage: hub discord commands")
+	}
+	tc, err := registryOnly()
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	out, err := discord.CommandsJSON(tc.exec.Registry())
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(env.stdout, "%s\n", out)
+	return err
 }

@@ -1,0 +1,302 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/bwmarrin/discordgo"
+)
+
+// Chat types of Discord inbounds.
+const (
+	chatTypeGuild = "guild_text"
+	chatTypeDM    = "dm"
+)
+
+// directTimeout bounds a response the adapter sends itself, outside the
+// outbox (an interaction it cannot hand to the hub).
+const directTimeout = 5 * time.Second
+
+// onInteraction runs on the gateway's event loop: it only checks the event
+// and hands it to a goroutine, which defers first and then runs the turn.
+func (a *Adapter) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionCreate) {
+	if ic == nil || ic.Interaction == nil || ic.Type != discordgo.InteractionApplicationCommand {
+		return
+	}
+	data, ok := ic.Data.(discordgo.ApplicationCommandInteractionData)
+	if !ok || ic.ID == "" || ic.Token == "" {
+		return
+	}
+	received := a.clock.Now()
+	if !a.recent.add("i:" + ic.ID) {
+		a.log.Debug("interaction delivered again; ignored", "interaction", ic.ID)
+		return
+	}
+	it := ic.Interaction
+	a.spawn(func(ctx context.Context) { a.handleInteraction(ctx, it, data, received) })
+}
+
+// handleInteraction defers the interaction (ephemeral when the answer will
+// be a denial or a parse error), then runs the turn in a slot. The deferral
+// never waits for a slot.
+func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interaction, data discordgo.ApplicationCommandInteractionData, received time.Time) {
+	user := it.User
+	var roles []string
+	if it.Member != nil {
+		if it.Member.User != nil {
+			user = it.Member.User
+		}
+		roles = it.Member.Roles
+	}
+	if user == nil {
+		return
+	}
+	if !a.allowedPlace(it.GuildID, it.ChannelID) {
+		a.respondNow(ctx, it, "This hub does not serve this server or channel.")
+		return
+	}
+	inv, err := a.cmds.invocation(data)
+	if err != nil {
+		a.respondNow(ctx, it, "⚠ "+err.Error())
+		return
+	}
+	app := it.AppID
+	if app == "" {
+		app = a.applicationID()
+	}
+	in := &chat.Inbound{
+		TurnID: "discord.i." + it.ID, Platform: chat.Discord, ChatID: it.ChannelID, MessageID: it.ID,
+		UserID: user.ID, UserName: user.Username, RoleIDs: roles, GuildID: it.GuildID,
+		ChatType: chatTypeDM, ChatTitle: a.title(it.GuildID, it.ChannelID),
+		Text: inv.Text, Time: received,
+		Meta: map[string]string{"command": inv.Display},
+		ReplyMeta: map[string]string{
+			MetaInteractionID: it.ID, MetaInteractionToken: it.Token, MetaApplicationID: app,
+			MetaInteractionCreated: received.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		},
+	}
+	if it.GuildID != "" {
+		in.ChatType = chatTypeGuild
+	}
+	ephemeral := a.willBePrivate(in)
+	if ephemeral {
+		in.ReplyMeta[MetaEphemeral] = "1"
+	}
+	ref := interactionRef{ID: it.ID, Token: it.Token, AppID: app, Created: received, Ephemeral: ephemeral}
+	if err := a.deferInteraction(ctx, ref); err != nil && !runAfterDeferral(err) {
+		// Discord refused the acknowledgement (the window passed, the
+		// interaction is unknown, a rate limit outlasted the window): the
+		// user saw a failure, so nothing runs.
+		a.log.Warn("interaction not acknowledged; not run", "interaction", it.ID, "err", err)
+		return
+	} else if err != nil {
+		a.log.Warn("interaction deferral uncertain; running it", "interaction", it.ID, "err", err)
+	}
+	if !a.acquire(ctx) {
+		a.editNow(ctx, ref, "⚠ The hub is shutting down; the command did not run.")
+		return
+	}
+	res, err := a.hub.Handle(ctx, in)
+	a.release()
+	switch {
+	case err != nil && (res == nil || len(res.Outbox) == 0):
+		a.log.Error("interaction turn failed", "turn", in.TurnID, "err", err)
+		a.editNow(ctx, ref, "⚠ The hub could not complete this command; its log says why.")
+	case err != nil:
+		a.log.Error("interaction turn", "turn", in.TurnID, "err", err)
+	case res.Status == hub.StatusDenied && len(res.Outbox) == 0:
+		// The stranger was told within the hour; close the deferral briefly.
+		a.editNow(ctx, ref, "This hub does not know you ("+in.Identity()+").")
+	case res.Status != hub.StatusDuplicate && len(res.Outbox) == 0:
+		a.deleteNow(ctx, ref)
+	}
+}
+
+// willBePrivate predicts, cheaply and before the deferral fixes it, whether
+// the answer is private: a stranger's denial, a command that does not parse,
+// a verb the asker may not run.
+func (a *Adapter) willBePrivate(in *chat.Inbound) bool {
+	ids := hub.Identities(in)
+	acc := a.hub.Access()
+	if len(acc.RolesOf(ids)) == 0 {
+		return true
+	}
+	cmd, err := a.hub.Executor().ParseCommand(in.Text)
+	if err != nil {
+		return true
+	}
+	return cmd.Builtin == "" && !acc.Allowed(ids, cmd.Verb)
+}
+
+// deferInteraction acknowledges the interaction with a deferred channel
+// message (type 5), ephemeral (flags 64) when ref says so. A rate limit is
+// waited out while Discord's 3-second window lasts.
+func (a *Adapter) deferInteraction(ctx context.Context, ref interactionRef) error {
+	ctx, cancel := context.WithTimeout(ctx, deferBudget)
+	defer cancel()
+	type data struct {
+		Flags int `json:"flags,omitempty"`
+	}
+	body := struct {
+		Type int   `json:"type"`
+		Data *data `json:"data,omitempty"`
+	}{Type: int(discordgo.InteractionResponseDeferredChannelMessageWithSource)}
+	if ref.Ephemeral {
+		body.Data = &data{Flags: flagEphemeral}
+	}
+	for {
+		_, err := a.call(ctx, request{Method: http.MethodPost, Path: "/interactions/" + ref.ID + "/" + ref.Token + "/callback", Body: body, Secret: ref.Token})
+		var rl *rateLimited
+		if err == nil || !errors.As(err, &rl) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(rl.After):
+		}
+	}
+}
+
+// runAfterDeferral decides whether a turn runs after its deferral failed:
+// yes when the interaction was already acknowledged (a repeated delivery,
+// which the hub's ledger answers as a duplicate) or when the outcome is
+// unknown (no answer, a 5xx), since Discord may have taken it; no when
+// Discord refused it or the rate limit outlasted the window.
+func runAfterDeferral(err error) bool {
+	var rl *rateLimited
+	if errors.As(err, &rl) {
+		return false
+	}
+	if status, code, ok := apiCode(err); ok {
+		return code == codeAlreadyAcknowledged || status >= 500
+	}
+	return true
+}
+
+// respondNow answers an interaction the hub never sees (not served here, a
+// command the registry no longer has) with an ephemeral message.
+func (a *Adapter) respondNow(ctx context.Context, it *discordgo.Interaction, text string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), directTimeout)
+	defer cancel()
+	body := struct {
+		Type int            `json:"type"`
+		Data webhookMessage `json:"data"`
+	}{Type: int(discordgo.InteractionResponseChannelMessageWithSource), Data: webhookBody(message{Content: text}, flagEphemeral)}
+	if _, err := a.call(ctx, request{Method: http.MethodPost, Path: "/interactions/" + it.ID + "/" + it.Token + "/callback", Body: body, Secret: it.Token}); err != nil {
+		a.log.Warn("interaction response failed", "interaction", it.ID, "err", err)
+	}
+}
+
+// editNow replaces a deferred response the outbox will not answer.
+func (a *Adapter) editNow(ctx context.Context, ref interactionRef, text string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), directTimeout)
+	defer cancel()
+	if _, err := a.editOriginal(ctx, ref, message{Content: text}); err != nil {
+		a.log.Warn("interaction response edit failed", "interaction", ref.ID, "err", err)
+	}
+}
+
+// deleteNow removes a deferred response that gets no answer.
+func (a *Adapter) deleteNow(ctx context.Context, ref interactionRef) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), directTimeout)
+	defer cancel()
+	if _, err := a.call(ctx, request{Method: http.MethodDelete, Path: "/webhooks/" + ref.AppID + "/" + ref.Token + "/messages/@original", Secret: ref.Token}); err != nil {
+		a.log.Warn("interaction response delete failed", "interaction", ref.ID, "err", err)
+	}
+}
+
+// onMessage runs on the gateway's event loop: a message that mentions the
+// bot, starts with the prefix or comes in a direct message becomes a turn
+// in the same chat grammar, run after the earlier turns of its channel.
+func (a *Adapter) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
+	if mc == nil || mc.Message == nil {
+		return
+	}
+	m := mc.Message
+	if m.Author == nil || m.Author.Bot || m.WebhookID != "" || m.Author.ID == a.botUserID() {
+		return
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		return
+	}
+	text, ok := a.triggered(m)
+	if !ok || !a.allowedPlace(m.GuildID, m.ChannelID) {
+		return
+	}
+	if !a.recent.add("m:" + m.ID) {
+		return
+	}
+	received := a.clock.Now()
+	a.inOrder(m.ChannelID, func(ctx context.Context) { a.handleMessage(ctx, m, text, received) })
+}
+
+func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, text string, received time.Time) {
+	var roles []string
+	if m.Member != nil {
+		roles = m.Member.Roles
+	}
+	t := m.Timestamp
+	if t.IsZero() {
+		t = received
+	}
+	in := &chat.Inbound{
+		TurnID: "discord." + m.ChannelID + "." + m.ID, Platform: chat.Discord, ChatID: m.ChannelID, MessageID: m.ID,
+		UserID: m.Author.ID, UserName: m.Author.Username, RoleIDs: roles, GuildID: m.GuildID,
+		ChatType: chatTypeDM, ChatTitle: a.title(m.GuildID, m.ChannelID), Text: text, Time: t,
+		ReplyMeta: map[string]string{MetaReplyTo: m.ID},
+	}
+	if m.GuildID != "" {
+		in.ChatType = chatTypeGuild
+	}
+	if !a.acquire(ctx) {
+		return
+	}
+	defer a.release()
+	if _, err := a.hub.Handle(ctx, in); err != nil {
+		a.log.Error("message turn failed", "turn", in.TurnID, "err", err)
+	}
+}
+
+// triggered returns the command text of a message addressed to the hub:
+// in a guild, one that mentions the bot (when discord.mention is on) or
+// starts with discord.prefix; in a direct message, any. The mention or
+// prefix is removed, and a bare "verb args" gets its slash.
+func (a *Adapter) triggered(m *discordgo.Message) (string, bool) {
+	content := m.Content
+	bot := a.botUserID()
+	mentioned := bot != "" && (strings.Contains(content, "<@"+bot+">") || strings.Contains(content, "<@!"+bot+">"))
+	if mentioned && (m.GuildID == "" || a.cfg.Mention == nil || *a.cfg.Mention) {
+		return commandText(stripMention(content, bot)), true
+	}
+	if p := a.cfg.Prefix; p != "" && strings.HasPrefix(content, p) {
+		return commandText(content[len(p):]), true
+	}
+	if m.GuildID == "" {
+		return content, strings.TrimSpace(content) != ""
+	}
+	return "", false
+}
+
+func stripMention(s, bot string) string {
+	s = strings.ReplaceAll(s, "<@!"+bot+">", "")
+	return strings.ReplaceAll(s, "<@"+bot+">", "")
+}
+
+// commandText makes addressed text a command: "" asks for help, and text
+// that is neither a /command nor an envelope gets its slash.
+func commandText(s string) string {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return "/help"
+	case strings.HasPrefix(s, "/"), strings.HasPrefix(s, "{"), strings.HasPrefix(s, "verb:"), strings.HasPrefix(s, `"verb"`):
+		return s
+	}
+	return "/" + s
+}

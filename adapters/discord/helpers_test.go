@@ -1,0 +1,282 @@
+package discord
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/verbs"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// Identities of the test configuration.
+const (
+	adminUser    = "700000000000000001"
+	readerUser   = "700000000000000002"
+	strangerUser = "700000000000000003"
+	opsRole      = "710000000000000001"
+	botToken     = "fake-bot-token-0123456789"
+)
+
+func discardLogger() *slog.Logger {
+	if os.Getenv("DISCORD_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+type envOptions struct {
+	clock       clock.Clock
+	concurrency int
+	noRun       bool // build everything but do not open the gateway
+	discord     func(*config.Discord)
+}
+
+// testEnv is a real hub runtime on temp dirs (real verbs, a temp
+// workspace) with the adapter talking to a fake Discord.
+type testEnv struct {
+	t      testing.TB
+	fake   *fakeDiscord
+	cfg    *config.Config
+	rt     *hub.Runtime
+	ad     *Adapter
+	ws     string
+	cancel context.CancelFunc
+	done   chan error
+	ids    atomic.Int64
+}
+
+func testRegistry(t testing.TB) *executor.Registry {
+	t.Helper()
+	dir := t.TempDir()
+	w, err := verbs.OpenWorkspace(dir, verbs.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	reg := executor.NewRegistry()
+	if err := verbs.Register(reg, w, verbs.DefaultOptions(filepath.Join(dir, ".hub"))); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func newEnv(t testing.TB, o envOptions) *testEnv {
+	t.Helper()
+	fake := newFakeDiscord(t)
+	ws := t.TempDir()
+	state := filepath.Join(ws, ".hub")
+	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# hello\nsecond line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.LoadWith("", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Workspace, cfg.StateDir = ws, state
+	cfg.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*"}}, "readers": {Verbs: []string{"fs.read*", "fs.listDir", "fs.exists"}}}
+	cfg.Access.Grants = map[string][]string{
+		"discord:" + adminUser: {"admin"}, "discord:" + readerUser: {"readers"}, "discord-role:" + opsRole: {"admin"},
+	}
+	mention := true
+	cfg.Discord = config.Discord{
+		Enabled: true, Token: config.NewSecret(botToken), ApplicationID: fake.appID, APIBase: fake.base,
+		CommandGuilds: []string{fake.guildID}, Prefix: "!", Mention: &mention,
+	}
+	if o.discord != nil {
+		o.discord(&cfg.Discord)
+	}
+	w, err := verbs.OpenWorkspace(ws, verbs.WorkspaceOptions{Deny: []string{".hub"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := executor.NewRegistry()
+	if err := verbs.Register(reg, w, verbs.DefaultOptions(state)); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := hub.Open(cfg, executor.New(reg, executor.Options{}), hub.RuntimeOptions{Clock: o.clock, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{t: t, fake: fake, cfg: cfg, rt: rt, ws: ws}
+	e.ids.Store(920000000000000000)
+	e.ad, err = New(Options{Config: cfg.Discord, Runtime: rt, Clock: o.clock, Logger: discardLogger(), Concurrency: o.concurrency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Mux.Handle("chat:discord", e.ad.Sender()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Errorf("runtime close: %v", err)
+		}
+		w.Close()
+	})
+	if !o.noRun {
+		e.start()
+	}
+	return e
+}
+
+// start runs the adapter and waits until it has identified and registered
+// its commands.
+func (e *testEnv) start() {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel, e.done = cancel, make(chan error, 1)
+	identifies := len(e.fake.identifiesSnapshot())
+	puts := len(e.fake.requestsTo("PUT", "/applications/"))
+	go func() { e.done <- e.ad.Run(ctx) }()
+	e.fake.waitFor("identify and command registration", func() bool {
+		n := 0
+		for _, r := range e.fake.requests {
+			if r.Method == "PUT" && strings.HasPrefix(r.Path, "/applications/") {
+				n++
+			}
+		}
+		return len(e.fake.identifies) > identifies && n > puts
+	})
+}
+
+// stop ends the adapter's Run and waits for it.
+func (e *testEnv) stop() {
+	if e.cancel == nil {
+		return
+	}
+	e.cancel()
+	select {
+	case err := <-e.done:
+		if err != nil {
+			e.t.Errorf("adapter Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		e.t.Errorf("adapter Run did not return")
+	}
+	e.cancel = nil
+}
+
+// restart replaces the adapter with a new one on the same runtime, as a
+// restarted hub would have.
+func (e *testEnv) restart() {
+	e.t.Helper()
+	e.stop()
+	ad, err := New(Options{Config: e.cfg.Discord, Runtime: e.rt, Logger: discardLogger()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.ad = ad
+	if err := e.rt.Mux.Handle("chat:discord", ad.Sender()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.start()
+}
+
+func (e *testEnv) nextID() string { return strconv.FormatInt(e.ids.Add(1), 10) }
+
+// interact dispatches an INTERACTION_CREATE in the guild's channel and
+// returns the interaction with its id and token filled in.
+func (e *testEnv) interact(user string, command string, opts ...opt) interaction {
+	return e.interactWithRoles(user, nil, command, opts...)
+}
+
+func (e *testEnv) interactWithRoles(user string, roles []string, command string, opts ...opt) interaction {
+	i := interaction{ID: e.nextID(), Channel: e.fake.channelID, Guild: e.fake.guildID, User: user, Roles: roles, Command: command, Options: opts}
+	i.Token = "itok-" + i.ID
+	e.fake.dispatch("INTERACTION_CREATE", e.fake.interactionPayload(i))
+	return i
+}
+
+// say dispatches a MESSAGE_CREATE in the guild's channel.
+func (e *testEnv) say(user, content string) channelMsg {
+	m := channelMsg{ID: e.nextID(), Channel: e.fake.channelID, Guild: e.fake.guildID, User: user, Content: content}
+	e.fake.dispatch("MESSAGE_CREATE", e.fake.messagePayload(m))
+	return m
+}
+
+// waitOriginal waits until the interaction's original response was edited
+// and returns it.
+func (e *testEnv) waitOriginal(i interaction) fakeMessage {
+	e.t.Helper()
+	e.fake.waitFor("the original response of "+i.ID, func() bool {
+		c := e.fake.callbacks[i.ID]
+		return c != nil && c.Original != nil
+	})
+	c, _ := e.fake.callback(i.ID)
+	return *c.Original
+}
+
+// waitReply waits for a channel message that replies to m.
+func (e *testEnv) waitReply(m channelMsg) fakeMessage {
+	e.t.Helper()
+	var out fakeMessage
+	e.fake.waitFor("a reply to message "+m.ID, func() bool {
+		for _, x := range e.fake.messages[m.Channel] {
+			if x.Reference == m.ID {
+				out = *x
+				return true
+			}
+		}
+		return false
+	})
+	return out
+}
+
+func (f *fakeDiscord) identifiesSnapshot() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, len(f.identifies))
+	for i, r := range f.identifies {
+		out[i] = string(r)
+	}
+	return out
+}
+
+// readMirror calls fn for every mirror record of this run.
+func (e *testEnv) readMirror(fn func(store.MirrorRecord)) {
+	e.t.Helper()
+	err := store.ReadMirror(e.rt.State.Path(store.FlowsDir), store.MirrorFilter{RunID: e.rt.RunID}, func(r store.MirrorRecord) error {
+		fn(r)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// waitMirror waits until a mirror record satisfies cond.
+func (e *testEnv) waitMirror(what string, cond func(store.MirrorRecord) bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		found := false
+		e.readMirror(func(r store.MirrorRecord) { found = found || cond(r) })
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s in the mirror", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

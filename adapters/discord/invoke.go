@@ -1,0 +1,213 @@
+package discord
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/bwmarrin/discordgo"
+)
+
+// invocation is a slash command turned into the hub's chat grammar.
+type invocation struct {
+	// Text is what the hub parses: "/help", "/whoami", or a JSON envelope
+	// {"verb": …, "arguments": {…}}.
+	Text string
+	// Display is the command as the user typed it, for the mirror:
+	// "/fs read-range path:README.md start-line:1 end-line:5".
+	Display string
+}
+
+// invocation builds the hub text of an application command interaction.
+// Errors say what was wrong with the command, for the user.
+func (cs *commandSet) invocation(data discordgo.ApplicationCommandInteractionData) (invocation, error) {
+	key := data.Name
+	display := "/" + data.Name
+	opts := data.Options
+	// Descend through a subcommand group and a subcommand.
+	for len(opts) == 1 && (opts[0].Type == discordgo.ApplicationCommandOptionSubCommandGroup || opts[0].Type == discordgo.ApplicationCommandOptionSubCommand) {
+		key += " " + opts[0].Name
+		display += " " + opts[0].Name
+		opts = opts[0].Options
+	}
+	r, ok := cs.routes[key]
+	if !ok {
+		return invocation{}, fmt.Errorf("unknown command /%s: the hub's commands have changed since they were registered; they are registered again when the hub restarts", key)
+	}
+	for _, o := range opts {
+		display += fmt.Sprintf(" %s:%v", o.Name, o.Value)
+	}
+	if r.builtin != "" {
+		text := "/" + r.builtin
+		if r.builtin == "help" {
+			for _, o := range opts {
+				if s, ok := o.Value.(string); ok && o.Name == "verb" && strings.TrimSpace(s) != "" {
+					text += " " + strings.Join(strings.Fields(s), "")
+				}
+			}
+		}
+		return invocation{Text: text, Display: display}, nil
+	}
+	args := map[string]any{}
+	for _, o := range opts {
+		f, ok := r.fields[o.Name]
+		if !ok {
+			return invocation{}, fmt.Errorf("/%s has no option %q: the hub's commands have changed since they were registered; they are registered again when the hub restarts", key, o.Name)
+		}
+		v, err := optionValue(f, o)
+		if err != nil {
+			return invocation{}, fmt.Errorf("/%s option %s: %w", key, o.Name, err)
+		}
+		args[f.Name] = v
+	}
+	// A list is never required on Discord: absent means empty, as in chat.
+	for _, f := range r.fields {
+		if _, ok := args[f.Name]; !ok && f.Required && f.Kind == executor.KindList {
+			args[f.Name] = []any{}
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		Verb      string         `json:"verb"`
+		Arguments map[string]any `json:"arguments"`
+	}{r.verb, args}); err != nil {
+		return invocation{}, fmt.Errorf("/%s: %w", key, err)
+	}
+	return invocation{Text: strings.TrimRight(b.String(), "\n"), Display: display}, nil
+}
+
+// optionValue types one option's value for its argument field.
+func optionValue(f executor.Field, o *discordgo.ApplicationCommandInteractionDataOption) (any, error) {
+	switch f.Kind {
+	case executor.KindInt:
+		n, ok := o.Value.(float64)
+		if !ok || n != math.Trunc(n) || math.IsInf(n, 0) {
+			return nil, fmt.Errorf("expected an integer, got %v", o.Value)
+		}
+		return int64(n), nil
+	case executor.KindNumber:
+		n, ok := o.Value.(float64)
+		if !ok {
+			return nil, fmt.Errorf("expected a number, got %v", o.Value)
+		}
+		return n, nil
+	case executor.KindBool:
+		v, ok := o.Value.(bool)
+		if !ok {
+			return nil, fmt.Errorf("expected true or false, got %v", o.Value)
+		}
+		return v, nil
+	}
+	s, ok := o.Value.(string)
+	if !ok {
+		return nil, fmt.Errorf("expected text, got %v", o.Value)
+	}
+	switch f.Kind {
+	case executor.KindList:
+		words, err := splitWords(s)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, len(words))
+		for i, w := range words {
+			v, err := scalar(f.Elem, w)
+			if err != nil {
+				return nil, fmt.Errorf("word %d: %w", i+1, err)
+			}
+			out[i] = v
+		}
+		return out, nil
+	case executor.KindMap, executor.KindObject, executor.KindAny:
+		j, err := executor.YAMLToJSON([]byte(s), executor.Limits{})
+		if err != nil {
+			return nil, fmt.Errorf("not YAML or JSON: %v", err)
+		}
+		return json.RawMessage(j), nil
+	}
+	return s, nil
+}
+
+// scalar types one word of a list.
+func scalar(k executor.Kind, s string) (any, error) {
+	switch k {
+	case executor.KindInt:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("expected an integer, got %q", s)
+		}
+		return n, nil
+	case executor.KindNumber:
+		n, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("expected a number, got %q", s)
+		}
+		return n, nil
+	case executor.KindBool:
+		switch strings.ToLower(s) {
+		case "true", "yes", "on", "1":
+			return true, nil
+		case "false", "no", "off", "0":
+			return false, nil
+		}
+		return nil, fmt.Errorf("expected true or false, got %q", s)
+	}
+	return s, nil
+}
+
+// splitWords splits s the way the chat grammar does: whitespace separates
+// words, 'single quotes' are literal, "double quotes" and a backslash escape
+// the next character.
+func splitWords(s string) ([]string, error) {
+	out := []string{}
+	var cur strings.Builder
+	in := false
+	flush := func() {
+		if in {
+			out = append(out, cur.String())
+		}
+		cur.Reset()
+		in = false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			flush()
+		case c == '\'':
+			in = true
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("unterminated ' quote (accepted: words separated by spaces; 'single' or \"double\" quotes group words; \\ escapes one character)")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			in = true
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("unterminated \" quote (accepted: words separated by spaces; 'single' or \"double\" quotes group words; \\ escapes one character)")
+			}
+		case c == '\\' && i+1 < len(s):
+			in = true
+			i++
+			cur.WriteByte(s[i])
+		default:
+			in = true
+			cur.WriteByte(c)
+		}
+	}
+	flush()
+	return out, nil
+}
