@@ -96,8 +96,8 @@ func (a *Access) VerbsFor(ids []string) []executor.Info {
 	return out
 }
 
-// GrantLine is the configuration line that would give identity a role,
-// shown to strangers so the operator can copy it.
+// GrantLine is the configuration line, under access.grants, that would give
+// identity a role; strangers are shown it so the operator can copy it.
 func GrantLine(identity, role string) string {
-	return fmt.Sprintf("access.grants: %q: [%s]", identity, role)
+	return fmt.Sprintf("%q: [%s]", identity, role)
 }

@@ -261,7 +261,7 @@ func (h *Hub) deny(ctx context.Context, in *chat.Inbound, res *TurnResult, now t
 	if !ok {
 		return res, h.opts.Ledger.Finish(in.TurnID, TurnDone, string(executor.CodeForbidden), nil, now)
 	}
-	text := fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds to the configuration:\n%s", in.Identity(), Fence(GrantLine(in.Identity(), ReaderRole), "yaml"))
+	text := fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds this line under access.grants in the configuration:\n%s", in.Identity(), Fence(GrantLine(in.Identity(), ReaderRole), "yaml"))
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), replyMeta(in, true))
 	added, err := h.opts.Outbox.Enqueue(ctx, entries)
 	if err != nil {

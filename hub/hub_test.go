@@ -250,7 +250,7 @@ func TestStrangerDeniedOncePerHour(t *testing.T) {
 		}
 	}
 	got := e.rec.waitFor(t, "chat:telegram:100", 1)
-	if !strings.Contains(got[0].Text, "telegram:999") || !strings.Contains(got[0].Text, `access.grants: "telegram:999": [reader]`) {
+	if !strings.Contains(got[0].Text, "telegram:999") || !strings.Contains(got[0].Text, "under access.grants") || !strings.Contains(got[0].Text, "```yaml\n\"telegram:999\": [reader]\n```") {
 		t.Fatalf("denial text %q", got[0].Text)
 	}
 	clk.Advance(61 * time.Minute)

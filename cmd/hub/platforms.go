@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/discord"
+	"github.com/a6afc2ce/hermes-hub/adapters/telegram"
 	"github.com/a6afc2ce/hermes-hub/adapters/web"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -14,6 +16,20 @@ import (
 // configuration enables and registers their senders.
 func platformAdapters(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *slog.Logger) ([]hub.Adapter, error) {
 	var out []hub.Adapter
+	if cfg.Telegram.Enabled {
+		var mount func(string, http.Handler)
+		if webSrv != nil {
+			mount = webSrv.Mount
+		}
+		ad, err := telegram.New(telegram.Options{Config: cfg.Telegram, PublicURL: cfg.Web.PublicURL, Runtime: rt, Mount: mount, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("telegram: %w", err)
+		}
+		if err := rt.Mux.Handle("chat:telegram", ad.Sender()); err != nil {
+			return nil, err
+		}
+		out = append(out, ad)
+	}
 	if cfg.Discord.Enabled {
 		ad, err := discord.New(discord.Options{Config: cfg.Discord, Runtime: rt, Logger: logger})
 		if err != nil {

@@ -1,0 +1,318 @@
+package telegram
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/verbs"
+)
+
+// testLogger discards logs unless TELEGRAM_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("TELEGRAM_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// testVerbs are verbs only the tests register: test.count records each
+// call by id (across restarts: the counter outlives runtimes), test.block
+// waits until the test releases it.
+type testVerbs struct {
+	mu      sync.Mutex
+	counts  map[string]int
+	release chan struct{}
+	started chan string
+}
+
+func newTestVerbs() *testVerbs {
+	return &testVerbs{counts: map[string]int{}, release: make(chan struct{}), started: make(chan string, 16)}
+}
+
+type countArgs struct {
+	ID string `json:"id"`
+}
+
+type countResult struct {
+	executor.Result
+	Calls int `json:"calls"`
+}
+
+type blockArgs struct {
+	Name string `json:"name"`
+}
+
+type blockResult struct {
+	executor.Result
+	Name string `json:"name"`
+}
+
+func (v *testVerbs) count(id string) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.counts[id]
+}
+
+func (v *testVerbs) register(reg *executor.Registry) error {
+	err := executor.Register(reg, executor.Info{Name: "test.count", Summary: "Count a call"}, executor.VerbFunc[countArgs, countResult](
+		func(ctx context.Context, a countArgs) (countResult, error) {
+			// Slow enough that a stop lands in the middle of a backlog.
+			time.Sleep(2 * time.Millisecond)
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			v.counts[a.ID]++
+			return countResult{Calls: v.counts[a.ID]}, nil
+		}))
+	if err != nil {
+		return err
+	}
+	return executor.Register(reg, executor.Info{Name: "test.block", Summary: "Wait until the test releases it"}, executor.VerbFunc[blockArgs, blockResult](
+		func(ctx context.Context, a blockArgs) (blockResult, error) {
+			select {
+			case v.started <- a.Name:
+			default:
+			}
+			select {
+			case <-v.release:
+			case <-ctx.Done():
+				return blockResult{}, ctx.Err()
+			}
+			return blockResult{Name: a.Name}, nil
+		}))
+}
+
+// harness is a hub Runtime on temp dirs with the adapter running against
+// a fake Bot API.
+type harness struct {
+	t      testing.TB
+	fake   *fakeBot
+	cfg    *config.Config
+	rt     *hub.Runtime
+	ad     *Adapter
+	ws     string
+	state  string
+	tv     *testVerbs
+	clk    clock.Clock
+	cancel context.CancelFunc
+	done   chan error
+	mounts map[string]http.Handler
+	closed bool
+}
+
+type hopts struct {
+	clk      clock.Clock
+	mode     string
+	mount    func(pattern string, h http.Handler)
+	public   string
+	limitsOn bool
+	rate     *Limits // with limitsOn: these instead of the configuration's defaults
+	ws       string  // reuse a workspace (restart)
+	tv       *testVerbs
+	defaults []string // default_roles
+	noStart  bool
+	// endpoint and token replace the fake's (an emulator instead).
+	endpoint, token string
+	logger          *slog.Logger
+}
+
+func testTelegramConfig(t testing.TB, f *fakeBot, o hopts, ws, state string) *config.Config {
+	t.Helper()
+	cfg, err := config.LoadWith("", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Workspace, cfg.StateDir = ws, state
+	cfg.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*"}}}
+	cfg.Access.Grants = map[string][]string{"telegram:1": {"admin"}, "telegram:2": {"reader"}}
+	cfg.Access.DefaultRoles = o.defaults
+	cfg.Outbox.BackoffBase = config.Duration(50 * time.Millisecond)
+	cfg.Outbox.BackoffMax = config.Duration(200 * time.Millisecond)
+	tg := &cfg.Telegram
+	tg.Enabled = true
+	if f != nil {
+		tg.Token = config.NewSecret(f.token)
+		tg.APIEndpoint = f.URL()
+	}
+	if o.endpoint != "" {
+		tg.Token = config.NewSecret(o.token)
+		tg.APIEndpoint = o.endpoint
+	}
+	tg.PollTimeout = config.Duration(2 * time.Second)
+	tg.Mode = ModePolling
+	if o.mode != "" {
+		tg.Mode = o.mode
+	}
+	tg.Webhook.SecretToken = config.NewSecret("s3cret_token-1")
+	if !o.limitsOn {
+		tg.Rate.PerChat, tg.Rate.PerChatBurst, tg.Rate.PerGroupPerMinute, tg.Rate.GlobalPerSecond = 0, 0, 0, 0
+	} else if r := o.rate; r != nil {
+		tg.Rate.PerChat, tg.Rate.PerChatBurst, tg.Rate.PerGroupPerMinute, tg.Rate.GlobalPerSecond = r.PerChat, r.PerChatBurst, r.PerGroupPerMinute, r.GlobalPerSecond
+	}
+	return cfg
+}
+
+func buildExecutor(cfg *config.Config, tv *testVerbs) (*executor.Executor, func() error, error) {
+	ws, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{Deny: []string{".hub"}})
+	if err != nil {
+		return nil, nil, err
+	}
+	reg := executor.NewRegistry()
+	if err := verbs.Register(reg, ws, verbs.DefaultOptions(cfg.StateDir)); err != nil {
+		ws.Close()
+		return nil, nil, err
+	}
+	if err := tv.register(reg); err != nil {
+		ws.Close()
+		return nil, nil, err
+	}
+	return executor.New(reg, executor.Options{}), ws.Close, nil
+}
+
+// startHarness opens a Runtime, builds the adapter, registers its sender,
+// starts the runtime and runs the adapter.
+func startHarness(t testing.TB, f *fakeBot, o hopts) *harness {
+	t.Helper()
+	ws := o.ws
+	if ws == "" {
+		ws = t.TempDir()
+		os.WriteFile(filepath.Join(ws, "README.md"), []byte("# hello\n"), 0o644)
+	}
+	state := filepath.Join(ws, ".hub")
+	if o.tv == nil {
+		o.tv = newTestVerbs()
+	}
+	if o.clk == nil {
+		o.clk = clock.Real{}
+	}
+	cfg := testTelegramConfig(t, f, o, ws, state)
+	x, closeWS, err := buildExecutor(cfg, o.tv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := o.logger
+	if logger == nil {
+		logger = testLogger()
+	}
+	rt, err := hub.Open(cfg, x, hub.RuntimeOptions{Logger: logger, LockTimeout: 5 * time.Second})
+	if err != nil {
+		closeWS()
+		t.Fatal(err)
+	}
+	h := &harness{t: t, fake: f, cfg: cfg, rt: rt, ws: ws, state: state, tv: o.tv, clk: o.clk, done: make(chan error, 1), mounts: map[string]http.Handler{}}
+	mount := func(pattern string, hd http.Handler) { h.mounts[pattern] = hd }
+	if o.mount != nil {
+		mount = o.mount
+	}
+	public := o.public
+	if public == "" {
+		public = "https://hub.invalid"
+	}
+	h.ad, err = New(Options{
+		Config: cfg.Telegram, PublicURL: public, Runtime: rt, Clock: o.clk, Logger: logger,
+		Mount: mount,
+	})
+	if err != nil {
+		rt.Close(context.Background())
+		closeWS()
+		t.Fatal(err)
+	}
+	if err := rt.Mux.Handle("chat:telegram", h.ad.Sender()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.stop()
+		closeWS()
+	})
+	if !o.noStart {
+		h.run()
+	}
+	return h
+}
+
+func (h *harness) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- h.ad.Run(ctx) }()
+}
+
+// stop cancels the adapter, waits for Run, and closes the runtime.
+func (h *harness) stop() {
+	if h.closed {
+		return
+	}
+	h.closed = true
+	if h.cancel != nil {
+		h.cancel()
+		select {
+		case err := <-h.done:
+			if err != nil {
+				h.t.Errorf("adapter Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			h.t.Errorf("adapter Run did not return after cancel")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.rt.Close(ctx); err != nil {
+		h.t.Errorf("runtime close: %v", err)
+	}
+}
+
+// boardState returns the adapter's state on the runtime's board.
+func (h *harness) boardState() string {
+	for _, s := range h.rt.Board.All() {
+		if s.Name == "telegram" {
+			return s.State
+		}
+	}
+	return ""
+}
+
+// waitRunning waits until the adapter has connected and polls.
+func (h *harness) waitRunning() {
+	h.t.Helper()
+	waitFor(h.t, "adapter running", func() bool { return h.boardState() == "running" })
+}
+
+// autoAdvance moves a fake clock to each timer as it is armed, so code that
+// waits on it (backoff, pauses) runs without real sleeps.
+func autoAdvance(t testing.TB, clk *clock.Fake) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if next, ok := clk.NextDue(); ok {
+				clk.Set(next)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+func must[T any](t testing.TB, v T, err error) T {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -1,0 +1,139 @@
+package telegram
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/config"
+)
+
+func cfgSecret(s string) config.Secret { return config.NewSecret(s) }
+
+// TestRestartMidBacklog: a backlog of updates in several chats; the adapter
+// is stopped in the middle and a new Runtime and Adapter start on the same
+// state. Every update runs exactly once and every reply is delivered once.
+func TestRestartMidBacklog(t *testing.T) {
+	f := newFakeBot(t)
+	const chats, perChat = 4, 15
+	var ids []string
+	var ups []map[string]any
+	for i := range perChat {
+		for c := range chats {
+			id := fmt.Sprintf("c%dm%d", c, i)
+			ids = append(ids, id)
+			chatID := int64(1)
+			if c > 0 {
+				chatID = int64(-1000 - c) // groups, the same user
+			}
+			ups = append(ups, textUpdate(nextUpdateID(), chatID, 1, 100+i, "/test_count "+id))
+		}
+	}
+	f.push(ups...)
+	tv := newTestVerbs()
+	h := startHarness(t, f, hopts{tv: tv})
+	// Stop once part of the backlog is done.
+	waitFor(t, "part of the backlog", func() bool {
+		tv.mu.Lock()
+		defer tv.mu.Unlock()
+		return len(tv.counts) >= len(ids)/3
+	})
+	h.stop()
+	tv.mu.Lock()
+	doneFirst := len(tv.counts)
+	tv.mu.Unlock()
+	if doneFirst == len(ids) {
+		t.Log("the whole backlog ran before the stop; the restart still must not repeat anything")
+	}
+
+	h2 := startHarness(t, f, hopts{ws: h.ws, tv: tv})
+	waitFor(t, "the whole backlog", func() bool {
+		tv.mu.Lock()
+		defer tv.mu.Unlock()
+		return len(tv.counts) == len(ids)
+	})
+	waitFor(t, "every reply", func() bool { return len(f.messages()) >= len(ids) })
+	h2.stop()
+	for _, id := range ids {
+		if n := tv.count(id); n != 1 {
+			t.Errorf("%s ran %d times", id, n)
+		}
+	}
+	replies := map[string]int{}
+	for _, m := range f.messages() {
+		replies[m.ChatID+"/"+m.ReplyTo]++
+		if !strings.Contains(m.Text, "calls") {
+			t.Errorf("unexpected message %q", m.Text)
+		}
+	}
+	if len(replies) != len(ids) {
+		t.Errorf("%d distinct replies for %d updates", len(replies), len(ids))
+	}
+	for k, n := range replies {
+		if n != 1 {
+			t.Errorf("reply %s delivered %d times", k, n)
+		}
+	}
+	t.Logf("%d of %d updates ran before the restart", doneFirst, len(ids))
+}
+
+// TestMigratedGroup: a chunk for a group that became a supergroup goes to
+// the new chat; the migration is remembered in hub.db (a new adapter on the
+// same state sends there at once) and the channel directory follows.
+func TestMigratedGroup(t *testing.T) {
+	f := newFakeBot(t)
+	h := startHarness(t, f, hopts{})
+	f.push(textUpdate(nextUpdateID(), -555, 1, 80, "/whoami"))
+	waitFor(t, "the first reply", func() bool { return len(f.messagesTo("-555")) == 1 })
+
+	f.mu.Lock()
+	f.migrated["-555"] = -1009990
+	f.mu.Unlock()
+	f.push(textUpdate(nextUpdateID(), -555, 1, 81, "/whoami"))
+	waitFor(t, "the reply in the supergroup", func() bool { return len(f.messagesTo("-1009990")) == 1 })
+	if m := f.messagesTo("-1009990")[0]; m.ReplyTo != "" || !strings.Contains(m.Text, "telegram:1") {
+		t.Fatalf("re-sent chunk %+v (message ids do not carry over: no reply_to)", m)
+	}
+	if h.rt.Directory == nil {
+		t.Fatal("no directory")
+	}
+	if _, ok := h.rt.Directory.Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-1009990"}); !ok {
+		t.Fatal("the directory entry did not move to the new chat id")
+	}
+	if _, ok := h.rt.Directory.Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-555"}); ok {
+		t.Fatal("the old chat id is still in the directory")
+	}
+	h.stop()
+
+	h2 := startHarness(t, f, hopts{ws: h.ws})
+	if _, err := h2.ad.Sender().Send(withTimeout(t), entryFor("chat:telegram:-555", "later", 0, 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.messagesTo("-1009990"); len(got) != 2 || got[1].Text != "later" {
+		t.Fatalf("after restart the old key goes to the new chat: %+v", got)
+	}
+	if n := len(f.callsOf("sendMessage")); n != 4 {
+		t.Fatalf("%d sendMessage calls, want 4 (one refused by the old group)", n)
+	}
+
+}
+
+// TestMigrationServiceMessage: the service message of a migration moves the
+// directory and the sender before any send fails.
+func TestMigrationServiceMessage(t *testing.T) {
+	f := newFakeBot(t)
+	h := startHarness(t, f, hopts{})
+	f.push(textUpdate(nextUpdateID(), -777, 1, 90, "/whoami"))
+	waitFor(t, "the first reply", func() bool { return len(f.messagesTo("-777")) == 1 })
+	f.push(map[string]any{"update_id": nextUpdateID(), "message": map[string]any{
+		"message_id": 91, "date": 1, "chat": map[string]any{"id": -777, "type": "group"}, "migrate_to_chat_id": -1007770,
+	}})
+	waitFor(t, "the migration", func() bool { return h.ad.mig.resolve("-777") == "-1007770" })
+	if _, err := h.ad.Sender().Send(withTimeout(t), entryFor("chat:telegram:-777", "moved", 0, 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.messagesTo("-1007770"); len(got) != 1 {
+		t.Fatalf("messages to the supergroup: %+v", got)
+	}
+}
