@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,5 +142,65 @@ func TestServeWithNoConfig(t *testing.T) {
 	out, _, code = runHub(t, dir, "", "targets", "list")
 	if code != 0 || !strings.Contains(out, "local:pma/deliveries.jsonl") {
 		t.Fatalf("offline after stop: %d %s", code, out)
+	}
+}
+
+// TestServeSecondSignalExitsAtOnce: the first SIGTERM starts a graceful stop
+// that waits for a request in flight; a second one exits immediately.
+func TestServeSecondSignalExitsAtOnce(t *testing.T) {
+	dir := workspace(t)
+	cfg := filepath.Join(dir, "hub.yml")
+	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\naccess:\n  roles:\n    admin: {verbs: ['*']}\n  grants:\n    web: [admin]\n"), 0o600)
+	cmd, url, logs := startServe(t, dir, "--config", cfg)
+	base := url[:strings.Index(url, "/#")]
+	token := url[strings.Index(url, "#token=")+len("#token="):]
+	go func() {
+		req, _ := http.NewRequest("POST", base+"/api/execute", strings.NewReader(`{"verb":"proc.run","arguments":{"executable":"sh","arguments":["-c","echo $$ > started; exec sleep 20"]}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the verb never started; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	// Wait until the graceful stop has begun, then signal again.
+	for !strings.Contains(logs.String(), "stopping") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no graceful stop logged:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 1 {
+			t.Fatalf("second signal: want exit status 1, got %v", err)
+		}
+		if !strings.Contains(logs.String(), "second signal") {
+			t.Fatalf("logs:\n%s", logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the second signal did not stop the hub")
+	}
+	// The exit was the immediate one (status 1, logged), not the graceful
+	// one, which would have waited for the request and exited 0. The
+	// orphaned child is cleaned up here.
+	if b, err := os.ReadFile(filepath.Join(dir, "started")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
 	}
 }
