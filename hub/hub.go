@@ -177,8 +177,12 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 		kind = store.KindDenied
 	}
 	if err := h.mirrorInbound(ctx, in, kind, nil); err != nil {
-		// The mirror is contractual: without it the turn does not run.
-		_ = h.opts.Ledger.Finish(in.TurnID, TurnDone, "mirror_failed", nil, now)
+		// The mirror is contractual: without it the turn does not run. It is
+		// forgotten, so the platform's redelivery (the adapter does not
+		// acknowledge an error) runs it once the mirror works again.
+		if ferr := h.opts.Ledger.Forget(in.TurnID); ferr != nil {
+			h.log.Error("forget unmirrored turn", "turn", in.TurnID, "err", ferr)
+		}
 		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
 	}
 

@@ -449,3 +449,5 @@ func hasRecord(recs []store.MirrorRecord, dir, kind, text string) bool {
 	}
 	return false
 }
+
+func nowUTC() time.Time { return time.Now().UTC() }

@@ -103,6 +103,13 @@ func (l *Ledger) Finish(turnID, state, code string, outboxIDs []string, at time.
 	})
 }
 
+// Forget removes a turn that never ran, so that its redelivery runs it.
+func (l *Ledger) Forget(turnID string) error {
+	return l.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(ledgerBucket)).Delete([]byte(turnID))
+	})
+}
+
 // Get returns a turn's record.
 func (l *Ledger) Get(turnID string) (*TurnRecord, error) {
 	var r *TurnRecord
