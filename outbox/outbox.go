@@ -86,8 +86,12 @@ func (o Options) withDefaults() Options {
 }
 
 // Events hears what happens to entries. The dispatcher calls it from its
-// workers after the change is durable, so implementations must be quick
-// (hand off to a channel or a buffered writer) and safe for concurrent use.
+// workers, so implementations must be quick and safe for concurrent use.
+// Delivered and Dead are called before the outcome is stored: a record an
+// observer keeps is never missing for a delivered or dead chunk, and after a
+// crash in between the chunk is sent, and reported, once more (the same
+// window the outbox already has for the chunk itself). Retrying is called
+// after the retry time is stored.
 type Events interface {
 	// Delivered: e was sent and marked delivered.
 	Delivered(e *Entry, r Receipt)
@@ -536,11 +540,14 @@ func (o *Outbox) settle(t *target, e *Entry, rc Receipt, sendErr error) bool {
 	now := o.clk.Now()
 	class := classify(sendErr)
 	if class == classNone {
+		// Observers hear of the delivery before it is marked, so a record
+		// they keep (the outbound mirror) is never missing for a delivered
+		// chunk; a crash in between resends the chunk and reports it again.
+		e.State, e.DeliveredAt, e.PlatformMessageID = StateDelivered, now, rc.MessageID
+		o.ev.Delivered(e, rc)
 		if err := o.st.Delivered(o.marksCtx, e.ID, rc, now); err != nil {
 			return o.markFailed(t, e, err)
 		}
-		e.State, e.DeliveredAt, e.PlatformMessageID = StateDelivered, now, rc.MessageID
-		o.ev.Delivered(e, rc)
 		return true
 	}
 
@@ -567,12 +574,12 @@ func (o *Outbox) settle(t *target, e *Entry, rc Receipt, sendErr error) bool {
 	r := Retry{Attempts: e.Attempts, Throttled: e.Throttled, NextAttemptAt: next, LastError: e.LastError}
 
 	if dead {
+		e.State, e.DeliveredAt, e.NextAttemptAt = StateDead, now, time.Time{}
+		o.ev.Dead(e) // before the mark, like Delivered
 		if err := o.st.Dead(o.marksCtx, e.ID, r, now); err != nil {
 			return o.markFailed(t, e, err)
 		}
-		e.State, e.DeliveredAt, e.NextAttemptAt = StateDead, now, time.Time{}
 		o.log.Warn("outbox: dead letter", "id", e.ID, "attempts", e.Attempts, "throttled", e.Throttled, "err", e.LastError)
-		o.ev.Dead(e)
 		return true
 	}
 	if err := o.st.Defer(o.marksCtx, e.ID, r); err != nil {

@@ -303,6 +303,8 @@ func TestMaxAttemptsThenRequeue(t *testing.T) {
 	if d.Attempts != 3 || rec.count(e.ID) != 3 {
 		t.Fatalf("dead after %d attempts, %d sends; want 3", d.Attempts, rec.count(e.ID))
 	}
+	// Events come before the mark is stored; wait for it.
+	waitFor(t, "the dead letter stored", func() bool { return mustGet(t, s, e.ID).State == StateDead })
 	if got := mustGet(t, s, e.ID); got.State != StateDead || got.Attempts != 3 || !strings.Contains(got.LastError, "connection refused") {
 		t.Fatalf("stored: %+v", got)
 	}
@@ -537,13 +539,15 @@ func TestStats(t *testing.T) {
 	recv(t, ev.dead, "dead letter")
 	recv(t, ev.delivered, "local 0")
 	recv(t, ev.delivered, "local 1")
-	waitFor(t, "a telegram send in flight", func() bool { return o.Stats().Platforms["telegram"].InFlight == 1 })
-	got := o.Stats()
 	want := map[string]PlatformStats{
 		"telegram": {Pending: 3, InFlight: 1},
 		"discord":  {Pending: 1, Retried: 1, Dead: 1},
 		"local":    {Delivered: 2},
 	}
+	// Events come before the marks are stored; wait until the counters
+	// have caught up (a wrong counter still fails below).
+	waitFor(t, "counters settled", func() bool { return reflect.DeepEqual(o.Stats().Platforms, want) })
+	got := o.Stats()
 	if !reflect.DeepEqual(got.Platforms, want) {
 		t.Fatalf("stats:\n got %+v\nwant %+v", got.Platforms, want)
 	}
