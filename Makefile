@@ -3,7 +3,7 @@ GO ?= go
 FUZZTIME ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: all build test vet unit e2e-deps bench fuzz clean
+.PHONY: all build test vet unit e2e-deps bench bench-deps fuzz clean
 
 # Folders whose package-lock.json pins the npm packages the end-to-end tests
 # drive (playwright-core for the web panel, telegram-test-api for Telegram).
@@ -37,8 +37,17 @@ e2e-deps:
 	done
 
 # Every benchmark of the project; figures are recorded in bench/README.md.
-bench:
+bench: bench-deps
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 60m ./...
+
+# The MCP reference filesystem server for the comparison in bench/mcp,
+# installed into that folder (never globally). Without npm it is skipped.
+bench-deps:
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  echo "npm not installed: the MCP comparison will be skipped"; exit 0; fi; \
+	if [ ! -f bench/mcp/node_modules/.package-lock.json ] || [ bench/mcp/package-lock.json -nt bench/mcp/node_modules/.package-lock.json ]; then \
+	  echo "npm ci in bench/mcp"; cd bench/mcp && npm ci --no-audit --no-fund --loglevel=error; \
+	fi
 
 # A short run of every fuzz target, one after the other.
 fuzz:

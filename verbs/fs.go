@@ -49,6 +49,22 @@ func (s *Set) use(ctx context.Context, write bool) (*Workspace, func(), error) {
 	return nil, nil, executor.Errorf(executor.CodeIOError, "The session workspace was removed while the verb started; try again")
 }
 
+// usePath is use followed by the path guard, the prologue of every verb
+// that takes one path: the workspace, the guarded name to operate on, the
+// clean name for messages, and the release of the session lock.
+func (s *Set) usePath(ctx context.Context, write bool, p string, mode pathMode) (w *Workspace, name, show string, release func(), err error) {
+	w, release, err = s.use(ctx, write)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	name, show, err = w.guard(p, mode)
+	if err != nil {
+		release()
+		return nil, "", "", nil, err
+	}
+	return w, name, show, release, nil
+}
+
 // session reports whether w is a session workspace (file versions kept).
 func (w *Workspace) session() bool { return w.sess != nil }
 
@@ -242,15 +258,11 @@ func (w *Workspace) syncDir(dir string) {
 // Exists implements fs.exists.
 func (s *Set) Exists(ctx context.Context, a FsExistsArgs) (FsExistsResult, error) {
 	var res FsExistsResult
-	w, release, err := s.use(ctx, false)
+	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show, err := w.guard(a.Path, followFinal|allowRoot)
-	if err != nil {
-		return res, err
-	}
 	_, err = w.root.Stat(name)
 	switch {
 	case err == nil:
@@ -269,15 +281,11 @@ func (s *Set) Exists(ctx context.Context, a FsExistsArgs) (FsExistsResult, error
 // fs.writeFile can write can be read back.
 func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult, error) {
 	var res FsReadFileResult
-	w, release, err := s.use(ctx, false)
+	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show, err := w.guard(a.Path, followFinal)
-	if err != nil {
-		return res, err
-	}
 	f, fi, err := w.openRegular(name, show)
 	if err != nil {
 		return res, err
@@ -349,15 +357,11 @@ func (s *Set) WriteFile(ctx context.Context, a FsWriteFileArgs) (FsWriteFileResu
 		return res, executor.Errorf(executor.CodeInvalidArguments,
 			"Encoding %q is not accepted (accepted: utf-8, base64)", a.Encoding)
 	}
-	w, release, err := s.use(ctx, true)
+	w, name, show, release, err := s.usePath(ctx, true, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show, err := w.guard(a.Path, followFinal)
-	if err != nil {
-		return res, err
-	}
 	if a.Encoding == EncodingBase64 {
 		if len(content) > w.opts.MaxWriteChars {
 			return res, executor.Errorf(executor.CodeTooLarge,
@@ -464,15 +468,11 @@ func decodeBase64(s string) ([]byte, error) {
 // not its target.
 func (s *Set) DeleteFile(ctx context.Context, a FsDeleteFileArgs) (FsDeleteFileResult, error) {
 	var res FsDeleteFileResult
-	w, release, err := s.use(ctx, true)
+	w, name, show, release, err := s.usePath(ctx, true, a.Path, 0)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show, err := w.guard(a.Path, 0)
-	if err != nil {
-		return res, err
-	}
 	fi, err := w.root.Lstat(name)
 	if err != nil {
 		return res, fsError(err, show, "stat")
@@ -492,15 +492,11 @@ func (s *Set) DeleteFile(ctx context.Context, a FsDeleteFileArgs) (FsDeleteFileR
 // MoveFile implements fs.moveFile. It never replaces an existing destination.
 func (s *Set) MoveFile(ctx context.Context, a FsMoveFileArgs) (FsMoveFileResult, error) {
 	var res FsMoveFileResult
-	w, release, err := s.use(ctx, true)
+	w, src, srcShow, release, err := s.usePath(ctx, true, a.SourcePath, 0)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	src, srcShow, err := w.guard(a.SourcePath, 0)
-	if err != nil {
-		return res, err
-	}
 	dst, dstShow, err := w.guard(a.DestinationPath, 0)
 	if err != nil {
 		return res, err
@@ -565,15 +561,11 @@ func (w *Workspace) checkFree(name, show string) error {
 // CopyFile implements fs.copyFile. It never replaces an existing destination.
 func (s *Set) CopyFile(ctx context.Context, a FsCopyFileArgs) (FsCopyFileResult, error) {
 	var res FsCopyFileResult
-	w, release, err := s.use(ctx, true)
+	w, src, srcShow, release, err := s.usePath(ctx, true, a.SourcePath, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	src, srcShow, err := w.guard(a.SourcePath, followFinal)
-	if err != nil {
-		return res, err
-	}
 	dst, dstShow, err := w.guard(a.DestinationPath, 0)
 	if err != nil {
 		return res, err
@@ -613,15 +605,11 @@ func (s *Set) CopyFile(ctx context.Context, a FsCopyFileArgs) (FsCopyFileResult,
 // CreateDirectory implements fs.createDirectory.
 func (s *Set) CreateDirectory(ctx context.Context, a FsCreateDirectoryArgs) (FsCreateDirectoryResult, error) {
 	var res FsCreateDirectoryResult
-	w, release, err := s.use(ctx, true)
+	w, name, show, release, err := s.usePath(ctx, true, a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show, err := w.guard(a.Path, followFinal|allowRoot)
-	if err != nil {
-		return res, err
-	}
 	switch fi, err := w.root.Stat(name); {
 	case err == nil && fi.IsDir():
 		return res, nil
@@ -678,15 +666,11 @@ func (s *Set) DeleteDirectory(ctx context.Context, a FsDeleteDirectoryArgs) (FsD
 // write time; host listings keep seed 000's shape (name, isDirectory).
 func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, error) {
 	var res FsListDirResult
-	w, release, err := s.use(ctx, false)
+	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show, err := w.guard(a.Path, followFinal|allowRoot)
-	if err != nil {
-		return res, err
-	}
 	fi, err := w.root.Stat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

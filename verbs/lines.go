@@ -142,15 +142,11 @@ var errLineTooLong = errors.New("line too long")
 // ReadRange implements fs.readRange.
 func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResult, error) {
 	var res FsReadRangeResult
-	w, release, err := s.use(ctx, false)
+	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show, err := w.guard(a.Path, followFinal)
-	if err != nil {
-		return res, err
-	}
 	f, _, err := w.openRegular(name, show)
 	if err != nil {
 		return res, err
@@ -223,15 +219,11 @@ func invalidInsert(start, n int) error {
 // LineCount implements fs.lineCount.
 func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResult, error) {
 	var res FsLineCountResult
-	w, release, err := s.use(ctx, false)
+	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show, err := w.guard(a.Path, followFinal)
-	if err != nil {
-		return res, err
-	}
 	f, _, err := w.openRegular(name, show)
 	if err != nil {
 		return res, err
@@ -248,15 +240,11 @@ func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResu
 // WriteRange implements fs.writeRange.
 func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeResult, error) {
 	var res FsWriteRangeResult
-	w, release, err := s.use(ctx, true)
+	w, name, show, release, err := s.usePath(ctx, true, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show, err := w.guard(a.Path, followFinal)
-	if err != nil {
-		return res, err
-	}
 	if err := w.checkWriteSize(a.Content, "fs.writeRange"); err != nil {
 		return res, err
 	}
