@@ -702,8 +702,8 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 		var cfi fs.FileInfo
 		if de.Type()&fs.ModeSymlink != 0 {
 			cfi, _ = w.root.Stat(child)
-		} else if !de.IsDir() {
-			cfi, _ = de.Info()
+		} else if !de.IsDir() && w.session() {
+			cfi, _ = de.Info() // sizes and versions: session workspaces only
 		}
 		if cfi != nil {
 			e.IsDirectory = cfi.IsDir()
