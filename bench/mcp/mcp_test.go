@@ -1,0 +1,691 @@
+package mcp_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serverScript is the MCP server's entry point, relative to this package's
+// directory (where go test runs), as `make bench-deps` installs it.
+const serverScript = "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+
+// mcpProtocolVersion is the MCP revision the client asks for; the pinned
+// server speaks it.
+const mcpProtocolVersion = "2025-06-18"
+
+// lineLen is the length of a line of the benchmark files with its newline.
+const lineLen = 58
+
+// line returns line n (counting from 1) of the benchmark files, without its
+// newline.
+func line(n int) string {
+	return fmt.Sprintf("line %07d: the quick brown fox jumps over the lazy dog", n)
+}
+
+// textFile is a file of numbered lines, each ending in a newline.
+type textFile struct {
+	name  string
+	lines int
+}
+
+func (f textFile) size() int { return f.lines * lineLen }
+
+func (f textFile) content() string {
+	var sb strings.Builder
+	for n := 1; n <= f.lines; n++ {
+		sb.WriteString(line(n))
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+// span is lines first..last joined with "\n", without a final newline: what
+// fs.readRange returns without line numbers, and MCP's head.
+func span(first, last int) string {
+	var sb strings.Builder
+	for n := first; n <= last; n++ {
+		if n > first {
+			sb.WriteByte('\n')
+		}
+		sb.WriteString(line(n))
+	}
+	return sb.String()
+}
+
+// The benchmark's files, the same for both servers.
+var (
+	small = textFile{"small.txt", 70}     // 4 KB, a short source file
+	large = textFile{"large.txt", 18_000} // 1 MB
+	huge  = textFile{"huge.txt", 180_000} // 10 MB, for tails
+	// listDirs and listFiles are the entries of the listed directory.
+	listDirs, listFiles = 10, 90
+	// writeFiles files of writeSize bytes are overwritten in turn.
+	writeFiles, writeSize = 100, 4096
+)
+
+// fixture writes the files into a fresh directory.
+func fixture(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	put := func(rel, content string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, f := range []textFile{small, large, huge} {
+		put(f.name, f.content())
+	}
+	for i := range listDirs {
+		if err := os.MkdirAll(filepath.Join(dir, "list", fmt.Sprintf("d%02d", i)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range listFiles {
+		put(fmt.Sprintf("list/f%02d.txt", i), "x\n")
+	}
+	for i := range writeFiles {
+		put(writePath(i), writeContent("init", i))
+	}
+	return dir
+}
+
+func writePath(i int) string { return fmt.Sprintf("w/f%02d.txt", i%writeFiles) }
+
+// writeContent is writeSize bytes that name the writer and the round trip,
+// so reading the file back proves this very write landed.
+func writeContent(who string, i int) string {
+	head := fmt.Sprintf("written by %s in round trip %d\n", who, i)
+	return head + strings.Repeat("w", writeSize-len(head)-1) + "\n"
+}
+
+// wantListing is the listed directory as sorted "D name" / "F name" lines.
+func wantListing() []string {
+	var l []string
+	for i := range listDirs {
+		l = append(l, fmt.Sprintf("D d%02d", i))
+	}
+	for i := range listFiles {
+		l = append(l, fmt.Sprintf("F f%02d.txt", i))
+	}
+	slices.Sort(l)
+	return l
+}
+
+// op is one operation done the same way on both servers; i numbers the
+// round trip.
+type op struct {
+	name    string
+	hubVerb string
+	hubArgs func(i int) map[string]any
+	// hubCheck validates a succeeded result.
+	hubCheck func(dir string, i int, r hubResult) error
+	mcpTool  string
+	mcpArgs  func(dir string, i int) map[string]any
+	// mcpCheck validates the text of a result that is not an error.
+	mcpCheck func(dir string, i int, text string) error
+}
+
+// ops are the compared operations. MCP's tail=N on a file that ends in a
+// newline returns N-1 lines and the empty string after the last newline,
+// so tail=51 is the call that returns the last 50 lines.
+func ops() []op {
+	same := func(want string) func(string, int, string) error {
+		return func(_ string, _ int, got string) error { return sameText(got, want) }
+	}
+	read := func(f textFile) op {
+		want := f.content()
+		return op{
+			name: "read-" + sizeName(len(want)), hubVerb: "fs.readFile",
+			hubArgs:  func(int) map[string]any { return map[string]any{"path": f.name} },
+			hubCheck: func(_ string, _ int, r hubResult) error { return sameText(r.Content, want) },
+			mcpTool:  "read_text_file",
+			mcpArgs:  func(dir string, _ int) map[string]any { return map[string]any{"path": filepath.Join(dir, f.name)} },
+			mcpCheck: same(want),
+		}
+	}
+	head := func(f textFile) op {
+		want := span(1, 50)
+		return op{
+			name: "head50-" + sizeName(f.size()), hubVerb: "fs.readRange",
+			hubArgs: func(int) map[string]any {
+				return map[string]any{"path": f.name, "startLine": 1, "endLine": 50, "includeLineNumbers": false}
+			},
+			hubCheck: func(_ string, _ int, r hubResult) error { return sameText(r.Content, want) },
+			mcpTool:  "read_text_file",
+			mcpArgs: func(dir string, _ int) map[string]any {
+				return map[string]any{"path": filepath.Join(dir, f.name), "head": 50}
+			},
+			mcpCheck: same(want),
+		}
+	}
+	tail := func(f textFile) op {
+		want := span(f.lines-49, f.lines)
+		return op{
+			name: "tail50-" + sizeName(f.size()), hubVerb: "fs.readRange",
+			hubArgs: func(int) map[string]any {
+				return map[string]any{"path": f.name, "startLine": f.lines - 49, "endLine": f.lines, "includeLineNumbers": false}
+			},
+			hubCheck: func(_ string, _ int, r hubResult) error { return sameText(r.Content, want) },
+			mcpTool:  "read_text_file",
+			mcpArgs: func(dir string, _ int) map[string]any {
+				return map[string]any{"path": filepath.Join(dir, f.name), "tail": 51}
+			},
+			mcpCheck: same(want + "\n"),
+		}
+	}
+	want := wantListing()
+	list := op{
+		name: fmt.Sprintf("list-%d", listDirs+listFiles), hubVerb: "fs.listDir",
+		hubArgs: func(int) map[string]any { return map[string]any{"path": "list"} },
+		hubCheck: func(_ string, _ int, r hubResult) error {
+			return sameListing(hubListing(r.Entries), want)
+		},
+		mcpTool: "list_directory",
+		mcpArgs: func(dir string, _ int) map[string]any { return map[string]any{"path": filepath.Join(dir, "list")} },
+		mcpCheck: func(_ string, _ int, text string) error {
+			got, err := mcpListing(text)
+			if err != nil {
+				return err
+			}
+			return sameListing(got, want)
+		},
+	}
+	write := op{
+		name: "write-" + sizeName(writeSize), hubVerb: "fs.writeFile",
+		hubArgs: func(i int) map[string]any {
+			return map[string]any{"path": writePath(i), "content": writeContent("hub", i)}
+		},
+		hubCheck: func(dir string, i int, _ hubResult) error {
+			return fileHolds(dir, writePath(i), writeContent("hub", i))
+		},
+		mcpTool: "write_file",
+		mcpArgs: func(dir string, i int) map[string]any {
+			return map[string]any{"path": filepath.Join(dir, writePath(i)), "content": writeContent("mcp", i)}
+		},
+		mcpCheck: func(dir string, i int, _ string) error { return fileHolds(dir, writePath(i), writeContent("mcp", i)) },
+	}
+	return []op{read(small), read(large), head(large), tail(large), tail(huge), list, write}
+}
+
+func sizeName(n int) string {
+	if n >= 1_000_000 {
+		return fmt.Sprintf("%dMB", (n+500_000)/1_000_000)
+	}
+	return fmt.Sprintf("%dKB", (n+500)/1000)
+}
+
+func sameText(got, want string) error {
+	if got == want {
+		return nil
+	}
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	return fmt.Errorf("content differs at byte %d of %d (want %d bytes): got %q", i, len(got), len(want), excerpt(got, i))
+}
+
+func excerpt(s string, at int) string {
+	return s[max(0, at-20):min(len(s), at+20)]
+}
+
+func sameListing(got, want []string) error {
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("listing is %q, want %q", got, want)
+	}
+	return nil
+}
+
+func fileHolds(dir, rel, want string) error {
+	got, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		return fmt.Errorf("read back: %w", err)
+	}
+	if err := sameText(string(got), want); err != nil {
+		return fmt.Errorf("%s after the write: %w", rel, err)
+	}
+	return nil
+}
+
+// hubResult holds the fields of a `hub exec --stdio` result the checks read.
+type hubResult struct {
+	ID           int    `json:"id"`
+	Succeeded    bool   `json:"succeeded"`
+	ErrorMessage string `json:"errorMessage"`
+	Content      string `json:"content"`
+	Entries      []struct {
+		Name        string `json:"name"`
+		IsDirectory bool   `json:"isDirectory"`
+	} `json:"entries"`
+}
+
+func hubListing(entries []struct {
+	Name        string `json:"name"`
+	IsDirectory bool   `json:"isDirectory"`
+}) []string {
+	l := make([]string, 0, len(entries))
+	for _, e := range entries {
+		kind := "F"
+		if e.IsDirectory {
+			kind = "D"
+		}
+		l = append(l, kind+" "+e.Name)
+	}
+	slices.Sort(l)
+	return l
+}
+
+// mcpListing turns list_directory's "[DIR] name" / "[FILE] name" lines into
+// sorted "D name" / "F name" lines.
+func mcpListing(text string) ([]string, error) {
+	var l []string
+	if text == "" {
+		return l, nil
+	}
+	for _, ln := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(ln, "[DIR] "):
+			l = append(l, "D "+strings.TrimPrefix(ln, "[DIR] "))
+		case strings.HasPrefix(ln, "[FILE] "):
+			l = append(l, "F "+strings.TrimPrefix(ln, "[FILE] "))
+		default:
+			return nil, fmt.Errorf("listing line %q is neither [DIR] nor [FILE]", ln)
+		}
+	}
+	slices.Sort(l)
+	return l, nil
+}
+
+// rpcResponse is a JSON-RPC message from the MCP server: a response to a
+// request (ID set) or a notification (Method set).
+type rpcResponse struct {
+	ID     *int64 `json:"id"`
+	Method string `json:"method"`
+	Result *struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError         bool   `json:"isError"`
+		ProtocolVersion string `json:"protocolVersion"`
+	} `json:"result"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// mcpText returns the text of a tools/call response, or the error it
+// carries.
+func mcpText(msg []byte) (string, error) {
+	var r rpcResponse
+	if err := json.Unmarshal(msg, &r); err != nil {
+		return "", fmt.Errorf("decode response: %w", err)
+	}
+	switch {
+	case r.Error != nil:
+		return "", fmt.Errorf("JSON-RPC error %d: %s", r.Error.Code, r.Error.Message)
+	case r.Result == nil:
+		return "", errors.New("response has neither result nor error")
+	case len(r.Result.Content) != 1 || r.Result.Content[0].Type != "text":
+		return "", fmt.Errorf("result has %d content blocks, want one text block", len(r.Result.Content))
+	case r.Result.IsError:
+		return "", fmt.Errorf("tool error: %s", r.Result.Content[0].Text)
+	}
+	return r.Result.Content[0].Text, nil
+}
+
+// lockedTail keeps the last 8 KiB written to it: a child's stderr, for
+// error messages.
+type lockedTail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *lockedTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - 8<<10; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(p), nil
+}
+
+func (t *lockedTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// child is a server process spoken to one JSON line at a time.
+type child struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	in     *bufio.Writer
+	out    *bufio.Reader
+	stderr *lockedTail
+}
+
+// startChild starts the command in dir; it is stopped (stdin closed, then
+// killed if it does not exit) when the benchmark ends.
+func startChild(b *testing.B, name, dir string, env []string, argv ...string) *child {
+	b.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	c := &child{name: name, cmd: cmd, stderr: &lockedTail{}}
+	cmd.Stderr = c.stderr
+	var err error
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start %s: %v", name, err)
+	}
+	c.in = bufio.NewWriterSize(c.stdin, 64<<10)
+	c.out = bufio.NewReaderSize(stdout, 1<<20)
+	b.Cleanup(c.stop)
+	return c
+}
+
+func (c *child) stop() {
+	c.stdin.Close()
+	done := make(chan struct{})
+	go func() { c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// send writes one message and a newline.
+func (c *child) send(msg []byte) error {
+	c.in.Write(msg)
+	c.in.WriteByte('\n')
+	if err := c.in.Flush(); err != nil {
+		return fmt.Errorf("write to %s: %w (stderr: %s)", c.name, err, c.stderr)
+	}
+	return nil
+}
+
+// receive reads one line.
+func (c *child) receive() ([]byte, error) {
+	msg, err := c.out.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("read from %s: %w (stderr: %s)", c.name, err, c.stderr)
+	}
+	return msg, nil
+}
+
+// hubClient speaks `hub exec --stdio`: one envelope per line with an id,
+// one result per line with the id echoed.
+type hubClient struct{ *child }
+
+// call runs one verb and returns the raw result line.
+func (h hubClient) call(id int, verb string, args map[string]any) ([]byte, error) {
+	req, err := json.Marshal(map[string]any{"id": id, "verb": verb, "arguments": args})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.send(req); err != nil {
+		return nil, err
+	}
+	return h.receive()
+}
+
+// mcpClient speaks MCP's stdio transport: JSON-RPC 2.0, one message per line.
+type mcpClient struct {
+	*child
+	nextID int64
+}
+
+// request sends a request and returns its response, skipping any
+// notification or request from the server in between.
+func (m *mcpClient) request(method string, params any) ([]byte, error) {
+	m.nextID++
+	id := m.nextID
+	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.send(req); err != nil {
+		return nil, err
+	}
+	// The server writes the id last; check that before decoding anything.
+	suffix := fmt.Appendf(nil, `"id":%d}`, id)
+	for {
+		msg, err := m.receive()
+		if err != nil {
+			return nil, err
+		}
+		if bytes.HasSuffix(bytes.TrimSpace(msg), suffix) {
+			return msg, nil
+		}
+		var r rpcResponse
+		if err := json.Unmarshal(msg, &r); err != nil {
+			return nil, fmt.Errorf("decode message from %s: %w", m.name, err)
+		}
+		if r.Method == "" && r.ID != nil && *r.ID == id {
+			return msg, nil
+		}
+	}
+}
+
+// initialize does MCP's handshake.
+func (m *mcpClient) initialize() error {
+	msg, err := m.request("initialize", map[string]any{
+		"protocolVersion": mcpProtocolVersion,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "hermes-hub-bench", "version": "0"},
+	})
+	if err != nil {
+		return err
+	}
+	var r rpcResponse
+	if err := json.Unmarshal(msg, &r); err != nil {
+		return fmt.Errorf("decode initialize response: %w", err)
+	}
+	if r.Error != nil || r.Result == nil || r.Result.ProtocolVersion == "" {
+		return fmt.Errorf("initialize failed: %s", msg)
+	}
+	return m.send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+}
+
+func (m *mcpClient) callTool(name string, args map[string]any) ([]byte, error) {
+	return m.request("tools/call", map[string]any{"name": name, "arguments": args})
+}
+
+// buildHub builds the hub binary into a temp directory.
+func buildHub(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "hub")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/a6afc2ce/hermes-hub/cmd/hub")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build hub: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// stats are one server's round trips for one operation.
+type stats struct{ lat []time.Duration }
+
+func (s stats) opsPerSec() float64 {
+	var total time.Duration
+	for _, d := range s.lat {
+		total += d
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(len(s.lat)) / total.Seconds()
+}
+
+// percentile is the nearest-rank p-quantile (0..1) in milliseconds.
+func percentile(lat []time.Duration, p float64) float64 {
+	if len(lat) == 0 {
+		return 0
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return float64(s[int(p*float64(len(s)-1))]) / float64(time.Millisecond)
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// BenchmarkVersusMCP runs the same operations on the same files through
+// `hub exec --stdio` and the MCP reference filesystem server, both started
+// once for the run. Each iteration makes one round trip to each server
+// (request written, whole response read: sequential, as an agent works),
+// alternating which goes first; every answer is checked outside the timed
+// round trip. Reported per operation: each server's round trips per second
+// (count over the summed round-trip times), hub/mcp (the ratio of those),
+// and each server's p50 and p99 latency. A summary table is logged at the
+// end.
+func BenchmarkVersusMCP(b *testing.B) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		b.Skip("node not installed")
+	}
+	script, err := filepath.Abs(serverScript)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(script); err != nil {
+		b.Skip("@modelcontextprotocol/server-filesystem not installed: run make bench-deps")
+	}
+	loadBefore := loadavg()
+	bin := buildHub(b)
+	dir := fixture(b)
+	hub := hubClient{startChild(b, "hub exec --stdio", dir, []string{"HUB_CONFIG="}, bin, "exec", "--stdio")}
+	mcp := &mcpClient{child: startChild(b, "MCP filesystem server", dir, nil, node, script, dir)}
+	if err := mcp.initialize(); err != nil {
+		b.Fatal(err)
+	}
+
+	type row struct {
+		name     string
+		hub, mcp stats
+	}
+	var rows []row
+	for _, o := range ops() {
+		var hubStats, mcpStats stats
+		ok := b.Run(o.name, func(b *testing.B) {
+			hubStats, mcpStats = stats{}, stats{}
+			roundHub := func(i int) {
+				t0 := time.Now()
+				msg, err := hub.call(i, o.hubVerb, o.hubArgs(i))
+				d := time.Since(t0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var r hubResult
+				if err := json.Unmarshal(msg, &r); err != nil {
+					b.Fatalf("hub %s: decode %.200s: %v", o.name, msg, err)
+				}
+				if r.ID != i || !r.Succeeded {
+					b.Fatalf("hub %s round trip %d: id %d, succeeded %v: %s", o.name, i, r.ID, r.Succeeded, r.ErrorMessage)
+				}
+				if err := o.hubCheck(dir, i, r); err != nil {
+					b.Fatalf("hub %s round trip %d: %v", o.name, i, err)
+				}
+				hubStats.lat = append(hubStats.lat, d)
+			}
+			roundMCP := func(i int) {
+				t0 := time.Now()
+				msg, err := mcp.callTool(o.mcpTool, o.mcpArgs(dir, i))
+				d := time.Since(t0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				text, err := mcpText(msg)
+				if err != nil {
+					b.Fatalf("MCP %s round trip %d: %v", o.name, i, err)
+				}
+				if err := o.mcpCheck(dir, i, text); err != nil {
+					b.Fatalf("MCP %s round trip %d: %v", o.name, i, err)
+				}
+				mcpStats.lat = append(mcpStats.lat, d)
+			}
+			// Warm up both (and check them) before anything is counted:
+			// node compiles its hot paths on first use.
+			for i := range 10 {
+				roundHub(-1 - i)
+				roundMCP(-1 - i)
+			}
+			hubStats, mcpStats = stats{}, stats{}
+			i := 0
+			for b.Loop() {
+				if i%2 == 0 {
+					roundHub(i)
+					roundMCP(i)
+				} else {
+					roundMCP(i)
+					roundHub(i)
+				}
+				i++
+			}
+			h, m := hubStats.opsPerSec(), mcpStats.opsPerSec()
+			b.ReportMetric(h, "hub-ops/s")
+			b.ReportMetric(m, "mcp-ops/s")
+			if m > 0 {
+				b.ReportMetric(h/m, "hub/mcp")
+			}
+			b.ReportMetric(percentile(hubStats.lat, 0.50), "hub-p50-ms")
+			b.ReportMetric(percentile(hubStats.lat, 0.99), "hub-p99-ms")
+			b.ReportMetric(percentile(mcpStats.lat, 0.50), "mcp-p50-ms")
+			b.ReportMetric(percentile(mcpStats.lat, 0.99), "mcp-p99-ms")
+			b.ReportMetric(0, "ns/op") // one iteration is a pair of round trips: see the metrics
+		})
+		if ok && len(hubStats.lat) > 0 {
+			rows = append(rows, row{o.name, hubStats, mcpStats})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "hub exec --stdio vs MCP filesystem server (load average %s before, %s after)\n", loadBefore, loadavg())
+	fmt.Fprintf(&sb, "| operation | round trips | hub ops/s | MCP ops/s | hub/MCP | hub p50/p99 ms | MCP p50/p99 ms |\n")
+	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		h, m := r.hub.opsPerSec(), r.mcp.opsPerSec()
+		fmt.Fprintf(&sb, "| %s | %d | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f |\n", r.name, len(r.hub.lat), h, m, h/m,
+			percentile(r.hub.lat, 0.50), percentile(r.hub.lat, 0.99), percentile(r.mcp.lat, 0.50), percentile(r.mcp.lat, 0.99))
+	}
+	// Printed rather than logged: a parent benchmark's log shows only with -v.
+	fmt.Print(sb.String())
+}
