@@ -61,3 +61,11 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# The reliability lab's soak: ten minutes of steady mixed load with periodic
+# faults against a real hub (lab/scenarios/soak.yml); prints its figures
+# (turns, crash-window duplicates, RSS min/max). `make test` runs a short
+# version of every lab scenario instead.
+.PHONY: soak
+soak:
+	LAB_SOAK=1 $(GO) test -run '^TestSoak$$' -count=1 -timeout 30m -v ./lab/

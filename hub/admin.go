@@ -22,11 +22,14 @@ import (
 // CLI in-process when no hub runs, so every surface shares one
 // implementation.
 type Admin struct {
-	Outbox    *outbox.Outbox
-	Targets   *store.Targets
-	Directory *store.Directory
-	// DirectoryPath and DirectoryOptions are used to rebuild the directory
-	// when Directory is nil (the file does not parse).
+	Outbox  *outbox.Outbox
+	Targets *store.Targets
+	// Directory returns the channel directory in use (nil when it is
+	// unavailable) and SetDirectory installs one rebuilt from the mirrors,
+	// so every Admin of a hub (the socket's, the panel's) sees the same one.
+	Directory    func() *store.Directory
+	SetDirectory func(*store.Directory)
+	// DirectoryPath and DirectoryOptions are used to rebuild the directory.
 	DirectoryPath    string
 	DirectoryOptions store.DirectoryOptions
 	FlowsDir         string
@@ -36,9 +39,6 @@ type Admin struct {
 	Status func() map[string]any
 	// Running is true inside hub serve: offline changes say they wait for it.
 	Running bool
-	// OnRebuild installs a directory rebuilt from the mirrors (the runtime
-	// hands it to the router); nil when nothing needs to know.
-	OnRebuild func(*store.Directory)
 	// MaxBody caps request bodies.
 	MaxBody int64
 }
@@ -174,11 +174,12 @@ func (a *Admin) clearTargets(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Admin) listChannels(w http.ResponseWriter, r *http.Request) {
-	if a.Directory == nil {
+	dir := a.Directory()
+	if dir == nil {
 		writeErr(w, http.StatusServiceUnavailable, "the channel directory is unavailable (rebuild it from the mirrors with `hub channels rebuild`)")
 		return
 	}
-	entries := a.Directory.List(r.URL.Query().Get("query"))
+	entries := dir.List(r.URL.Query().Get("query"))
 	if entries == nil {
 		entries = []store.DirectoryEntry{}
 	}
@@ -186,24 +187,24 @@ func (a *Admin) listChannels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
-	if a.Directory != nil && a.Running {
+	if dir := a.Directory(); dir != nil && a.Running {
 		// The live directory is in use: merge every sighting from the mirrors.
 		n := 0
 		err := store.ReadMirror(a.FlowsDir, store.MirrorFilter{Direction: store.DirectionInbound}, func(rec store.MirrorRecord) error {
 			if in := inboundFromRecord(rec); in != nil {
-				a.Directory.Observe(in)
+				dir.Observe(in)
 				n++
 			}
 			return nil
 		})
 		if err == nil {
-			err = a.Directory.Flush()
+			err = dir.Flush()
 		}
 		if err != nil {
 			writeErr(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: a.Directory.Len(), Note: fmt.Sprintf("merged %d inbound records", n)})
+		writeJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: dir.Len(), Note: fmt.Sprintf("merged %d inbound records", n)})
 		return
 	}
 	d, n, err := store.RebuildDirectory(a.DirectoryPath, a.FlowsDir, a.DirectoryOptions)
@@ -211,15 +212,7 @@ func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
 		return
 	}
-	if a.Directory != nil {
-		_ = a.Directory.Close()
-	}
-	a.Directory = d
-	if a.OnRebuild != nil {
-		a.OnRebuild(d)
-	} else {
-		_ = d.Close() // written; nobody else uses it
-	}
+	a.SetDirectory(d) // replaces, and closes, the one in use
 	writeJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: n})
 }
 

@@ -175,12 +175,12 @@ func (rt *Runtime) Admin() *Admin {
 	return &Admin{
 		Outbox:        rt.Outbox,
 		Targets:       rt.Targets,
-		Directory:     rt.directory(),
+		Directory:     rt.directory,
+		SetDirectory:  rt.installDirectory,
 		DirectoryPath: rt.State.Path(store.ChannelDirectory),
 		FlowsDir:      rt.State.Path(store.FlowsDir),
 		Deliver:       rt.Hub.Deliver,
 		Running:       rt.dispatchDone != nil,
-		OnRebuild:     rt.installDirectory,
 		MaxBody:       int64(rt.Config.Web.MaxBodyBytes),
 		Status: func() map[string]any {
 			return map[string]any{

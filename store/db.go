@@ -85,6 +85,9 @@ func Open(dir string, opts Options) (*State, error) {
 		timeout = DefaultLockTimeout
 	}
 	path := filepath.Join(abs, DBFile)
+	if err := checkDBFile(path); err != nil {
+		return nil, err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {

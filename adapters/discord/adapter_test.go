@@ -18,7 +18,7 @@ import (
 
 func TestGatewaySessionAndCommands(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	ids := e.fake.identifiesSnapshot()
+	ids := e.fake.Identifies()
 	if len(ids) != 1 {
 		t.Fatalf("%d identifies, want 1", len(ids))
 	}
@@ -37,12 +37,12 @@ func TestGatewaySessionAndCommands(t *testing.T) {
 		t.Errorf("intents = %d, want %d", id.Intents, want)
 	}
 	// Heartbeats go out and the fake's ACKs come back.
-	e.fake.waitFor("a heartbeat and its ACK", func() bool { return e.fake.heartbeats >= 1 && e.fake.acks >= 1 })
+	e.fake.WaitFor(e.t, "a heartbeat and its ACK", func() bool { return e.fake.Heartbeats() >= 1 && e.fake.Acks() >= 1 })
 
 	// The commands were registered by bulk overwrite in the command guild,
 	// exactly as CommandsJSON prints them.
-	puts := e.fake.requestsTo(http.MethodPut, "/applications/")
-	if len(puts) != 1 || puts[0].Path != "/applications/"+e.fake.appID+"/guilds/"+e.fake.guildID+"/commands" {
+	puts := e.fake.RequestsTo(http.MethodPut, "/applications/")
+	if len(puts) != 1 || puts[0].Path != "/applications/"+e.fake.AppID+"/guilds/"+e.fake.GuildID+"/commands" {
 		t.Fatalf("command registrations: %+v", puts)
 	}
 	printed, err := CommandsJSON(e.rt.Hub.Executor().Registry())
@@ -108,14 +108,14 @@ func TestInteractionRepliesEditThenFollowUp(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	content := bigFile(t, e, "big.txt", 120) // ~6.3 kB: 4 chunks
 	i := e.interact(adminUser, "fs", sub("read-file", str("path", "big.txt")))
-	e.fake.waitFor("the last follow-up", func() bool { return len(e.fake.followups[i.Token]) >= 3 })
+	e.fake.WaitFor(e.t, "the last follow-up", func() bool { return len(e.fake.Followups(i.Token)) >= 3 })
 
-	c, _ := e.fake.callback(i.ID)
+	c, _ := e.fake.Callback(i.ID)
 	if c.Type != 5 || c.Flags != 0 {
 		t.Errorf("deferral = type %d flags %d, want a public deferral (5, 0)", c.Type, c.Flags)
 	}
 	var order []string
-	for _, r := range e.fake.requestsTo("", "/") {
+	for _, r := range e.fake.RequestsTo("", "/") {
 		if strings.Contains(r.Path, i.Token) {
 			order = append(order, r.Method+" "+strings.TrimPrefix(strings.SplitN(r.Path, i.Token, 2)[1], "/"))
 		}
@@ -124,7 +124,7 @@ func TestInteractionRepliesEditThenFollowUp(t *testing.T) {
 		t.Errorf("requests in order: %s", got)
 	}
 	chunks := []string{c.Original.Content}
-	for _, f := range e.fake.followupsOf(i.Token) {
+	for _, f := range e.fake.Followups(i.Token) {
 		chunks = append(chunks, f.Content)
 	}
 	var joined strings.Builder
@@ -160,7 +160,7 @@ func TestInteractionRepliesEditThenFollowUp(t *testing.T) {
 		at += k
 	}
 	_ = content
-	if n := len(e.fake.channelMessages(i.Channel)); n != 0 {
+	if n := len(e.fake.ChannelMessages(i.Channel)); n != 0 {
 		t.Errorf("%d channel messages, want none", n)
 	}
 	assertNoMentions(t, e.fake)
@@ -170,12 +170,12 @@ func TestInteractionOverflowIsAnAttachment(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	content := bigFile(t, e, "huge.txt", 400) // ~21 kB: beyond the overflow threshold
 	i := e.interact(adminUser, "fs", sub("read-file", str("path", "huge.txt")))
-	e.fake.waitFor("the attachment follow-up", func() bool { return len(e.fake.followups[i.Token]) >= 1 })
+	e.fake.WaitFor(e.t, "the attachment follow-up", func() bool { return len(e.fake.Followups(i.Token)) >= 1 })
 	orig := e.waitOriginal(i)
 	if !strings.Contains(orig.Content, "line 0001") {
 		t.Errorf("head chunk = %q", orig.Content)
 	}
-	fu := e.fake.followupsOf(i.Token)
+	fu := e.fake.Followups(i.Token)
 	var file []byte
 	for _, f := range fu[0].Files {
 		file = f
@@ -191,12 +191,12 @@ func TestInteractionDuplicateRunsOnce(t *testing.T) {
 	if err := os.WriteFile(log, []byte("start\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	i := interaction{ID: e.nextID(), Channel: e.fake.channelID, Guild: e.fake.guildID, User: adminUser, Command: "fs",
+	i := interaction{ID: e.nextID(), Channel: e.fake.ChannelID, Guild: e.fake.GuildID, User: adminUser, Command: "fs",
 		Options: []opt{sub("write-range", str("path", "log.txt"), integer("start-line", 2), str("content", "appended"))}}
 	i.Token = "itok-" + i.ID
-	payload := e.fake.interactionPayload(i)
-	e.fake.dispatch("INTERACTION_CREATE", payload)
-	e.fake.dispatch("INTERACTION_CREATE", payload) // the gateway delivers it again
+	payload := e.fake.InteractionPayload(i)
+	e.fake.Dispatch("INTERACTION_CREATE", payload)
+	e.fake.Dispatch("INTERACTION_CREATE", payload) // the gateway delivers it again
 	orig := e.waitOriginal(i)
 	if !strings.Contains(orig.Content, "Updated") {
 		t.Errorf("original = %q", orig.Content)
@@ -204,14 +204,14 @@ func TestInteractionDuplicateRunsOnce(t *testing.T) {
 	// A later event has been handled, so the repeat has too.
 	w := e.interact(adminUser, "hub", sub("whoami"))
 	e.waitOriginal(w)
-	if n := len(e.fake.requestsTo(http.MethodPost, "/interactions/"+i.ID+"/")); n != 1 {
+	if n := len(e.fake.RequestsTo(http.MethodPost, "/interactions/"+i.ID+"/")); n != 1 {
 		t.Errorf("%d deferrals, want 1", n)
 	}
 
 	// After a restart the same interaction arrives once more: Discord says
 	// it was acknowledged, the hub's ledger says it ran; nothing runs.
 	e.restart()
-	e.fake.dispatch("INTERACTION_CREATE", payload)
+	e.fake.Dispatch("INTERACTION_CREATE", payload)
 	e.waitMirror("the repeat seen by the hub", func(r store.MirrorRecord) bool {
 		return r.Direction == store.DirectionInbound && r.MessageID == i.ID && r.Meta["duplicate"] != ""
 	})
@@ -219,14 +219,14 @@ func TestInteractionDuplicateRunsOnce(t *testing.T) {
 	if st := boardState(e); st != "stopped" {
 		t.Errorf("board state after Run returned = %q", st)
 	}
-	if n := len(e.fake.requestsTo(http.MethodPost, "/interactions/"+i.ID+"/")); n != 2 {
+	if n := len(e.fake.RequestsTo(http.MethodPost, "/interactions/"+i.ID+"/")); n != 2 {
 		t.Errorf("%d deferrals, want 2 (one per adapter)", n)
 	}
 	data, _ := os.ReadFile(log)
 	if string(data) != "start\nappended\n" {
 		t.Errorf("log.txt = %q, want the line appended once", data)
 	}
-	if n := len(e.fake.requestsTo(http.MethodPatch, "/webhooks/"+e.fake.appID+"/"+i.Token)); n != 1 {
+	if n := len(e.fake.RequestsTo(http.MethodPatch, "/webhooks/"+e.fake.AppID+"/"+i.Token)); n != 1 {
 		t.Errorf("%d edits of the response, want 1", n)
 	}
 	// The mirror shows the command as typed and never the token.
@@ -277,7 +277,7 @@ func TestInteractionDenialsAndErrorsAreEphemeral(t *testing.T) {
 				tc.original = "does not know you"
 			}
 			orig := e.waitOriginal(i)
-			c, _ := e.fake.callback(i.ID)
+			c, _ := e.fake.Callback(i.ID)
 			if got := c.Flags == flagEphemeral; got != tc.ephemeral {
 				t.Errorf("deferral ephemeral = %v, want %v", got, tc.ephemeral)
 			}
@@ -285,8 +285,8 @@ func TestInteractionDenialsAndErrorsAreEphemeral(t *testing.T) {
 				t.Errorf("response = %q, want it to contain %q", orig.Content, tc.original)
 			}
 			if tc.followup != "" {
-				e.fake.waitFor("the ephemeral follow-up", func() bool { return len(e.fake.followups[i.Token]) == 1 })
-				fu := e.fake.followupsOf(i.Token)
+				e.fake.WaitFor(e.t, "the ephemeral follow-up", func() bool { return len(e.fake.Followups(i.Token)) == 1 })
+				fu := e.fake.Followups(i.Token)
 				if fu[0].Flags != flagEphemeral || !strings.Contains(fu[0].Content, tc.followup) {
 					t.Errorf("follow-up = %+v", fu[0])
 				}
@@ -297,15 +297,15 @@ func TestInteractionDenialsAndErrorsAreEphemeral(t *testing.T) {
 
 func TestChannelMessages(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	bot := e.fake.botID
+	bot := e.fake.BotID
 	ignored := []channelMsg{
 		e.say(adminUser, "/fs.exists README.md"), // not addressed to the bot
 		e.say(adminUser, "hello <@123> !fs.exists README.md"),
 	}
-	own := channelMsg{ID: e.nextID(), Channel: e.fake.channelID, Guild: e.fake.guildID, User: bot, Content: "!fs.exists README.md"}
-	e.fake.dispatch("MESSAGE_CREATE", e.fake.messagePayload(own))
-	other := channelMsg{ID: e.nextID(), Channel: e.fake.channelID, Guild: e.fake.guildID, User: "700000000000000099", Content: "!fs.exists README.md", Bot: true}
-	e.fake.dispatch("MESSAGE_CREATE", e.fake.messagePayload(other))
+	own := channelMsg{ID: e.nextID(), Channel: e.fake.ChannelID, Guild: e.fake.GuildID, User: bot, Content: "!fs.exists README.md"}
+	e.fake.Dispatch("MESSAGE_CREATE", e.fake.MessagePayload(own))
+	other := channelMsg{ID: e.nextID(), Channel: e.fake.ChannelID, Guild: e.fake.GuildID, User: "700000000000000099", Content: "!fs.exists README.md", Bot: true}
+	e.fake.Dispatch("MESSAGE_CREATE", e.fake.MessagePayload(other))
 	ignored = append(ignored, own, other)
 
 	for _, tc := range []struct{ content, want string }{
@@ -337,21 +337,19 @@ func TestChannelMessages(t *testing.T) {
 
 func TestGatewayResume(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.fake.waitFor("the first heartbeat", func() bool { return e.fake.heartbeats >= 1 })
-	e.fake.drop()
+	e.fake.WaitFor(e.t, "the first heartbeat", func() bool { return e.fake.Heartbeats() >= 1 })
+	e.fake.DropConnection()
 	// Dispatched while the client is away: the fake keeps it for the resume.
 	i := e.interact(adminUser, "fs", sub("exists", str("path", "README.md")))
 	orig := e.waitOriginal(i)
 	if !strings.Contains(orig.Content, "exists") {
 		t.Errorf("original = %q", orig.Content)
 	}
-	e.fake.mu.Lock()
-	resumes, identifies := e.fake.resumes, len(e.fake.identifies)
-	e.fake.mu.Unlock()
+	resumes, identifies := e.fake.Resumes(), len(e.fake.Identifies())
 	if resumes != 1 || identifies != 1 {
 		t.Errorf("resumes = %d, identifies = %d; want the session resumed, not identified again", resumes, identifies)
 	}
-	e.fake.waitFor("a heartbeat on the resumed connection", func() bool { return e.fake.acks >= 2 })
+	e.fake.WaitFor(e.t, "a heartbeat on the resumed connection", func() bool { return e.fake.Acks() >= 2 })
 	if st := boardState(e); st != "running" {
 		t.Errorf("board state = %q after the resume", st)
 	}
@@ -385,7 +383,7 @@ func TestPlacesServed(t *testing.T) {
 	e := newEnv(t, envOptions{discord: func(d *config.Discord) { d.AllowedChannels = []string{"810000000000000009"} }})
 	i := e.interact(adminUser, "fs", sub("exists", str("path", "README.md")))
 	c := e.waitOriginal(i)
-	cb, _ := e.fake.callback(i.ID)
+	cb, _ := e.fake.Callback(i.ID)
 	if cb.Type != 4 || cb.Flags != flagEphemeral || !strings.Contains(c.Content, "does not serve") {
 		t.Errorf("callback = %+v, content %q", cb, c.Content)
 	}
@@ -407,9 +405,13 @@ func TestDeferralBeatsSlowVerb(t *testing.T) {
 	slow := e.interact(adminUser, "proc", sub("run", str("executable", "sleep"), str("arguments", "10")))
 	sent2 := time.Now()
 	quick := e.interact(adminUser, "hub", sub("whoami"))
-	e.fake.waitFor("both deferrals", func() bool { return e.fake.callbacks[slow.ID] != nil && e.fake.callbacks[quick.ID] != nil })
-	c1, _ := e.fake.callback(slow.ID)
-	c2, _ := e.fake.callback(quick.ID)
+	e.fake.WaitFor(e.t, "both deferrals", func() bool {
+		_, ok1 := e.fake.Callback(slow.ID)
+		_, ok2 := e.fake.Callback(quick.ID)
+		return ok1 && ok2
+	})
+	c1, _ := e.fake.Callback(slow.ID)
+	c2, _ := e.fake.Callback(quick.ID)
 	if d := c1.At.Sub(sent); d >= 3*time.Second {
 		t.Errorf("the slow verb's deferral took %v, over Discord's 3 s window", d)
 	}
@@ -471,14 +473,14 @@ func TestDirectMessages(t *testing.T) {
 		{"!fs.exists README.md", "`README.md` exists."},
 	} {
 		m := channelMsg{ID: e.nextID(), Channel: dm, User: adminUser, Content: tc.content}
-		e.fake.dispatch("MESSAGE_CREATE", e.fake.messagePayload(m))
+		e.fake.Dispatch("MESSAGE_CREATE", e.fake.MessagePayload(m))
 		if r := e.waitReply(m); !strings.Contains(r.Content, tc.want) {
 			t.Errorf("%q → %q, want %q", tc.content, r.Content, tc.want)
 		}
 	}
 	i := interaction{ID: e.nextID(), Channel: dm, User: adminUser, Command: "fs", Options: []opt{sub("exists", str("path", "README.md"))}}
 	i.Token = "itok-" + i.ID
-	e.fake.dispatch("INTERACTION_CREATE", e.fake.interactionPayload(i))
+	e.fake.Dispatch("INTERACTION_CREATE", e.fake.InteractionPayload(i))
 	if orig := e.waitOriginal(i); !strings.Contains(orig.Content, "exists") {
 		t.Errorf("original = %q", orig.Content)
 	}

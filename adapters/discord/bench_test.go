@@ -41,9 +41,9 @@ func BenchmarkChannelMessages(b *testing.B) {
 		m := e.say(adminUser, "!fs.exists README.md")
 		want[m.ID] = true
 	}
-	e.fake.waitFor("every reply", func() bool {
+	e.fake.WaitFor(e.t, "every reply", func() bool {
 		n := 0
-		for _, m := range e.fake.messages[e.fake.channelID] {
+		for _, m := range e.fake.ChannelMessages(e.fake.ChannelID) {
 			if want[m.Reference] {
 				n++
 			}

@@ -209,7 +209,7 @@ func data(name string, opts ...opt) discordgo.ApplicationCommandInteractionData 
 	raw, _ := json.Marshal(map[string]any{"id": "1", "name": name, "type": 1, "options": func() []any {
 		var out []any
 		for _, o := range opts {
-			out = append(out, o.json())
+			out = append(out, o.JSON())
 		}
 		return out
 	}()})

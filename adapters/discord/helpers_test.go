@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/adapters/discord/discordtest"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -50,7 +50,7 @@ type envOptions struct {
 // workspace) with the adapter talking to a fake Discord.
 type testEnv struct {
 	t      testing.TB
-	fake   *fakeDiscord
+	fake   *discordtest.Server
 	cfg    *config.Config
 	rt     *hub.Runtime
 	ad     *Adapter
@@ -94,8 +94,8 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	mention := true
 	cfg.Discord = config.Discord{
-		Enabled: true, Token: config.NewSecret(botToken), ApplicationID: fake.appID, APIBase: fake.base,
-		CommandGuilds: []string{fake.guildID}, Prefix: "!", Mention: &mention,
+		Enabled: true, Token: config.NewSecret(botToken), ApplicationID: fake.AppID, APIBase: fake.APIBase(),
+		CommandGuilds: []string{fake.GuildID}, Prefix: "!", Mention: &mention,
 	}
 	if o.discord != nil {
 		o.discord(&cfg.Discord)
@@ -145,17 +145,12 @@ func (e *testEnv) start() {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel, e.done = cancel, make(chan error, 1)
-	identifies := len(e.fake.identifiesSnapshot())
-	puts := len(e.fake.requestsTo("PUT", "/applications/"))
+	identifies := len(e.fake.Identifies())
+	puts := len(e.fake.RequestsTo("PUT", "/applications/"))
 	go func() { e.done <- e.ad.Run(ctx) }()
-	e.fake.waitFor("identify and command registration", func() bool {
-		n := 0
-		for _, r := range e.fake.requests {
-			if r.Method == "PUT" && strings.HasPrefix(r.Path, "/applications/") {
-				n++
-			}
-		}
-		return len(e.fake.identifies) > identifies && n > puts
+	e.fake.WaitFor(e.t, "identify and command registration", func() bool {
+		n := len(e.fake.RequestsTo("PUT", "/applications/"))
+		return len(e.fake.Identifies()) > identifies && n > puts
 	})
 }
 
@@ -201,16 +196,16 @@ func (e *testEnv) interact(user string, command string, opts ...opt) interaction
 }
 
 func (e *testEnv) interactWithRoles(user string, roles []string, command string, opts ...opt) interaction {
-	i := interaction{ID: e.nextID(), Channel: e.fake.channelID, Guild: e.fake.guildID, User: user, Roles: roles, Command: command, Options: opts}
+	i := interaction{ID: e.nextID(), Channel: e.fake.ChannelID, Guild: e.fake.GuildID, User: user, Roles: roles, Command: command, Options: opts}
 	i.Token = "itok-" + i.ID
-	e.fake.dispatch("INTERACTION_CREATE", e.fake.interactionPayload(i))
+	e.fake.Dispatch("INTERACTION_CREATE", e.fake.InteractionPayload(i))
 	return i
 }
 
 // say dispatches a MESSAGE_CREATE in the guild's channel.
 func (e *testEnv) say(user, content string) channelMsg {
-	m := channelMsg{ID: e.nextID(), Channel: e.fake.channelID, Guild: e.fake.guildID, User: user, Content: content}
-	e.fake.dispatch("MESSAGE_CREATE", e.fake.messagePayload(m))
+	m := channelMsg{ID: e.nextID(), Channel: e.fake.ChannelID, Guild: e.fake.GuildID, User: user, Content: content}
+	e.fake.Dispatch("MESSAGE_CREATE", e.fake.MessagePayload(m))
 	return m
 }
 
@@ -218,11 +213,11 @@ func (e *testEnv) say(user, content string) channelMsg {
 // and returns it.
 func (e *testEnv) waitOriginal(i interaction) fakeMessage {
 	e.t.Helper()
-	e.fake.waitFor("the original response of "+i.ID, func() bool {
-		c := e.fake.callbacks[i.ID]
-		return c != nil && c.Original != nil
+	e.fake.WaitFor(e.t, "the original response of "+i.ID, func() bool {
+		c, ok := e.fake.Callback(i.ID)
+		return ok && c.Original != nil
 	})
-	c, _ := e.fake.callback(i.ID)
+	c, _ := e.fake.Callback(i.ID)
 	return *c.Original
 }
 
@@ -230,25 +225,15 @@ func (e *testEnv) waitOriginal(i interaction) fakeMessage {
 func (e *testEnv) waitReply(m channelMsg) fakeMessage {
 	e.t.Helper()
 	var out fakeMessage
-	e.fake.waitFor("a reply to message "+m.ID, func() bool {
-		for _, x := range e.fake.messages[m.Channel] {
+	e.fake.WaitFor(e.t, "a reply to message "+m.ID, func() bool {
+		for _, x := range e.fake.ChannelMessages(m.Channel) {
 			if x.Reference == m.ID {
-				out = *x
+				out = x
 				return true
 			}
 		}
 		return false
 	})
-	return out
-}
-
-func (f *fakeDiscord) identifiesSnapshot() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]string, len(f.identifies))
-	for i, r := range f.identifies {
-		out[i] = string(r)
-	}
 	return out
 }
 

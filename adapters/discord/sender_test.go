@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/adapters/discord/discordtest"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -27,7 +28,7 @@ func entry(turn, channel string, index, total int, text string, meta map[string]
 // returns the reply meta the hub would copy onto its entries.
 func (e *testEnv) deferred(id string, ephemeral bool, created time.Time) map[string]string {
 	e.t.Helper()
-	ref := interactionRef{ID: id, Token: "itok-" + id, AppID: e.fake.appID, Ephemeral: ephemeral}
+	ref := interactionRef{ID: id, Token: "itok-" + id, AppID: e.fake.AppID, Ephemeral: ephemeral}
 	if err := e.ad.deferInteraction(context.Background(), ref); err != nil {
 		e.t.Fatal(err)
 	}
@@ -59,10 +60,10 @@ func mustSend(t *testing.T, e *testEnv, en *outbox.Entry) outbox.Receipt {
 
 // assertNoMentions checks that every message the adapter created or edited
 // carried an empty allowed_mentions: output never pings anyone.
-func assertNoMentions(t *testing.T, f *fakeDiscord) {
+func assertNoMentions(t *testing.T, f *discordtest.Server) {
 	t.Helper()
 	n := 0
-	for _, r := range f.requestsTo("", "/") {
+	for _, r := range f.RequestsTo("", "/") {
 		isMessage := (r.Method == http.MethodPost && strings.HasPrefix(r.Path, "/channels/")) ||
 			strings.HasPrefix(r.Path, "/webhooks/") && r.Method != http.MethodDelete
 		if !isMessage {
@@ -86,33 +87,33 @@ func assertNoMentions(t *testing.T, f *fakeDiscord) {
 func TestSendInteractionChunksInOrder(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	meta := e.deferred("930000000000000001", false, time.Now())
-	ch := e.fake.channelID
+	ch := e.fake.ChannelID
 	turn := "discord.i.930000000000000001"
 	for i, text := range []string{"first", "second", "third"} {
 		mustSend(t, e, entry(turn, ch, i, 3, text, meta))
 	}
 	var got []string
-	for _, r := range e.fake.requestsTo("", "/") {
+	for _, r := range e.fake.RequestsTo("", "/") {
 		got = append(got, r.Method+" "+strings.Replace(r.Path, "itok-930000000000000001", "T", 1)+" "+r.Query)
 	}
 	want := []string{
 		"POST /interactions/930000000000000001/T/callback ",
-		"PATCH /webhooks/" + e.fake.appID + "/T/messages/@original ",
-		"POST /webhooks/" + e.fake.appID + "/T wait=true",
-		"POST /webhooks/" + e.fake.appID + "/T wait=true",
+		"PATCH /webhooks/" + e.fake.AppID + "/T/messages/@original ",
+		"POST /webhooks/" + e.fake.AppID + "/T wait=true",
+		"POST /webhooks/" + e.fake.AppID + "/T wait=true",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	c, _ := e.fake.callback("930000000000000001")
+	c, _ := e.fake.Callback("930000000000000001")
 	if c.Type != 5 || c.Flags != 0 || c.Original == nil || c.Original.Content != "first" {
 		t.Errorf("callback = %+v", c)
 	}
-	fu := e.fake.followupsOf("itok-930000000000000001")
+	fu := e.fake.Followups("itok-930000000000000001")
 	if len(fu) != 2 || fu[0].Content != "second" || fu[1].Content != "third" || fu[0].Flags != 0 {
 		t.Errorf("follow-ups = %+v", fu)
 	}
-	if n := len(e.fake.channelMessages(ch)); n != 0 {
+	if n := len(e.fake.ChannelMessages(ch)); n != 0 {
 		t.Errorf("%d channel messages, want none", n)
 	}
 	assertNoMentions(t, e.fake)
@@ -121,7 +122,7 @@ func TestSendInteractionChunksInOrder(t *testing.T) {
 func TestSendExpiredTokenFallsBackToChannel(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	e := newEnv(t, envOptions{noRun: true, clock: clk})
-	ch := e.fake.channelID
+	ch := e.fake.ChannelID
 
 	// Expired by the clock: the webhook is not even tried.
 	meta := e.deferred("930000000000000002", false, clk.Now())
@@ -129,10 +130,10 @@ func TestSendExpiredTokenFallsBackToChannel(t *testing.T) {
 	turn := "discord.i.930000000000000002"
 	mustSend(t, e, entry(turn, ch, 0, 2, "late first", meta))
 	mustSend(t, e, entry(turn, ch, 1, 2, "late second", meta))
-	if n := len(e.fake.requestsTo("", "/webhooks/")); n != 0 {
+	if n := len(e.fake.RequestsTo("", "/webhooks/")); n != 0 {
 		t.Errorf("%d webhook requests after the token expired", n)
 	}
-	msgs := e.fake.channelMessages(ch)
+	msgs := e.fake.ChannelMessages(ch)
 	if len(msgs) != 2 || msgs[0].Content != "late first" || msgs[1].Content != "late second" || msgs[0].Nonce == "" {
 		t.Fatalf("channel messages = %+v", msgs)
 	}
@@ -140,14 +141,12 @@ func TestSendExpiredTokenFallsBackToChannel(t *testing.T) {
 	// Refused by Discord although the clock says it is fresh: the chunk
 	// goes to the channel too.
 	meta = e.deferred("930000000000000003", false, clk.Now())
-	e.fake.mu.Lock()
-	e.fake.expired["itok-930000000000000003"] = true
-	e.fake.mu.Unlock()
+	e.fake.Expire("itok-930000000000000003")
 	mustSend(t, e, entry("discord.i.930000000000000003", ch, 0, 1, "refused", meta))
-	if n := len(e.fake.requestsTo(http.MethodPatch, "/webhooks/")); n != 1 {
+	if n := len(e.fake.RequestsTo(http.MethodPatch, "/webhooks/")); n != 1 {
 		t.Errorf("%d edits tried, want 1", n)
 	}
-	msgs = e.fake.channelMessages(ch)
+	msgs = e.fake.ChannelMessages(ch)
 	if len(msgs) != 3 || msgs[2].Content != "refused" {
 		t.Fatalf("channel messages = %+v", msgs)
 	}
@@ -159,14 +158,14 @@ func TestSendExpiredTokenFallsBackToChannel(t *testing.T) {
 // nonce makes Discord return the message it already created.
 func TestSendResendReusesNonce(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
-	ch := e.fake.channelID
+	ch := e.fake.ChannelID
 	en := entry("discord."+ch+".940000000000000001", ch, 0, 1, "exactly once", map[string]string{MetaReplyTo: "940000000000000001"})
 	first := mustSend(t, e, en)
 	again := mustSend(t, e, en)
 	if first.MessageID == "" || again.MessageID != first.MessageID {
 		t.Errorf("receipts %q and %q, want the same message", first.MessageID, again.MessageID)
 	}
-	posts := e.fake.requestsTo(http.MethodPost, "/channels/"+ch+"/messages")
+	posts := e.fake.RequestsTo(http.MethodPost, "/channels/"+ch+"/messages")
 	if len(posts) != 2 {
 		t.Fatalf("%d POSTs, want 2 (the resend reaches Discord)", len(posts))
 	}
@@ -180,14 +179,14 @@ func TestSendResendReusesNonce(t *testing.T) {
 			t.Errorf("request body %s: want nonce %q with enforce_nonce", p.Body, Nonce(en.ID))
 		}
 	}
-	msgs := e.fake.channelMessages(ch)
+	msgs := e.fake.ChannelMessages(ch)
 	if len(msgs) != 1 || msgs[0].Reference != "940000000000000001" {
 		t.Fatalf("messages = %+v, want one replying to the asking message", msgs)
 	}
 	// A different chunk is a different message.
 	second := entry("discord."+ch+".940000000000000001", ch, 1, 2, "next chunk", en.Meta)
 	mustSend(t, e, second)
-	msgs = e.fake.channelMessages(ch)
+	msgs = e.fake.ChannelMessages(ch)
 	if len(msgs) != 2 || msgs[1].Reference != "" {
 		t.Fatalf("messages = %+v, want a second one without a reply reference", msgs)
 	}
@@ -196,14 +195,14 @@ func TestSendResendReusesNonce(t *testing.T) {
 
 func TestSendRateLimitIsLeftToTheOutbox(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
-	ch := e.fake.channelID
-	e.fake.failNext(rateLimit(http.MethodPost, "/channels/"+ch+"/messages", 5))
+	ch := e.fake.ChannelID
+	e.fake.FailNext(rateLimit(http.MethodPost, "/channels/"+ch+"/messages", 5))
 	en := entry("discord."+ch+".940000000000000002", ch, 0, 1, "hello", nil)
 	_, err := send(t, e, en)
 	if d, ok := outbox.RetryAfterOf(err); !ok || d != 5*time.Second {
 		t.Fatalf("error = %v, want a retry after exactly 5s", err)
 	}
-	if n := len(e.fake.requestsTo(http.MethodPost, "/channels/")); n != 1 {
+	if n := len(e.fake.RequestsTo(http.MethodPost, "/channels/")); n != 1 {
 		t.Fatalf("%d requests, want 1: the library must not retry by itself", n)
 	}
 	// The bucket is exhausted: a send now is answered at once, without a
@@ -212,7 +211,7 @@ func TestSendRateLimitIsLeftToTheOutbox(t *testing.T) {
 	if d, ok := outbox.RetryAfterOf(err); !ok || d <= 0 || d > 5*time.Second {
 		t.Fatalf("error = %v, want a retry after at most 5s", err)
 	}
-	if n := len(e.fake.requestsTo(http.MethodPost, "/channels/")); n != 1 {
+	if n := len(e.fake.RequestsTo(http.MethodPost, "/channels/")); n != 1 {
 		t.Fatalf("%d requests, want still 1", n)
 	}
 }
@@ -224,14 +223,14 @@ func TestRateLimitThroughTheOutbox(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(start)
 	e := newEnv(t, envOptions{noRun: true, clock: clk})
-	ch := e.fake.channelID
-	e.fake.failNext(rateLimit(http.MethodPost, "/channels/"+ch+"/messages", 0.3))
+	ch := e.fake.ChannelID
+	e.fake.FailNext(rateLimit(http.MethodPost, "/channels/"+ch+"/messages", 0.3))
 	key := chat.ChatKey(chat.Discord, ch, "")
 	entries := outbox.NewEntries(outbox.KindReply, "discord."+ch+".940000000000000003", key, chat.SplitText("after the limit", chat.ChunkOptionsFor(chat.Discord)), nil)
 	if _, err := e.rt.Outbox.Enqueue(context.Background(), entries); err != nil {
 		t.Fatal(err)
 	}
-	e.fake.waitFor("the rate-limited request", func() bool { return len(e.fake.requests) >= 1 })
+	e.fake.WaitFor(e.t, "the rate-limited request", func() bool { return len(e.fake.Requests()) >= 1 })
 	waitDue := func() time.Time {
 		for i := 0; ; i++ {
 			if at, ok := clk.NextDue(); ok && at.Before(start.Add(time.Hour)) {
@@ -268,20 +267,18 @@ func TestRateLimitThroughTheOutbox(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := len(e.fake.requestsTo(http.MethodPost, "/channels/")); n != 2 {
+	if n := len(e.fake.RequestsTo(http.MethodPost, "/channels/")); n != 2 {
 		t.Errorf("%d requests, want 2 (the 429 and the send after it)", n)
 	}
-	if msgs := e.fake.channelMessages(ch); len(msgs) != 1 {
+	if msgs := e.fake.ChannelMessages(ch); len(msgs) != 1 {
 		t.Errorf("%d messages, want 1", len(msgs))
 	}
 }
 
 func TestSendErrorClasses(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
-	e.fake.mu.Lock()
-	e.fake.unknown["950000000000000001"] = true
-	e.fake.noAccess["950000000000000002"] = true
-	e.fake.mu.Unlock()
+	e.fake.SetUnknownChannel("950000000000000001")
+	e.fake.SetNoAccess("950000000000000002")
 	ok := "950000000000000003"
 	for _, tc := range []struct {
 		name    string
@@ -301,7 +298,7 @@ func TestSendErrorClasses(t *testing.T) {
 			if tc.fault != nil {
 				f := *tc.fault
 				f.Method, f.PathPrefix = http.MethodPost, "/channels/"+tc.channel
-				e.fake.failNext(f)
+				e.fake.FailNext(f)
 			}
 			_, err := send(t, e, entry("discord."+tc.channel+".1", tc.channel, 0, 1, "x", nil))
 			var got string
@@ -332,14 +329,14 @@ func TestSendNeverLeaksTheToken(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
 	meta := e.deferred("930000000000000009", false, time.Now())
 	tok := meta[MetaInteractionToken]
-	prefix := "/webhooks/" + e.fake.appID + "/" + tok
+	prefix := "/webhooks/" + e.fake.AppID + "/" + tok
 	for _, f := range []fault{
 		{Method: http.MethodPatch, PathPrefix: prefix, Status: 500, Body: `{"message": "boom", "code": 0}`},
 		{Method: http.MethodPatch, PathPrefix: prefix, Hijack: true},
 		rateLimit(http.MethodPatch, prefix, 0.001),
 	} {
-		e.fake.failNext(f)
-		_, err := send(t, e, entry("discord.i.930000000000000009", e.fake.channelID, 0, 1, "x", meta))
+		e.fake.FailNext(f)
+		_, err := send(t, e, entry("discord.i.930000000000000009", e.fake.ChannelID, 0, 1, "x", meta))
 		if err == nil {
 			t.Fatal("send succeeded despite the fault")
 		}
@@ -355,18 +352,18 @@ func TestSendNeverLeaksTheToken(t *testing.T) {
 
 func TestSendPrivateAnswers(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
-	ch := e.fake.channelID
+	ch := e.fake.ChannelID
 
 	// A verb failed after a public deferral: the response becomes a neutral
 	// line and the error follows, visible to the asker only.
 	meta := e.deferred("930000000000000004", false, time.Now())
 	meta[hub.MetaPrivate] = "1"
 	mustSend(t, e, entry("discord.i.930000000000000004", ch, 0, 1, "⚠ not found (not_found)", meta))
-	c, _ := e.fake.callback("930000000000000004")
+	c, _ := e.fake.Callback("930000000000000004")
 	if c.Original == nil || c.Original.Content != privateNotice {
 		t.Errorf("original = %+v, want the neutral line", c.Original)
 	}
-	fu := e.fake.followupsOf("itok-930000000000000004")
+	fu := e.fake.Followups("itok-930000000000000004")
 	if len(fu) != 1 || fu[0].Flags != flagEphemeral || fu[0].Content != "⚠ not found (not_found)" {
 		t.Errorf("follow-ups = %+v, want one ephemeral with the error", fu)
 	}
@@ -377,11 +374,11 @@ func TestSendPrivateAnswers(t *testing.T) {
 	meta[hub.MetaPrivate] = "1"
 	mustSend(t, e, entry("discord.i.930000000000000005", ch, 0, 2, "denied", meta))
 	mustSend(t, e, entry("discord.i.930000000000000005", ch, 1, 2, "more", meta))
-	c, _ = e.fake.callback("930000000000000005")
+	c, _ = e.fake.Callback("930000000000000005")
 	if c.Flags != flagEphemeral || c.Original == nil || c.Original.Content != "denied" {
 		t.Errorf("callback = %+v, want an ephemeral deferral edited with the denial", c)
 	}
-	fu = e.fake.followupsOf("itok-930000000000000005")
+	fu = e.fake.Followups("itok-930000000000000005")
 	if len(fu) != 1 || fu[0].Flags != flagEphemeral {
 		t.Errorf("follow-ups = %+v, want one ephemeral", fu)
 	}
@@ -389,13 +386,13 @@ func TestSendPrivateAnswers(t *testing.T) {
 
 func TestSendAttachments(t *testing.T) {
 	e := newEnv(t, envOptions{noRun: true})
-	ch := e.fake.channelID
+	ch := e.fake.ChannelID
 	att := &chat.Attachment{Name: "output.txt", MIME: chat.AttachmentMIME, Data: []byte("the whole output\n")}
 
 	en := entry("discord."+ch+".960000000000000001", ch, 1, 2, "output.txt (17 bytes)", nil)
 	en.Attachment = att
 	mustSend(t, e, en)
-	msgs := e.fake.channelMessages(ch)
+	msgs := e.fake.ChannelMessages(ch)
 	if len(msgs) != 1 || string(msgs[0].Files["output.txt"]) != "the whole output\n" || msgs[0].Content != "output.txt (17 bytes)" {
 		t.Fatalf("channel messages = %+v", msgs)
 	}
@@ -404,7 +401,7 @@ func TestSendAttachments(t *testing.T) {
 	en = entry("discord.i.930000000000000006", ch, 1, 2, "output.txt (17 bytes)", meta)
 	en.Attachment = att
 	mustSend(t, e, en)
-	fu := e.fake.followupsOf("itok-930000000000000006")
+	fu := e.fake.Followups("itok-930000000000000006")
 	if len(fu) != 1 || string(fu[0].Files["output.txt"]) != "the whole output\n" {
 		t.Fatalf("follow-ups = %+v", fu)
 	}

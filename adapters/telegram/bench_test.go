@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
@@ -25,18 +26,16 @@ func BenchmarkTelegramTurns(b *testing.B) {
 	h := startHarness(b, f, hopts{})
 	h.waitRunning()
 	const chats = 8
-	replies := make([]chan sentMessage, chats)
+	replies := make([]chan telegramtest.Message, chats)
 	for i := range replies {
-		replies[i] = make(chan sentMessage, 16)
+		replies[i] = make(chan telegramtest.Message, 16)
 	}
-	f.mu.Lock()
-	f.onSend = func(m sentMessage) {
+	f.OnSend(func(m telegramtest.Message) {
 		c, err := strconv.Atoi(m.ChatID)
 		if err == nil && c >= 1 && c <= chats {
 			replies[c-1] <- m
 		}
-	}
-	f.mu.Unlock()
+	})
 
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -52,7 +51,7 @@ func BenchmarkTelegramTurns(b *testing.B) {
 			for i := range n {
 				msgID := 10 + i
 				t0 := time.Now()
-				f.push(textUpdate(nextUpdateID(), int64(c+1), 1, msgID, "/fs_listdir ."))
+				f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), int64(c+1), 1, msgID, "/fs_listdir ."))
 				for m := range replies[c] {
 					if m.ReplyTo == strconv.Itoa(msgID) {
 						break
@@ -112,7 +111,7 @@ func BenchmarkTelegramRateLimits(b *testing.B) {
 	const chats, global = 100, 30
 	for range b.N {
 		f := newFakeBot(b)
-		f.setStrict(0)
+		f.SetStrict(0)
 		// Telegram's limits without a burst, which the fake does not allow.
 		h := startHarness(b, f, hopts{noStart: true, limitsOn: true, rate: &Limits{PerChat: 1, PerChatBurst: 1, PerGroupPerMinute: 20, GlobalPerSecond: global}})
 
@@ -132,17 +131,15 @@ func BenchmarkTelegramRateLimits(b *testing.B) {
 		time.Sleep(dur)
 		end := start.Add(dur)
 		delivered := 0
-		for _, m := range f.messages() {
+		for _, m := range f.Messages() {
 			if !m.At.After(end) {
 				delivered++
 			}
 		}
-		rejected := f.rejections()
-		f.mu.Lock()
-		for _, why := range f.rejectLog {
+		rejected := f.Rejections()
+		for _, why := range f.RejectLog() {
 			b.Logf("429: %s", why)
 		}
-		f.mu.Unlock()
 		h.stop()
 		b.ReportMetric(float64(rejected), "429s")
 		b.ReportMetric(100*float64(delivered)/(dur.Seconds()*global), "%-of-allowed")

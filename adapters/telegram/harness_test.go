@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -96,7 +97,7 @@ func (v *testVerbs) register(reg *executor.Registry) error {
 // a fake Bot API.
 type harness struct {
 	t      testing.TB
-	fake   *fakeBot
+	fake   *telegramtest.Server
 	cfg    *config.Config
 	rt     *hub.Runtime
 	ad     *Adapter
@@ -126,7 +127,7 @@ type hopts struct {
 	logger          *slog.Logger
 }
 
-func testTelegramConfig(t testing.TB, f *fakeBot, o hopts, ws, state string) *config.Config {
+func testTelegramConfig(t testing.TB, f *telegramtest.Server, o hopts, ws, state string) *config.Config {
 	t.Helper()
 	cfg, err := config.LoadWith("", func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -141,7 +142,7 @@ func testTelegramConfig(t testing.TB, f *fakeBot, o hopts, ws, state string) *co
 	tg := &cfg.Telegram
 	tg.Enabled = true
 	if f != nil {
-		tg.Token = config.NewSecret(f.token)
+		tg.Token = config.NewSecret(f.Token())
 		tg.APIEndpoint = f.URL()
 	}
 	if o.endpoint != "" {
@@ -181,7 +182,7 @@ func buildExecutor(cfg *config.Config, tv *testVerbs) (*executor.Executor, func(
 
 // startHarness opens a Runtime, builds the adapter, registers its sender,
 // starts the runtime and runs the adapter.
-func startHarness(t testing.TB, f *fakeBot, o hopts) *harness {
+func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 	t.Helper()
 	ws := o.ws
 	if ws == "" {

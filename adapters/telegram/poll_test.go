@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -17,7 +18,7 @@ import (
 
 func storedOffset(t testing.TB, h *harness) int64 {
 	t.Helper()
-	v, err := h.rt.Ledger.Cursor(offsetCursor(h.fake.botID))
+	v, err := h.rt.Ledger.Cursor(offsetCursor(h.fake.BotID()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +35,10 @@ func storedOffset(t testing.TB, h *harness) int64 {
 func TestPollingTurnAndReply(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{})
-	id := nextUpdateID()
-	f.push(textUpdate(id, 1, 1, 10, "/fs_listdir@HermesTestBot ."))
-	waitFor(t, "the listing", func() bool { return len(f.messagesTo("1")) == 1 })
-	m := f.messagesTo("1")[0]
+	id := telegramtest.NextUpdateID()
+	f.Push(telegramtest.TextUpdate(id, 1, 1, 10, "/fs_listdir@HermesTestBot ."))
+	waitFor(t, "the listing", func() bool { return len(f.MessagesTo("1")) == 1 })
+	m := f.MessagesTo("1")[0]
 	if !strings.Contains(m.Text, "README.md") || m.ReplyTo != "10" || m.ParseMode != "HTML" || m.ThreadID != "" {
 		t.Fatalf("reply %+v", m)
 	}
@@ -48,11 +49,11 @@ func TestPollingTurnAndReply(t *testing.T) {
 	if err != nil || rec == nil || rec.State != hub.TurnDone {
 		t.Fatalf("ledger record %+v, %v", rec, err)
 	}
-	calls := f.callsOf("getUpdates")
+	calls := f.CallsOf("getUpdates")
 	if got := calls[0].Params.Get("allowed_updates"); got != `["message","edited_message"]` {
 		t.Fatalf("allowed_updates %q", got)
 	}
-	if len(f.callsOf("deleteWebhook")) == 0 {
+	if len(f.CallsOf("deleteWebhook")) == 0 {
 		t.Fatal("polling mode must delete any webhook first")
 	}
 }
@@ -62,23 +63,23 @@ func TestPollingTurnAndReply(t *testing.T) {
 func TestPollingDuplicateUpdateIDs(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{noStart: true})
-	id := nextUpdateID()
-	u := textUpdate(id, 1, 1, 11, "/test_count dup")
-	f.push(u, u)
-	f.dupNext = true // and the whole answer repeated once more
+	id := telegramtest.NextUpdateID()
+	u := telegramtest.TextUpdate(id, 1, 1, 11, "/test_count dup")
+	f.Push(u, u)
+	f.DuplicateNextUpdates() // and the whole answer repeated once more
 	h.run()
-	waitFor(t, "the reply", func() bool { return len(f.messagesTo("1")) >= 1 })
+	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) >= 1 })
 	waitFor(t, "the stored offset", func() bool { return storedOffset(t, h) == int64(id)+1 })
 	// Telegram sending it again later (a lost acknowledgement) changes nothing.
-	f.push(u)
-	next := nextUpdateID()
-	f.push(textUpdate(next, 1, 1, 12, "/test_count after"))
-	waitFor(t, "the next reply", func() bool { return h.tv.count("after") == 1 && len(f.messagesTo("1")) >= 2 })
+	f.Push(u)
+	next := telegramtest.NextUpdateID()
+	f.Push(telegramtest.TextUpdate(next, 1, 1, 12, "/test_count after"))
+	waitFor(t, "the next reply", func() bool { return h.tv.count("after") == 1 && len(f.MessagesTo("1")) >= 2 })
 	if n := h.tv.count("dup"); n != 1 {
 		t.Fatalf("the duplicated update ran %d times", n)
 	}
 	replies := 0
-	for _, m := range f.messagesTo("1") {
+	for _, m := range f.MessagesTo("1") {
 		if m.ReplyTo == "11" {
 			replies++
 		}
@@ -94,19 +95,19 @@ func TestPollingDuplicateUpdateIDs(t *testing.T) {
 func TestPolling5xxBurstBacksOff(t *testing.T) {
 	f := newFakeBot(t)
 	clk := clock.NewFake(time.Now())
-	f.inject("getUpdates", fault{htmlStatus: 502}, fault{htmlStatus: 502}, fault{code: 500, description: "Internal Server Error"}, fault{htmlStatus: 503})
+	f.Inject("getUpdates", telegramtest.Fault{HTMLStatus: 502}, telegramtest.Fault{HTMLStatus: 502}, telegramtest.Fault{Code: 500, Description: "Internal Server Error"}, telegramtest.Fault{HTMLStatus: 503})
 	h := startHarness(t, f, hopts{clk: clk, noStart: true})
 	h.run()
 	waitFor(t, "backoff after a failed getUpdates", func() bool { return clk.Pending() > 0 && h.boardState() == "degraded" })
 	autoAdvance(t, clk)
-	f.push(textUpdate(nextUpdateID(), 1, 1, 13, "/whoami"))
-	waitFor(t, "the reply after the burst", func() bool { return len(f.messagesTo("1")) == 1 })
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 13, "/whoami"))
+	waitFor(t, "the reply after the burst", func() bool { return len(f.MessagesTo("1")) == 1 })
 	waitFor(t, "running again", func() bool { return h.boardState() == "running" })
-	if n := len(f.callsOf("getUpdates")); n < 5 {
+	if n := len(f.CallsOf("getUpdates")); n < 5 {
 		t.Fatalf("%d getUpdates calls, want the 4 failures and a success", n)
 	}
-	if !strings.Contains(f.messagesTo("1")[0].Text, "telegram:1") {
-		t.Fatalf("reply %q", f.messagesTo("1")[0].Text)
+	if !strings.Contains(f.MessagesTo("1")[0].Text, "telegram:1") {
+		t.Fatalf("reply %q", f.MessagesTo("1")[0].Text)
 	}
 }
 
@@ -114,9 +115,9 @@ func TestPolling5xxBurstBacksOff(t *testing.T) {
 // past its timeout is cancelled when the adapter stops.
 func TestPollingSlowGetUpdatesDoesNotBlockShutdown(t *testing.T) {
 	f := newFakeBot(t)
-	f.slowPoll = time.Hour
+	f.SetPollDelay(time.Hour)
 	h := startHarness(t, f, hopts{})
-	waitFor(t, "a getUpdates in flight", func() bool { return len(f.callsOf("getUpdates")) > 0 })
+	waitFor(t, "a getUpdates in flight", func() bool { return len(f.CallsOf("getUpdates")) > 0 })
 	stopped := make(chan struct{})
 	go func() {
 		h.stop()
@@ -139,12 +140,12 @@ func TestPollingSlowGetUpdatesDoesNotBlockShutdown(t *testing.T) {
 func TestPollingForumTopicAndGroups(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{})
-	other := nextUpdateID()
-	f.push(textUpdate(other, -100300, 1, 20, "/verbs@OtherBot", inTopic(44, "Deploys")))
-	topic := nextUpdateID()
-	f.push(textUpdate(topic, -100300, 1, 21, "/fs_listdir .", inTopic(44, "Deploys")))
-	waitFor(t, "the topic reply", func() bool { return len(f.messagesTo("-100300")) == 1 })
-	m := f.messagesTo("-100300")[0]
+	other := telegramtest.NextUpdateID()
+	f.Push(telegramtest.TextUpdate(other, -100300, 1, 20, "/verbs@OtherBot", telegramtest.InTopic(44, "Deploys")))
+	topic := telegramtest.NextUpdateID()
+	f.Push(telegramtest.TextUpdate(topic, -100300, 1, 21, "/fs_listdir .", telegramtest.InTopic(44, "Deploys")))
+	waitFor(t, "the topic reply", func() bool { return len(f.MessagesTo("-100300")) == 1 })
+	m := f.MessagesTo("-100300")[0]
 	if m.ThreadID != "44" || m.ReplyTo != "21" || !strings.Contains(m.Text, "README.md") {
 		t.Fatalf("topic reply %+v", m)
 	}
@@ -163,9 +164,9 @@ func TestPollingForumTopicAndGroups(t *testing.T) {
 		t.Fatalf("directory entry %+v, %v", e, ok)
 	}
 
-	f.push(textUpdate(nextUpdateID(), 99, 99, 22, "/fs_listdir ."))
-	waitFor(t, "the denial", func() bool { return len(f.messagesTo("99")) == 1 })
-	if d := f.messagesTo("99")[0].Text; !strings.Contains(d, "telegram:99") || strings.Contains(d, "README.md") {
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 99, 99, 22, "/fs_listdir ."))
+	waitFor(t, "the denial", func() bool { return len(f.MessagesTo("99")) == 1 })
+	if d := f.MessagesTo("99")[0].Text; !strings.Contains(d, "telegram:99") || strings.Contains(d, "README.md") {
 		t.Fatalf("denial %q", d)
 	}
 }
@@ -174,13 +175,13 @@ func TestPollingForumTopicAndGroups(t *testing.T) {
 func TestPollingEditedMessage(t *testing.T) {
 	f := newFakeBot(t)
 	startHarness(t, f, hopts{})
-	f.push(textUpdate(nextUpdateID(), 1, 1, 30, "/test_count e"))
-	edit := textUpdate(nextUpdateID(), 1, 1, 30, "/test_count e")
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 30, "/test_count e"))
+	edit := telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 30, "/test_count e")
 	edit["edited_message"] = edit["message"]
 	delete(edit, "message")
 	edit["edited_message"].(map[string]any)["edit_date"] = time.Now().Unix()
-	f.push(edit)
-	waitFor(t, "two replies", func() bool { return len(f.messagesTo("1")) == 2 })
+	f.Push(edit)
+	waitFor(t, "two replies", func() bool { return len(f.MessagesTo("1")) == 2 })
 }
 
 // TestTypingIndicator: a turn running longer than a second shows "typing…"
@@ -190,25 +191,25 @@ func TestTypingIndicator(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	h := startHarness(t, f, hopts{clk: clk})
 	h.waitRunning()
-	f.push(textUpdate(nextUpdateID(), -100300, 1, 40, "/test_block slow", inTopic(44, "Deploys")))
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -100300, 1, 40, "/test_block slow", telegramtest.InTopic(44, "Deploys")))
 	<-h.tv.started // the typing timer is armed before the hub is called
-	if n := len(f.callsOf("sendChatAction")); n != 0 {
+	if n := len(f.CallsOf("sendChatAction")); n != 0 {
 		t.Fatalf("typing shown before a second passed: %d", n)
 	}
 	clk.Advance(typingAfter)
-	calls := f.callsOf("sendChatAction")
+	calls := f.CallsOf("sendChatAction")
 	if len(calls) != 1 || calls[0].Params.Get("chat_id") != "-100300" || calls[0].Params.Get("message_thread_id") != "44" || calls[0].Params.Get("action") != "typing" {
 		t.Fatalf("chat actions %+v", calls)
 	}
 	clk.Advance(typingEvery)
-	if n := len(f.callsOf("sendChatAction")); n != 2 {
+	if n := len(f.CallsOf("sendChatAction")); n != 2 {
 		t.Fatalf("%d chat actions after renewal, want 2", n)
 	}
 	close(h.tv.release)
-	waitFor(t, "the reply", func() bool { return len(f.messagesTo("-100300")) == 1 })
+	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("-100300")) == 1 })
 	waitFor(t, "the typing indicator stopped", func() bool { return h.ad.typers.Load() == 0 })
 	clk.Advance(time.Minute)
-	if n := len(f.callsOf("sendChatAction")); n != 2 {
+	if n := len(f.CallsOf("sendChatAction")); n != 2 {
 		t.Fatalf("typing continued after the turn ended: %d actions", n)
 	}
 }
@@ -219,7 +220,7 @@ func TestSetMyCommands(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{defaults: []string{"reader"}})
 	h.waitRunning()
-	calls := f.callsOf("setMyCommands")
+	calls := f.CallsOf("setMyCommands")
 	if len(calls) != 1 {
 		t.Fatalf("%d setMyCommands calls", len(calls))
 	}
@@ -243,10 +244,10 @@ func TestSetMyCommands(t *testing.T) {
 // sendChatAction) does not stop the adapter.
 func TestSetMyCommandsFailureIsNotFatal(t *testing.T) {
 	f := newFakeBot(t)
-	f.inject("setMyCommands", fault{htmlStatus: 500})
+	f.Inject("setMyCommands", telegramtest.Fault{HTMLStatus: 500})
 	startHarness(t, f, hopts{})
-	f.push(textUpdate(nextUpdateID(), 1, 1, 50, "/whoami"))
-	waitFor(t, "the reply", func() bool { return len(f.messagesTo("1")) == 1 })
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 50, "/whoami"))
+	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) == 1 })
 }
 
 // TestGetMeRetriesWhileTheAPIIsDown: getMe failing keeps the adapter
@@ -254,12 +255,12 @@ func TestSetMyCommandsFailureIsNotFatal(t *testing.T) {
 func TestGetMeRetriesWhileTheAPIIsDown(t *testing.T) {
 	f := newFakeBot(t)
 	clk := clock.NewFake(time.Now())
-	f.inject("getMe", fault{htmlStatus: 502}, fault{code: 500, description: "Internal Server Error"})
+	f.Inject("getMe", telegramtest.Fault{HTMLStatus: 502}, telegramtest.Fault{Code: 500, Description: "Internal Server Error"})
 	h := startHarness(t, f, hopts{clk: clk})
 	waitFor(t, "degraded while getMe fails", func() bool { return h.boardState() == "degraded" && clk.Pending() > 0 })
 	autoAdvance(t, clk)
 	h.waitRunning()
-	if n := len(f.callsOf("getMe")); n != 3 {
+	if n := len(f.CallsOf("getMe")); n != 3 {
 		t.Fatalf("%d getMe calls, want 3", n)
 	}
 }
@@ -269,7 +270,7 @@ func TestGetMeRetriesWhileTheAPIIsDown(t *testing.T) {
 func TestRefusedTokenStopsTheAdapter(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{noStart: true})
-	f.token = "999:another-token-entirely" // the adapter's token is now unknown
+	f.SetToken("999:another-token-entirely") // the adapter's token is now unknown
 	h.run()
 	select {
 	case err := <-h.done:
@@ -287,8 +288,8 @@ func TestRefusedTokenStopsTheAdapter(t *testing.T) {
 func TestStopWaitsForTheTurnInFlight(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{})
-	id := nextUpdateID()
-	f.push(textUpdate(id, 1, 1, 60, "/test_block stop"))
+	id := telegramtest.NextUpdateID()
+	f.Push(telegramtest.TextUpdate(id, 1, 1, 60, "/test_block stop"))
 	<-h.tv.started
 	h.cancel()
 	time.AfterFunc(50*time.Millisecond, func() { close(h.tv.release) })
@@ -318,9 +319,9 @@ func TestOverflowAsDocument(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(h.ws, "big.txt"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.push(textUpdate(nextUpdateID(), -100300, 1, 95, "/fs_readfile big.txt", inTopic(44, "Deploys")))
-	waitFor(t, "head and document", func() bool { return len(f.messagesTo("-100300")) == 2 })
-	got := f.messagesTo("-100300")
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -100300, 1, 95, "/fs_readfile big.txt", telegramtest.InTopic(44, "Deploys")))
+	waitFor(t, "head and document", func() bool { return len(f.MessagesTo("-100300")) == 2 })
+	got := f.MessagesTo("-100300")
 	head, doc := got[0], got[1]
 	if head.Method != "sendMessage" || head.ReplyTo != "95" || head.ThreadID != "44" || !strings.Contains(head.Text, "line 0000 &lt;xxx") {
 		t.Fatalf("head %+v", head)

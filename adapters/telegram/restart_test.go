@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
 )
@@ -27,10 +28,10 @@ func TestRestartMidBacklog(t *testing.T) {
 			if c > 0 {
 				chatID = int64(-1000 - c) // groups, the same user
 			}
-			ups = append(ups, textUpdate(nextUpdateID(), chatID, 1, 100+i, "/test_count "+id))
+			ups = append(ups, telegramtest.TextUpdate(telegramtest.NextUpdateID(), chatID, 1, 100+i, "/test_count "+id))
 		}
 	}
-	f.push(ups...)
+	f.Push(ups...)
 	tv := newTestVerbs()
 	h := startHarness(t, f, hopts{tv: tv})
 	// Stop once part of the backlog is done.
@@ -53,7 +54,7 @@ func TestRestartMidBacklog(t *testing.T) {
 		defer tv.mu.Unlock()
 		return len(tv.counts) == len(ids)
 	})
-	waitFor(t, "every reply", func() bool { return len(f.messages()) >= len(ids) })
+	waitFor(t, "every reply", func() bool { return len(f.Messages()) >= len(ids) })
 	h2.stop()
 	for _, id := range ids {
 		if n := tv.count(id); n != 1 {
@@ -61,7 +62,7 @@ func TestRestartMidBacklog(t *testing.T) {
 		}
 	}
 	replies := map[string]int{}
-	for _, m := range f.messages() {
+	for _, m := range f.Messages() {
 		replies[m.ChatID+"/"+m.ReplyTo]++
 		if !strings.Contains(m.Text, "calls") {
 			t.Errorf("unexpected message %q", m.Text)
@@ -84,15 +85,13 @@ func TestRestartMidBacklog(t *testing.T) {
 func TestMigratedGroup(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{})
-	f.push(textUpdate(nextUpdateID(), -555, 1, 80, "/whoami"))
-	waitFor(t, "the first reply", func() bool { return len(f.messagesTo("-555")) == 1 })
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -555, 1, 80, "/whoami"))
+	waitFor(t, "the first reply", func() bool { return len(f.MessagesTo("-555")) == 1 })
 
-	f.mu.Lock()
-	f.migrated["-555"] = -1009990
-	f.mu.Unlock()
-	f.push(textUpdate(nextUpdateID(), -555, 1, 81, "/whoami"))
-	waitFor(t, "the reply in the supergroup", func() bool { return len(f.messagesTo("-1009990")) == 1 })
-	if m := f.messagesTo("-1009990")[0]; m.ReplyTo != "" || !strings.Contains(m.Text, "telegram:1") {
+	f.Migrate("-555", -1009990)
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -555, 1, 81, "/whoami"))
+	waitFor(t, "the reply in the supergroup", func() bool { return len(f.MessagesTo("-1009990")) == 1 })
+	if m := f.MessagesTo("-1009990")[0]; m.ReplyTo != "" || !strings.Contains(m.Text, "telegram:1") {
 		t.Fatalf("re-sent chunk %+v (message ids do not carry over: no reply_to)", m)
 	}
 	if h.rt.Directory == nil {
@@ -110,10 +109,10 @@ func TestMigratedGroup(t *testing.T) {
 	if _, err := h2.ad.Sender().Send(withTimeout(t), entryFor("chat:telegram:-555", "later", 0, 1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.messagesTo("-1009990"); len(got) != 2 || got[1].Text != "later" {
+	if got := f.MessagesTo("-1009990"); len(got) != 2 || got[1].Text != "later" {
 		t.Fatalf("after restart the old key goes to the new chat: %+v", got)
 	}
-	if n := len(f.callsOf("sendMessage")); n != 4 {
+	if n := len(f.CallsOf("sendMessage")); n != 4 {
 		t.Fatalf("%d sendMessage calls, want 4 (one refused by the old group)", n)
 	}
 
@@ -124,16 +123,16 @@ func TestMigratedGroup(t *testing.T) {
 func TestMigrationServiceMessage(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{})
-	f.push(textUpdate(nextUpdateID(), -777, 1, 90, "/whoami"))
-	waitFor(t, "the first reply", func() bool { return len(f.messagesTo("-777")) == 1 })
-	f.push(map[string]any{"update_id": nextUpdateID(), "message": map[string]any{
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -777, 1, 90, "/whoami"))
+	waitFor(t, "the first reply", func() bool { return len(f.MessagesTo("-777")) == 1 })
+	f.Push(map[string]any{"update_id": telegramtest.NextUpdateID(), "message": map[string]any{
 		"message_id": 91, "date": 1, "chat": map[string]any{"id": -777, "type": "group"}, "migrate_to_chat_id": -1007770,
 	}})
 	waitFor(t, "the migration", func() bool { return h.ad.mig.resolve("-777") == "-1007770" })
 	if _, err := h.ad.Sender().Send(withTimeout(t), entryFor("chat:telegram:-777", "moved", 0, 1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.messagesTo("-1007770"); len(got) != 1 {
+	if got := f.MessagesTo("-1007770"); len(got) != 1 {
 		t.Fatalf("messages to the supergroup: %+v", got)
 	}
 }

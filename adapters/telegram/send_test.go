@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -18,9 +19,9 @@ import (
 )
 
 // senderOnly is an adapter without a runtime, used only as a Sender.
-func senderOnly(t testing.TB, f *fakeBot, clk clock.Clock, l Limits) *Adapter {
+func senderOnly(t testing.TB, f *telegramtest.Server, clk clock.Clock, l Limits) *Adapter {
 	t.Helper()
-	cfg := config.Telegram{Enabled: true, Token: config.NewSecret(f.token), APIEndpoint: f.URL(), Mode: ModePolling, PollTimeout: config.Duration(2 * time.Second)}
+	cfg := config.Telegram{Enabled: true, Token: config.NewSecret(f.Token()), APIEndpoint: f.URL(), Mode: ModePolling, PollTimeout: config.Duration(2 * time.Second)}
 	cfg.Rate.PerChat, cfg.Rate.PerChatBurst, cfg.Rate.PerGroupPerMinute, cfg.Rate.GlobalPerSecond = l.PerChat, l.PerChatBurst, l.PerGroupPerMinute, l.GlobalPerSecond
 	a, err := New(Options{Config: cfg, Clock: clk, Logger: testLogger()})
 	if err != nil {
@@ -54,7 +55,7 @@ func TestSendHTMLReplyAndTopic(t *testing.T) {
 			t.Fatalf("chunk %d: no message id in the receipt", i)
 		}
 	}
-	got := f.messagesTo("-100300")
+	got := f.MessagesTo("-100300")
 	if len(got) != 2 {
 		t.Fatalf("sent %d messages, want 2", len(got))
 	}
@@ -69,7 +70,7 @@ func TestSendHTMLReplyAndTopic(t *testing.T) {
 func TestSend429RetriesAfterExactly(t *testing.T) {
 	f := newFakeBot(t)
 	a := senderOnly(t, f, nil, Limits{})
-	f.inject("sendMessage", fault{code: 429, description: "Too Many Requests: retry after 7", retryAfter: 7})
+	f.Inject("sendMessage", telegramtest.Fault{Code: 429, Description: "Too Many Requests: retry after 7", RetryAfter: 7})
 	_, err := a.Sender().Send(withTimeout(t), entryFor("chat:telegram:42", "hi", 0, 1, nil))
 	d, ok := outbox.RetryAfterOf(err)
 	if !ok || d != 7*time.Second {
@@ -83,35 +84,35 @@ func TestSend429RetriesAfterExactly(t *testing.T) {
 func TestSendCantParseEntitiesFallsBackToPlainText(t *testing.T) {
 	f := newFakeBot(t)
 	a := senderOnly(t, f, nil, Limits{})
-	f.inject("sendMessage", fault{code: 400, description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 3"})
+	f.Inject("sendMessage", telegramtest.Fault{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 3"})
 	text := "``` weird\n<x>\n```"
 	if _, err := a.Sender().Send(withTimeout(t), entryFor("chat:telegram:42", text, 0, 1, map[string]string{MetaReplyTo: "5"})); err != nil {
 		t.Fatal(err)
 	}
-	calls := f.callsOf("sendMessage")
+	calls := f.CallsOf("sendMessage")
 	if len(calls) != 2 || calls[0].Params.Get("parse_mode") != "HTML" || calls[1].Params.Get("parse_mode") != "" {
 		t.Fatalf("want an HTML attempt then a plain one, got %d calls", len(calls))
 	}
-	got := f.messagesTo("42")
+	got := f.MessagesTo("42")
 	if len(got) != 1 || got[0].Text != text || got[0].ReplyTo != "5" {
 		t.Fatalf("plain resend %+v", got)
 	}
 	// Only once: a chunk refused as plain text too is a dead letter.
-	f.inject("sendMessage",
-		fault{code: 400, description: "Bad Request: can't parse entities: x"},
-		fault{code: 400, description: "Bad Request: can't parse entities: x"})
+	f.Inject("sendMessage",
+		telegramtest.Fault{Code: 400, Description: "Bad Request: can't parse entities: x"},
+		telegramtest.Fault{Code: 400, Description: "Bad Request: can't parse entities: x"})
 	_, err := a.Sender().Send(withTimeout(t), entryFor("chat:telegram:42", "again", 0, 1, nil))
-	if !outbox.IsPermanent(err) || len(f.callsOf("sendMessage")) != 4 {
-		t.Fatalf("want permanent after one plain retry, got %v after %d calls", err, len(f.callsOf("sendMessage")))
+	if !outbox.IsPermanent(err) || len(f.CallsOf("sendMessage")) != 4 {
+		t.Fatalf("want permanent after one plain retry, got %v after %d calls", err, len(f.CallsOf("sendMessage")))
 	}
 }
 
 func TestSendPermanentFailures(t *testing.T) {
 	f := newFakeBot(t)
 	a := senderOnly(t, f, nil, Limits{})
-	f.blocked["42"] = "Forbidden: bot was blocked by the user"
-	f.badChats["43"] = "Bad Request: chat not found"
-	f.badChats["-44"] = "Bad Request: not enough rights to send text messages to the chat"
+	f.Block("42", "Forbidden: bot was blocked by the user")
+	f.RefuseChat("43", "Bad Request: chat not found")
+	f.RefuseChat("-44", "Bad Request: not enough rights to send text messages to the chat")
 	for _, chatID := range []string{"42", "43", "-44"} {
 		_, err := a.Sender().Send(withTimeout(t), entryFor("chat:telegram:"+chatID, "hi", 0, 1, nil))
 		if !outbox.IsPermanent(err) {
@@ -127,13 +128,13 @@ func TestSendPermanentFailures(t *testing.T) {
 func TestSendTransientFailures(t *testing.T) {
 	f := newFakeBot(t)
 	a := senderOnly(t, f, nil, Limits{})
-	f.inject("sendMessage", fault{htmlStatus: 502}, fault{code: 500, description: "Internal Server Error"}, fault{code: 429, description: "Too Many Requests"})
+	f.Inject("sendMessage", telegramtest.Fault{HTMLStatus: 502}, telegramtest.Fault{Code: 500, Description: "Internal Server Error"}, telegramtest.Fault{Code: 429, Description: "Too Many Requests"})
 	for i := range 3 {
 		_, err := a.Sender().Send(withTimeout(t), entryFor("chat:telegram:42", "hi", 0, 1, nil))
 		if !outbox.IsTransient(err) {
 			t.Fatalf("attempt %d: want transient, got %v", i, err)
 		}
-		if strings.Contains(err.Error(), f.token) || strings.Contains(err.Error(), "TEST-secret") {
+		if strings.Contains(err.Error(), f.Token()) || strings.Contains(err.Error(), "TEST-secret") {
 			t.Fatalf("the token leaked into %q", err)
 		}
 	}
@@ -148,19 +149,19 @@ func TestSendDocumentOverflow(t *testing.T) {
 	data := bytes.Repeat([]byte("line <with> & stuff\n"), 5000)
 	e := entryFor("chat:telegram:-100300:44", "output.txt (100000 bytes)", 1, 2, map[string]string{MetaReplyTo: "9"})
 	e.Attachment = &chat.Attachment{Name: "output.txt", MIME: chat.AttachmentMIME, Data: data}
-	f.inject("sendDocument", fault{code: 502, description: "Bad Gateway"})
+	f.Inject("sendDocument", telegramtest.Fault{Code: 502, Description: "Bad Gateway"})
 	if _, err := a.Sender().Send(withTimeout(t), e); !outbox.IsTransient(err) {
 		t.Fatalf("first attempt: want transient, got %v", err)
 	}
 	if _, err := a.Sender().Send(withTimeout(t), e); err != nil {
 		t.Fatal(err)
 	}
-	got := f.messagesTo("-100300")
+	got := f.MessagesTo("-100300")
 	if len(got) != 1 || got[0].Method != "sendDocument" || !bytes.Equal(got[0].Doc, data) || got[0].DocName != "output.txt" ||
 		got[0].Caption != "output.txt (100000 bytes)" || got[0].ThreadID != "44" || got[0].ReplyTo != "" {
 		t.Fatalf("document %+v", got)
 	}
-	if calls := f.callsOf("sendDocument"); len(calls) != 2 {
+	if calls := f.CallsOf("sendDocument"); len(calls) != 2 {
 		t.Fatalf("%d sendDocument calls, want 2", len(calls))
 	}
 }
@@ -181,7 +182,7 @@ func TestSendPacing(t *testing.T) {
 	if !ok || d != paced(time.Second) || !errors.Is(err, errPaced) {
 		t.Fatalf("want paced for 1s and the margin, got %v", err)
 	}
-	if n := len(f.callsOf("sendMessage")); n != 1 {
+	if n := len(f.CallsOf("sendMessage")); n != 1 {
 		t.Fatalf("pacing must not call Telegram: %d calls", n)
 	}
 	if _, err := s.Send(withTimeout(t), entryFor("chat:telegram:43", "other", 0, 1, nil)); err == nil {
@@ -234,20 +235,20 @@ func TestLogsNeverCarryTheToken(t *testing.T) {
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clk := clock.NewFake(time.Now())
-	f.inject("getMe", fault{htmlStatus: 502})
-	f.inject("setMyCommands", fault{code: 400, description: "Bad Request: BOT_COMMAND_INVALID"})
-	f.inject("getUpdates", fault{htmlStatus: 504}, fault{code: 409, description: "Conflict: can't use getUpdates method while webhook is active"})
-	f.inject("sendMessage", fault{code: 500, description: "Internal Server Error"}, fault{code: 400, description: "Bad Request: can't parse entities"})
+	f.Inject("getMe", telegramtest.Fault{HTMLStatus: 502})
+	f.Inject("setMyCommands", telegramtest.Fault{Code: 400, Description: "Bad Request: BOT_COMMAND_INVALID"})
+	f.Inject("getUpdates", telegramtest.Fault{HTMLStatus: 504}, telegramtest.Fault{Code: 409, Description: "Conflict: can't use getUpdates method while webhook is active"})
+	f.Inject("sendMessage", telegramtest.Fault{Code: 500, Description: "Internal Server Error"}, telegramtest.Fault{Code: 400, Description: "Bad Request: can't parse entities"})
 	h := startHarness(t, f, hopts{clk: clk, logger: logger})
 	autoAdvance(t, clk)
-	f.push(textUpdate(nextUpdateID(), 1, 1, 10, "/whoami"))
-	waitFor(t, "the reply", func() bool { return len(f.messagesTo("1")) == 1 })
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 10, "/whoami"))
+	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) == 1 })
 	h.stop()
 	out := logs.String()
 	if !strings.Contains(out, "getUpdates failed") || !strings.Contains(out, "command menu") {
 		t.Fatalf("the failures were not logged:\n%s", out)
 	}
-	if strings.Contains(out, f.token) || strings.Contains(out, "TEST-secret-token") {
+	if strings.Contains(out, f.Token()) || strings.Contains(out, "TEST-secret-token") {
 		t.Fatalf("the token is in the logs:\n%s", out)
 	}
 }

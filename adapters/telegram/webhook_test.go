@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 )
 
 // webListener stands in for the web adapter's listener: Mount registers
@@ -44,7 +46,7 @@ func TestWebhookMode(t *testing.T) {
 	web := newWebListener(t)
 	h := startHarness(t, f, hopts{mode: ModeWebhook, mount: web.mount, public: web.srv.URL + "/"})
 	h.waitRunning()
-	sets := f.callsOf("setWebhook")
+	sets := f.CallsOf("setWebhook")
 	if len(sets) != 1 {
 		t.Fatalf("%d setWebhook calls", len(sets))
 	}
@@ -52,23 +54,23 @@ func TestWebhookMode(t *testing.T) {
 	if hook != web.srv.URL+"/telegram/webhook" || secret != "s3cret_token-1" || sets[0].Params.Get("allowed_updates") == "" {
 		t.Fatalf("setWebhook %v", sets[0].Params)
 	}
-	if len(f.callsOf("getUpdates")) != 0 {
+	if len(f.CallsOf("getUpdates")) != 0 {
 		t.Fatal("webhook mode must not poll")
 	}
 
 	// Telegram posts with the secret: the turn runs and is answered.
-	u := textUpdate(nextUpdateID(), 1, 1, 70, "/test_count hook")
-	if codes := f.push(u); len(codes) != 1 || codes[0] != http.StatusOK {
+	u := telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 70, "/test_count hook")
+	if codes := f.Push(u); len(codes) != 1 || codes[0] != http.StatusOK {
 		t.Fatalf("webhook answered %v", codes)
 	}
-	waitFor(t, "the reply", func() bool { return len(f.messagesTo("1")) == 1 })
+	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) == 1 })
 	// A repeat of the same update is acknowledged and not run again.
-	if codes := f.push(u); codes[0] != http.StatusOK {
+	if codes := f.Push(u); codes[0] != http.StatusOK {
 		t.Fatalf("repeat answered %v", codes)
 	}
 
 	// Wrong or missing secret: 401 and nothing is processed.
-	forged, _ := json.Marshal(textUpdate(nextUpdateID(), 1, 1, 71, "/test_count forged"))
+	forged, _ := json.Marshal(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 71, "/test_count forged"))
 	for _, s := range []string{"", "wrong", "s3cret_token-", "s3cret_token-1x", strings.ToUpper("s3cret_token-1")} {
 		if code := postRaw(t, hook, s, forged); code != http.StatusUnauthorized {
 			t.Fatalf("secret %q: status %d, want 401", s, code)
@@ -101,9 +103,9 @@ func TestWebhookMode(t *testing.T) {
 	// Switching back to polling deletes the webhook; polling then works.
 	h2 := startHarness(t, f, hopts{ws: h.ws, tv: h.tv})
 	h2.waitRunning()
-	f.push(textUpdate(nextUpdateID(), 1, 1, 72, "/test_count polled"))
-	waitFor(t, "the polled reply", func() bool { return h2.tv.count("polled") == 1 && len(f.messagesTo("1")) == 2 })
-	if len(f.callsOf("deleteWebhook")) == 0 {
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 72, "/test_count polled"))
+	waitFor(t, "the polled reply", func() bool { return h2.tv.count("polled") == 1 && len(f.MessagesTo("1")) == 2 })
+	if len(f.CallsOf("deleteWebhook")) == 0 {
 		t.Fatal("polling mode did not delete the webhook")
 	}
 }

@@ -1,0 +1,106 @@
+package discordtest
+
+import "time"
+
+// Option is one slash command option in an interaction payload: a
+// subcommand (type 1) with its options in Sub, or a value.
+type Option struct {
+	Name  string
+	Type  int
+	Value any
+	Sub   []Option
+}
+
+// JSON is the option as Discord sends it.
+func (o Option) JSON() map[string]any {
+	m := map[string]any{"name": o.Name, "type": o.Type}
+	if o.Value != nil {
+		m["value"] = o.Value
+	}
+	if len(o.Sub) > 0 {
+		var subs []any
+		for _, s := range o.Sub {
+			subs = append(subs, s.JSON())
+		}
+		m["options"] = subs
+	}
+	return m
+}
+
+// Sub is a subcommand option holding opts.
+func Sub(name string, opts ...Option) Option { return Option{Name: name, Type: 1, Sub: opts} }
+
+// Str is a string option.
+func Str(name, v string) Option { return Option{Name: name, Type: 3, Value: v} }
+
+// Integer is an integer option.
+func Integer(name string, v int) Option { return Option{Name: name, Type: 4, Value: v} }
+
+// Interaction describes an application command interaction. Guild empty
+// means a direct message.
+type Interaction struct {
+	ID, Token, Channel, Guild, User string
+	Roles                           []string
+	Command                         string
+	Options                         []Option
+}
+
+// InteractionPayload is the INTERACTION_CREATE data of i.
+func (s *Server) InteractionPayload(i Interaction) map[string]any {
+	var opts []any
+	for _, o := range i.Options {
+		opts = append(opts, o.JSON())
+	}
+	p := map[string]any{
+		"id": i.ID, "application_id": s.AppID, "type": 2, "token": i.Token, "version": 1,
+		"channel_id": i.Channel, "locale": "en-US",
+		"data": map[string]any{"id": "800000000000000001", "name": i.Command, "type": 1, "options": opts},
+	}
+	user := map[string]any{"id": i.User, "username": "user" + suffix(i.User)}
+	if i.Guild != "" {
+		p["guild_id"] = i.Guild
+		roles := i.Roles
+		if roles == nil {
+			roles = []string{}
+		}
+		p["member"] = map[string]any{"user": user, "roles": roles}
+	} else {
+		p["user"] = user
+	}
+	return p
+}
+
+// ChannelMessage describes a message posted in a channel. Guild empty
+// means a direct message.
+type ChannelMessage struct {
+	ID, Channel, Guild, User, Content string
+	Roles                             []string
+	Bot                               bool
+}
+
+// MessagePayload is the MESSAGE_CREATE data of m.
+func (s *Server) MessagePayload(m ChannelMessage) map[string]any {
+	p := map[string]any{
+		"id": m.ID, "channel_id": m.Channel, "content": m.Content, "type": 0,
+		"timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+		"author":    map[string]any{"id": m.User, "username": "user" + suffix(m.User), "bot": m.Bot},
+		"mentions":  []any{},
+	}
+	if m.Guild != "" {
+		p["guild_id"] = m.Guild
+		roles := m.Roles
+		if roles == nil {
+			roles = []string{}
+		}
+		p["member"] = map[string]any{"roles": roles}
+	}
+	return p
+}
+
+// suffix is the last three characters of an id, for a readable user name.
+func suffix(id string) string {
+	if len(id) <= 3 {
+		return id
+	}
+	return id[len(id)-3:]
+}

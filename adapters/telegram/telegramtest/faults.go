@@ -1,0 +1,234 @@
+package telegramtest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Fault is how one call is answered instead of (or before) the normal
+// answer.
+//
+//   - Code (with Description, RetryAfter, MigrateTo): a Bot API error
+//     answer with that error_code and HTTP status, such as 429 with
+//     retry_after or 500.
+//   - HTMLStatus: an HTML page with that HTTP status, as a proxy answers.
+//   - Delay: the answer comes after Delay. With no error set the call then
+//     succeeds normally (a slow answer); a caller that gives up first gets
+//     nothing and the call has no effect.
+//   - Hang: no answer at all until the caller gives up (its timeout or
+//     context) or the server closes; the call has no effect.
+//   - Drop: the connection is closed without an answer; no effect.
+type Fault struct {
+	Code        int
+	Description string
+	RetryAfter  int   // parameters.retry_after, seconds
+	MigrateTo   int64 // parameters.migrate_to_chat_id
+	HTMLStatus  int
+	Delay       time.Duration
+	Hang        bool
+	Drop        bool
+}
+
+// String describes the fault for call records and logs.
+func (f Fault) String() string {
+	var parts []string
+	if f.Delay > 0 {
+		parts = append(parts, "delay "+f.Delay.String())
+	}
+	switch {
+	case f.Hang:
+		parts = append(parts, "hang")
+	case f.Drop:
+		parts = append(parts, "drop")
+	case f.HTMLStatus != 0:
+		parts = append(parts, fmt.Sprintf("HTML %d", f.HTMLStatus))
+	case f.Code != 0:
+		s := fmt.Sprintf("%d %s", f.Code, f.Description)
+		if f.RetryAfter > 0 {
+			s += fmt.Sprintf(" (retry_after %d)", f.RetryAfter)
+		}
+		parts = append(parts, strings.TrimSpace(s))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fails reports whether the fault ends in an error answer (not a slow
+// success).
+func (f Fault) fails() bool {
+	return f.Hang || f.Drop || f.HTMLStatus != 0 || f.Code != 0
+}
+
+// TooManyRequests is Telegram's 429 answer asking to wait retryAfter
+// seconds.
+func TooManyRequests(retryAfter int) Fault {
+	return Fault{Code: http.StatusTooManyRequests, Description: fmt.Sprintf("Too Many Requests: retry after %d", retryAfter), RetryAfter: retryAfter}
+}
+
+// ServerError is a Bot API error answer with a 5xx status.
+func ServerError(status int) Fault {
+	return Fault{Code: status, Description: http.StatusText(status)}
+}
+
+// Rule answers calls of Method with Fault on a schedule: every Every-th
+// call (1 or 0: every call), counted from when the rule was added, Count
+// times (0: until ClearRules). Method "" matches every method but
+// getUpdates.
+type Rule struct {
+	Method string
+	Every  int
+	Count  int
+	Fault  Fault
+}
+
+type ruleState struct {
+	Rule
+	seen, fired int
+}
+
+// Inject queues faults for the next calls of method, one per call, before
+// any rule.
+func (s *Server) Inject(method string, faults ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[method] = append(s.faults[method], faults...)
+}
+
+// AddRule adds a fault schedule.
+func (s *Server) AddRule(r Rule) {
+	if r.Every < 1 {
+		r.Every = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules = append(s.rules, &ruleState{Rule: r})
+}
+
+// ClearRules removes every fault schedule and queued fault.
+func (s *Server) ClearRules() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules = nil
+	s.faults = map[string][]Fault{}
+}
+
+// RulesDone reports whether every rule with a Count has fired that often.
+func (s *Server) RulesDone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.rules {
+		if r.Count > 0 && r.fired < r.Count {
+			return false
+		}
+	}
+	return true
+}
+
+// takeFault picks the fault of this call, if any; s.mu is held.
+func (s *Server) takeFault(method string) *Fault {
+	if q := s.faults[method]; len(q) > 0 {
+		ft := q[0]
+		s.faults[method] = q[1:]
+		return &ft
+	}
+	var pick *Fault
+	for _, r := range s.rules {
+		if r.Method != method && (r.Method != "" || method == "getUpdates") {
+			continue
+		}
+		if r.Count > 0 && r.fired >= r.Count {
+			continue
+		}
+		r.seen++
+		if pick == nil && r.seen%r.Every == 0 {
+			r.fired++
+			ft := r.Fault
+			pick = &ft
+		}
+	}
+	return pick
+}
+
+// applyFault answers the call as ft says; it reports whether the normal
+// answer should follow (a slow success).
+func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, ft Fault) bool {
+	if ft.Delay > 0 && !s.net.Hold(r.Context(), ft.Delay) {
+		return false
+	}
+	switch {
+	case ft.Hang:
+		s.net.Hold(r.Context(), -1)
+		return false
+	case ft.Drop:
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				c.Close()
+			}
+		}
+		return false
+	case ft.HTMLStatus != 0:
+		writeHTML(w, ft.HTMLStatus)
+		return false
+	case ft.Code != 0:
+		body := map[string]any{"ok": false, "error_code": ft.Code, "description": ft.Description}
+		params := map[string]any{}
+		if ft.RetryAfter > 0 {
+			params["retry_after"] = ft.RetryAfter
+		}
+		if ft.MigrateTo != 0 {
+			params["migrate_to_chat_id"] = ft.MigrateTo
+		}
+		if len(params) > 0 {
+			body["parameters"] = params
+		}
+		writeAPI(w, ft.Code, body)
+		return false
+	}
+	return !ft.fails()
+}
+
+// DownMode is how the API is unavailable.
+type DownMode int
+
+// Down modes.
+const (
+	// Running: the API answers.
+	Running DownMode = iota
+	// Refused: the port is closed; connections are refused and open ones
+	// (long polls included) are cut.
+	Refused
+	// Unavailable: every call gets an HTML 503 page.
+	Unavailable
+)
+
+func (m DownMode) String() string {
+	switch m {
+	case Refused:
+		return "refused"
+	case Unavailable:
+		return "unavailable"
+	}
+	return "running"
+}
+
+// Down takes the API away in the given mode until Up.
+func (s *Server) Down(mode DownMode) {
+	s.mu.Lock()
+	s.down = mode
+	s.mu.Unlock()
+	if mode == Refused {
+		s.net.Down()
+	}
+}
+
+// Up brings the API back on the same port.
+func (s *Server) Up() error {
+	s.mu.Lock()
+	s.down = Running
+	s.mu.Unlock()
+	return s.net.Up()
+}

@@ -1,0 +1,50 @@
+package telegramtest
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+var updateSeq atomic.Int64
+
+// NextUpdateID returns a fresh update id, increasing over the whole test
+// binary (from 1001).
+func NextUpdateID() int { return int(1000 + updateSeq.Add(1)) }
+
+// MessageOption changes a message built by TextUpdate.
+type MessageOption func(m map[string]any)
+
+// TextUpdate is an update carrying a text message from user in chat (a
+// private chat for a positive chat id, a supergroup "Ops" for a negative
+// one).
+func TextUpdate(id int, chatID int64, user int64, msgID int, text string, opts ...MessageOption) map[string]any {
+	typ := "private"
+	if chatID < 0 {
+		typ = "supergroup"
+	}
+	m := map[string]any{
+		"message_id": msgID,
+		"from":       map[string]any{"id": user, "is_bot": false, "first_name": "User", "username": "user" + strconv.FormatInt(user, 10)},
+		"chat":       map[string]any{"id": chatID, "type": typ, "title": "Ops"},
+		"date":       time.Now().Unix(),
+		"text":       text,
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	return map[string]any{"update_id": id, "message": m}
+}
+
+// InTopic makes a message a forum topic message under the topic created by
+// message thread (whose creation message names it).
+func InTopic(thread int, name string) MessageOption {
+	return func(m map[string]any) {
+		m["message_thread_id"] = thread
+		m["is_topic_message"] = true
+		m["reply_to_message"] = map[string]any{
+			"message_id": thread, "date": 1, "chat": m["chat"],
+			"forum_topic_created": map[string]any{"name": name, "icon_color": 7322096},
+		}
+	}
+}

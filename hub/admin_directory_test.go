@@ -1,0 +1,60 @@
+package hub_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// TestEveryAdminSeesARebuiltDirectory: a running hub serves the admin API
+// twice (the admin socket, the web panel). A channel directory rebuilt
+// through one of them is the one both list from.
+func TestEveryAdminSeesARebuiltDirectory(t *testing.T) {
+	ws := t.TempDir()
+	state := filepath.Join(ws, ".hub")
+	if err := os.MkdirAll(filepath.Join(state, "chat"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, store.ChannelDirectory), []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := openEnv(t, ws, state, clock.Real{})
+	if _, err := e.rt.Hub.Handle(context.Background(), tgMsg(1, 1, "/whoami")); err != nil {
+		t.Fatal(err)
+	}
+	socket, panel := e.rt.Admin().Handler(), e.rt.Admin().Handler()
+	do := func(h http.Handler, method, path string) (int, string) {
+		var body *strings.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader("{}")
+		} else {
+			body = strings.NewReader("")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, path, body))
+		return w.Code, w.Body.String()
+	}
+	if code, body := do(panel, http.MethodGet, "/api/channels"); code != http.StatusServiceUnavailable {
+		t.Fatalf("with the directory file damaged: %d %s", code, body)
+	}
+	if code, body := do(socket, http.MethodPost, "/api/channels/rebuild"); code != http.StatusOK {
+		t.Fatalf("rebuild through the socket: %d %s", code, body)
+	}
+	code, body := do(panel, http.MethodGet, "/api/channels")
+	if code != http.StatusOK || !strings.Contains(body, `"chat_id":"100"`) {
+		t.Fatalf("the panel after a rebuild through the socket: %d %s", code, body)
+	}
+	if code, body := do(panel, http.MethodPost, "/api/channels/rebuild"); code != http.StatusOK {
+		t.Fatalf("rebuild through the panel: %d %s", code, body)
+	}
+	if code, body := do(socket, http.MethodGet, "/api/channels"); code != http.StatusOK || !strings.Contains(body, `"chat_id":"100"`) {
+		t.Fatalf("the socket after a rebuild through the panel: %d %s", code, body)
+	}
+}

@@ -1,0 +1,168 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Environment knobs:
+//
+//	LAB_SOAK=1        run the soak scenarios for real (make soak)
+//	LAB_FULL=1        run every scenario but the soak as written instead of its short version
+//	LAB_SEED=N        repeat a run's random choices (every report logs its seed)
+//	LAB_HUB_RACE=0|1  build the hub with the race detector (default: as the tests are)
+//	LAB_KEEP=1        keep each scenario's workspace, state and hub logs (the path is logged)
+
+var hubBuild struct {
+	once sync.Once
+	dir  string
+	race bool
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if hubBuild.dir != "" {
+		os.RemoveAll(hubBuild.dir)
+	}
+	os.Exit(code)
+}
+
+// hubBinary builds the hub once for the whole test binary.
+func hubBinary(t *testing.T) string {
+	t.Helper()
+	hubBuild.once.Do(func() {
+		hubBuild.race = raceEnabled
+		if v := os.Getenv("LAB_HUB_RACE"); v != "" {
+			hubBuild.race = v == "1"
+		}
+		mod, err := ModuleDir()
+		if err != nil {
+			hubBuild.err = err
+			return
+		}
+		hubBuild.dir, err = os.MkdirTemp("", "lab-hub-")
+		if err != nil {
+			hubBuild.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		hubBuild.path, hubBuild.err = BuildHub(ctx, mod, hubBuild.dir, hubBuild.race)
+	})
+	if hubBuild.err != nil {
+		t.Fatal(hubBuild.err)
+	}
+	return hubBuild.path
+}
+
+func scenarioFiles(t *testing.T) []*Scenario {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("scenarios", "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios under scenarios/: %v", err)
+	}
+	var out []*Scenario
+	for _, f := range files {
+		sc, err := LoadScenario(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, sc)
+	}
+	return out
+}
+
+func envSeed(t *testing.T) int64 {
+	v := os.Getenv("LAB_SEED")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n == 0 {
+		t.Fatalf("LAB_SEED=%q is not a non-zero integer", v)
+	}
+	return n
+}
+
+// TestScenarios runs every scenario's short version (LAB_FULL=1: as
+// written, but a soak scenario stays short: its long run is TestSoak's),
+// in parallel.
+func TestScenarios(t *testing.T) {
+	full := os.Getenv("LAB_FULL") == "1"
+	bin := hubBinary(t)
+	for _, sc := range scenarioFiles(t) {
+		mode := Short
+		if full && sc.Soak == nil {
+			mode = Full
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, sc, bin, mode)
+		})
+	}
+}
+
+// TestSoak runs the soak scenarios for real: ten minutes of steady mixed
+// load with periodic faults. Only with LAB_SOAK=1 (make soak).
+func TestSoak(t *testing.T) {
+	if os.Getenv("LAB_SOAK") != "1" {
+		t.Skip("the soak runs with LAB_SOAK=1 (make soak); go test runs its short version in TestScenarios")
+	}
+	bin := hubBinary(t)
+	n := 0
+	for _, sc := range scenarioFiles(t) {
+		if sc.Soak == nil {
+			continue
+		}
+		n++
+		t.Run(sc.Name, func(t *testing.T) { runScenario(t, sc, bin, Soak) })
+	}
+	if n == 0 {
+		t.Fatal("no scenario has a soak section")
+	}
+}
+
+func runScenario(t *testing.T, sc *Scenario, bin string, mode Mode) {
+	dir := t.TempDir()
+	if os.Getenv("LAB_KEEP") == "1" {
+		var err error
+		if dir, err = os.MkdirTemp("", "lab-"+sc.Name+"-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("LAB_KEEP=1: the workspace, state and hub logs stay in %s", dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, sc, Options{HubBinary: bin, Dir: dir, Mode: mode, Seed: envSeed(t), Logf: t.Logf})
+	if errors.Is(err, ErrNeedsRoot) {
+		t.Skip(err)
+	}
+	if rep != nil {
+		t.Log(rep.Summary())
+		// One line per scenario on the test's output, for the record.
+		fmt.Println(rep.Summary())
+	}
+	failed := err != nil || (rep != nil && len(rep.Violations) > 0)
+	if err != nil {
+		t.Error(err)
+	}
+	if rep != nil {
+		for _, v := range rep.Violations {
+			t.Errorf("invariant %s", v)
+		}
+	}
+	if failed && rep != nil {
+		for _, l := range rep.Logs {
+			t.Logf("--- %s\n%s", l, tail(l, 60))
+		}
+	}
+}
