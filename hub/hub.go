@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,7 +150,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 		TurnID: in.TurnID, Identity: in.Identity(), Reply: in.ReplyKey().String(),
 		ReplyMeta: in.ReplyMeta, Platform: string(in.Platform), Started: now.UTC(),
 	}
-	prev, began, err := h.opts.Ledger.Begin(rec)
+	prev, began, accepted, err := h.opts.Ledger.Begin(rec)
 	if err != nil {
 		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
 	}
@@ -177,11 +178,19 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 		kind = store.KindDenied
 	}
 	if err := h.mirrorInbound(ctx, in, kind, nil); err != nil {
-		// The mirror is contractual: without it the turn does not run. It is
-		// forgotten, so the platform's redelivery (the adapter does not
-		// acknowledge an error) runs it once the mirror works again.
-		if ferr := h.opts.Ledger.Forget(in.TurnID); ferr != nil {
-			h.log.Error("forget unmirrored turn", "turn", in.TurnID, "err", ferr)
+		// The mirror is contractual: without it the turn does not run. A
+		// turn the platform delivers again (the adapter does not acknowledge
+		// an error) is forgotten, so the redelivery runs it once the mirror
+		// works again; an accepted one, which is never delivered again, goes
+		// back to received and runs at the next start.
+		var undo error
+		if accepted {
+			undo = h.opts.Ledger.Unstart(in)
+		} else {
+			undo = h.opts.Ledger.Forget(in.TurnID)
+		}
+		if undo != nil {
+			h.log.Error("undo unmirrored turn", "turn", in.TurnID, "err", undo)
 		}
 		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
 	}
@@ -299,29 +308,67 @@ func (h *Hub) interrupted(ctx context.Context, rec TurnRecord) (*TurnResult, err
 	return res, h.opts.Ledger.Finish(rec.TurnID, TurnInterrupted, "", idsOf(entries), h.opts.Clock.Now())
 }
 
-// Recover answers every turn a previous run died in. Call it once at
-// start-up, before adapters deliver new messages.
-func (h *Hub) Recover(ctx context.Context) (int, error) {
-	recs, err := h.opts.Ledger.Started()
-	if err != nil {
-		return 0, err
+// Accept records an inbound durably before the adapter acknowledges it to a
+// platform that will not deliver it again: a Discord interaction must be
+// acknowledged before its verb runs, and gateway events are never replayed
+// after a restart. A turn accepted and not yet run when the hub stops runs
+// at the next start (see Recover). Accepting a known turn does nothing.
+func (h *Hub) Accept(ctx context.Context, in *chat.Inbound) error {
+	if err := validInbound(in); err != nil {
+		return err
 	}
-	n := 0
+	rec := TurnRecord{
+		TurnID: in.TurnID, Identity: in.Identity(), Reply: in.ReplyKey().String(),
+		ReplyMeta: in.ReplyMeta, Platform: string(in.Platform), Started: h.opts.Clock.Now().UTC(), Inbound: in,
+	}
+	if _, err := h.opts.Ledger.Receive(rec); err != nil {
+		return fmt.Errorf("accept turn %s: %w", in.TurnID, err)
+	}
+	return nil
+}
+
+// Abandon forgets an accepted turn the adapter decided not to run (the
+// platform refused its acknowledgement), so that no later start runs it. A
+// turn that has started is left alone.
+func (h *Hub) Abandon(turnID string) error {
+	rec, err := h.opts.Ledger.Get(turnID)
+	if err != nil || rec == nil || rec.State != TurnReceived {
+		return err
+	}
+	return h.opts.Ledger.Forget(turnID)
+}
+
+// Recover handles what a previous run left in the ledger. A turn it died
+// in while the verb ran is answered with a notice and not run again; a turn
+// accepted but never run is returned, to be run (Handle) once the outbox is
+// up. Call it once at start-up, before adapters deliver new messages.
+func (h *Hub) Recover(ctx context.Context) (notices int, pending []*chat.Inbound, err error) {
+	recs, err := h.opts.Ledger.Unfinished()
+	if err != nil {
+		return 0, nil, err
+	}
 	for _, r := range recs {
+		if r.State == TurnReceived {
+			if r.Inbound != nil && r.Inbound.TurnID == r.TurnID {
+				pending = append(pending, r.Inbound)
+			}
+			continue
+		}
 		if !h.claim(r.TurnID) {
 			continue
 		}
 		res, err := h.interrupted(ctx, r)
 		h.release(r.TurnID)
 		if err != nil {
-			return n, err
+			return notices, pending, err
 		}
 		if res.Status == StatusNotice {
-			n++
+			notices++
 			h.log.Warn("answered a turn interrupted by a restart", "turn", r.TurnID)
 		}
 	}
-	return n, nil
+	sort.Slice(pending, func(i, j int) bool { return pending[i].Time.Before(pending[j].Time) })
+	return notices, pending, nil
 }
 
 func (h *Hub) claim(turnID string) bool {

@@ -7,11 +7,13 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // Turn states in the ledger.
 const (
+	TurnReceived    = "received"    // accepted from a platform that will not redeliver it; not run yet
 	TurnStarted     = "started"     // recorded before the verb runs
 	TurnDone        = "done"        // reply enqueued
 	TurnInterrupted = "interrupted" // the hub died while it ran; a notice was sent
@@ -39,6 +41,9 @@ type TurnRecord struct {
 	Finished  time.Time         `json:"finished,omitzero"`
 	Outbox    []string          `json:"outbox,omitempty"` // ids enqueued for the reply
 	Code      string            `json:"code,omitempty"`   // error code when the verb failed
+	// Inbound is the whole message of a received turn, so that a turn
+	// accepted before a stop runs at the next start.
+	Inbound *chat.Inbound `json:"inbound,omitempty"`
 }
 
 // Ledger records every turn in hub.db so that a duplicate inbound never runs
@@ -60,10 +65,12 @@ func OpenLedger(db *bolt.DB) (*Ledger, error) {
 	return &Ledger{db: db}, nil
 }
 
-// Begin records rec as started unless the turn is already known. It returns
-// the existing record and began=false for a turn seen before. The record is
-// on disk (fsynced) when Begin returns, before anything runs.
-func (l *Ledger) Begin(rec TurnRecord) (prev *TurnRecord, began bool, err error) {
+// Begin records rec as started unless the turn is already known (a turn
+// received but never run counts as unknown: it starts now, and accepted
+// reports it). It returns the existing record and began=false for a turn
+// seen before. The record is on disk (fsynced) when Begin returns, before
+// anything runs.
+func (l *Ledger) Begin(rec TurnRecord) (prev *TurnRecord, began, accepted bool, err error) {
 	err = l.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(ledgerBucket))
 		if v := b.Get([]byte(rec.TurnID)); v != nil {
@@ -71,15 +78,61 @@ func (l *Ledger) Begin(rec TurnRecord) (prev *TurnRecord, began bool, err error)
 			if err := json.Unmarshal(v, &p); err != nil {
 				return fmt.Errorf("turn %s: corrupt ledger record: %w", rec.TurnID, err)
 			}
-			prev = &p
-			return nil
+			if p.State != TurnReceived {
+				prev = &p
+				return nil
+			}
+			accepted = true
 		}
 		rec.State = TurnStarted
 		v, _ := json.Marshal(rec)
 		began = true
 		return b.Put([]byte(rec.TurnID), v)
 	})
-	return prev, began, err
+	return prev, began, accepted, err
+}
+
+// Unstart returns a turn that started but did not run to the received
+// state with its inbound, so that a later start runs it.
+func (l *Ledger) Unstart(in *chat.Inbound) error {
+	return l.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(ledgerBucket))
+		v := b.Get([]byte(in.TurnID))
+		if v == nil {
+			return fmt.Errorf("turn %s: not in the ledger", in.TurnID)
+		}
+		var r TurnRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("turn %s: corrupt ledger record: %w", in.TurnID, err)
+		}
+		r.State, r.Inbound = TurnReceived, in
+		nv, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(in.TurnID), nv)
+	})
+}
+
+// Receive records a turn accepted from a platform that will not deliver it
+// again, with the whole inbound, unless the turn is already known. It
+// reports whether it was new.
+func (l *Ledger) Receive(rec TurnRecord) (bool, error) {
+	added := false
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(ledgerBucket))
+		if b.Get([]byte(rec.TurnID)) != nil {
+			return nil
+		}
+		rec.State = TurnReceived
+		v, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("turn %s: %w", rec.TurnID, err)
+		}
+		added = true
+		return b.Put([]byte(rec.TurnID), v)
+	})
+	return added, err
 }
 
 // Finish moves a turn to state (done or interrupted) with its outbox ids.
@@ -124,9 +177,9 @@ func (l *Ledger) Get(turnID string) (*TurnRecord, error) {
 	return r, err
 }
 
-// Started lists turns still marked started: on start-up these are the turns
-// a previous run died in.
-func (l *Ledger) Started() ([]TurnRecord, error) {
+// Unfinished lists the turns a previous run left: started ones (it died
+// while they ran) and received ones (accepted, never run).
+func (l *Ledger) Unfinished() ([]TurnRecord, error) {
 	var out []TurnRecord
 	err := l.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(ledgerBucket)).ForEach(func(k, v []byte) error {
@@ -134,7 +187,7 @@ func (l *Ledger) Started() ([]TurnRecord, error) {
 			if err := json.Unmarshal(v, &r); err != nil {
 				return nil // a corrupt record cannot be answered; skip it
 			}
-			if r.State == TurnStarted {
+			if r.State == TurnStarted || r.State == TurnReceived {
 				out = append(out, r)
 			}
 			return nil
@@ -151,7 +204,7 @@ func (l *Ledger) Prune(cutoff time.Time) (int, error) {
 		var dead [][]byte
 		err := b.ForEach(func(k, v []byte) error {
 			var r TurnRecord
-			if json.Unmarshal(v, &r) == nil && r.State != TurnStarted && !r.Finished.IsZero() && r.Finished.Before(cutoff) {
+			if json.Unmarshal(v, &r) == nil && (r.State == TurnDone || r.State == TurnInterrupted) && !r.Finished.IsZero() && r.Finished.Before(cutoff) {
 				dead = append(dead, append([]byte(nil), k...))
 			}
 			return nil

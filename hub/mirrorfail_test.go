@@ -91,3 +91,57 @@ func TestUnmirroredTurnRunsOnRedelivery(t *testing.T) {
 		t.Fatalf("third delivery: %+v", res)
 	}
 }
+
+// TestUnmirroredAcceptedTurnRunsLater: an accepted turn (never delivered
+// again by its platform) that cannot be mirrored goes back to received, so
+// the next start runs it instead of losing it.
+func TestUnmirroredAcceptedTurnRunsLater(t *testing.T) {
+	ws := t.TempDir()
+	cfg := testConfig(t, ws, filepath.Join(ws, ".hub"))
+	st, err := store.Open(cfg.StateDir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var full atomic.Bool
+	mirror, err := store.OpenMirror(st.Path(store.FlowsDir), store.NewRunID(nowUTC()), store.MirrorOptions{
+		OpenFile: func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			if err != nil {
+				return nil, err
+			}
+			return &flakyFile{f: f, full: &full}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mirror.Close()
+	ledger, _ := hub.OpenLedger(st.DB())
+	bs, _ := outbox.NewBoltStore(st.DB())
+	x := buildExecutor(t, cfg)
+	h, err := hub.New(hub.Options{Executor: x, Access: hub.NewAccess(cfg.Access, x.Registry()), Ledger: ledger,
+		Outbox: outbox.New(bs, outbox.NewMux(), outbox.Options{}), Mirror: mirror, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := tgMsg(1, 6, "/fs.writeFile out.txt hello")
+	if err := h.Accept(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	full.Store(true)
+	if _, err := h.Handle(context.Background(), msg); err == nil {
+		t.Fatal("want the mirror's error")
+	}
+	full.Store(false)
+	_, pending, err := h.Recover(context.Background())
+	if err != nil || len(pending) != 1 || pending[0].TurnID != msg.TurnID || pending[0].Text != msg.Text {
+		t.Fatalf("the accepted turn is not pending: %v %v", pending, err)
+	}
+	if res, err := h.Handle(context.Background(), pending[0]); err != nil || res.Status != hub.StatusExecuted {
+		t.Fatalf("run later: %+v %v", res, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "out.txt")); string(b) != "hello" {
+		t.Fatalf("out.txt %q", b)
+	}
+}

@@ -40,6 +40,8 @@ type Runtime struct {
 	dispatchDone chan error
 	closeOnce    sync.Once
 	mu           sync.Mutex // guards Directory after Start
+	stopPending  context.CancelFunc
+	pendingDone  chan struct{}
 	stopDispatch context.CancelFunc
 }
 
@@ -156,7 +158,7 @@ func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Ru
 // Start answers turns a previous run died in and starts the dispatcher.
 // Register every sender on Mux before calling it.
 func (rt *Runtime) Start(ctx context.Context) error {
-	n, err := rt.Hub.Recover(ctx)
+	n, pending, err := rt.Hub.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover interrupted turns: %w", err)
 	}
@@ -167,6 +169,25 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	rt.stopDispatch = cancel
 	rt.dispatchDone = make(chan error, 1)
 	go func() { rt.dispatchDone <- rt.Outbox.Run(dctx) }()
+	if len(pending) > 0 {
+		// Turns accepted before the last stop and never run: run them now,
+		// in the order they arrived, until the runtime closes.
+		rt.log.Info("running turns accepted before the last stop", "turns", len(pending))
+		rctx, stop := context.WithCancel(context.Background())
+		rt.stopPending = stop
+		rt.pendingDone = make(chan struct{})
+		go func() {
+			defer close(rt.pendingDone)
+			for _, in := range pending {
+				if rctx.Err() != nil {
+					return
+				}
+				if _, err := rt.Hub.Handle(rctx, in); err != nil {
+					rt.log.Error("accepted turn", "turn", in.TurnID, "err", err)
+				}
+			}
+		}()
+	}
 	return nil
 }
 
@@ -217,6 +238,14 @@ func (rt *Runtime) installDirectory(d *store.Directory) {
 func (rt *Runtime) Close(ctx context.Context) error {
 	var errs []error
 	rt.closeOnce.Do(func() {
+		if rt.pendingDone != nil {
+			// A turn cut short here is answered with a notice next time.
+			rt.stopPending()
+			select {
+			case <-rt.pendingDone:
+			case <-ctx.Done():
+			}
+		}
 		if rt.dispatchDone != nil {
 			if err := rt.Outbox.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("outbox shutdown: %w", err))

@@ -88,17 +88,29 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 		in.ReplyMeta[MetaEphemeral] = "1"
 	}
 	ref := interactionRef{ID: it.ID, Token: it.Token, AppID: app, Created: received, Ephemeral: ephemeral}
+	// Discord never delivers an interaction again: record it before the
+	// acknowledgement, so a hub that stops before running it runs it at
+	// its next start.
+	if err := a.hub.Accept(ctx, in); err != nil {
+		a.log.Error("interaction not recorded; not run", "interaction", it.ID, "err", err)
+		a.respondNow(ctx, it, "⚠ The hub could not record this command; its log says why.")
+		return
+	}
 	if err := a.deferInteraction(ctx, ref); err != nil && !runAfterDeferral(err) {
 		// Discord refused the acknowledgement (the window passed, the
 		// interaction is unknown, a rate limit outlasted the window): the
-		// user saw a failure, so nothing runs.
+		// user saw a failure, so nothing runs, now or later.
 		a.log.Warn("interaction not acknowledged; not run", "interaction", it.ID, "err", err)
+		if err := a.hub.Abandon(in.TurnID); err != nil {
+			a.log.Error("forget unacknowledged interaction", "interaction", it.ID, "err", err)
+		}
 		return
 	} else if err != nil {
 		a.log.Warn("interaction deferral uncertain; running it", "interaction", it.ID, "err", err)
 	}
 	if !a.acquire(ctx) {
-		a.editNow(ctx, ref, "⚠ The hub is shutting down; the command did not run.")
+		// Recorded: the next start runs it and answers here.
+		a.editNow(ctx, ref, "⚠ The hub is restarting; the command runs when it is back.")
 		return
 	}
 	res, err := a.hub.Handle(ctx, in)
@@ -232,11 +244,29 @@ func (a *Adapter) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 	if !a.recent.add("m:" + m.ID) {
 		return
 	}
-	received := a.clock.Now()
-	a.inOrder(m.ChannelID, func(ctx context.Context) { a.handleMessage(ctx, m, text, received) })
+	in := a.messageInbound(m, text, a.clock.Now())
+	// Gateway events are not replayed after a restart: record the message
+	// before it waits for its turn, so a hub that stops first runs it at
+	// its next start.
+	if err := a.hub.Accept(context.Background(), in); err != nil {
+		a.log.Error("message not recorded; not run", "message", m.ID, "err", err)
+		return
+	}
+	a.inOrder(m.ChannelID, func(ctx context.Context) { a.handleMessage(ctx, in) })
 }
 
-func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, text string, received time.Time) {
+func (a *Adapter) handleMessage(ctx context.Context, in *chat.Inbound) {
+	if !a.acquire(ctx) {
+		return // recorded: the next start runs it
+	}
+	defer a.release()
+	if _, err := a.hub.Handle(ctx, in); err != nil {
+		a.log.Error("message turn failed", "turn", in.TurnID, "err", err)
+	}
+}
+
+// messageInbound normalises a channel message addressed to the hub.
+func (a *Adapter) messageInbound(m *discordgo.Message, text string, received time.Time) *chat.Inbound {
 	var roles []string
 	if m.Member != nil {
 		roles = m.Member.Roles
@@ -254,13 +284,7 @@ func (a *Adapter) handleMessage(ctx context.Context, m *discordgo.Message, text 
 	if m.GuildID != "" {
 		in.ChatType = chatTypeGuild
 	}
-	if !a.acquire(ctx) {
-		return
-	}
-	defer a.release()
-	if _, err := a.hub.Handle(ctx, in); err != nil {
-		a.log.Error("message turn failed", "turn", in.TurnID, "err", err)
-	}
+	return in
 }
 
 // triggered returns the command text of a message addressed to the hub:
