@@ -181,8 +181,9 @@ func parseEventID(id string) (epoch string, seq uint64, err error) {
 	if i <= 0 {
 		return "", 0, fmt.Errorf("event id %q is not <epoch>-<seq>", id)
 	}
-	seq, err = strconv.ParseUint(id[i+1:], 10, 64)
-	if err != nil || seq == 0 {
+	digits := id[i+1:]
+	seq, err = strconv.ParseUint(digits, 10, 64)
+	if err != nil || seq == 0 || digits[0] == '0' || digits[0] == '+' {
 		return "", 0, fmt.Errorf("event id %q is not <epoch>-<seq>", id)
 	}
 	return id[:i], seq, nil

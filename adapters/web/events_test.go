@@ -394,6 +394,7 @@ func TestParseEventID(t *testing.T) {
 		{"abc", "", 0, false},
 		{"abc--1", "abc-", 1, true},
 		{"abc-+1", "", 0, false},
+		{"abc-01", "", 0, false},
 		{"abc-18446744073709551616", "", 0, false},
 	}
 	for _, c := range cases {
