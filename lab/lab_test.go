@@ -144,7 +144,7 @@ func runScenario(t *testing.T, sc *Scenario, bin string, mode Mode) {
 	defer cancel()
 	rep, err := Run(ctx, sc, Options{HubBinary: bin, Dir: dir, Mode: mode, Seed: envSeed(t), Logf: t.Logf})
 	if errors.Is(err, ErrNeedsRoot) {
-		t.Skip(err)
+		t.Skipf("this scenario needs root: %v", err)
 	}
 	if rep != nil {
 		t.Log(rep.Summary())

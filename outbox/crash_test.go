@@ -255,7 +255,7 @@ func lastLines(s string, n int) string {
 func TestCrashChild(t *testing.T) {
 	dir, url := os.Getenv(crashEnvDir), os.Getenv(crashEnvURL)
 	if dir == "" || url == "" {
-		t.Skip("only runs as the child of TestCrashRecovery")
+		return // a helper process: it only does work as the child of TestCrashRecovery
 	}
 	st, err := store.Open(dir, store.Options{LockTimeout: 10 * time.Second})
 	if err != nil {

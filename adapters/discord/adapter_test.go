@@ -398,7 +398,7 @@ func TestPlacesServed(t *testing.T) {
 // interaction that has to wait for a free slot.
 func TestDeferralBeatsSlowVerb(t *testing.T) {
 	if testing.Short() {
-		t.Skip("slow: 10 s verb")
+		t.Skip("skipped with -short: the verb takes 10 s")
 	}
 	e := newEnv(t, envOptions{concurrency: 1})
 	sent := time.Now()

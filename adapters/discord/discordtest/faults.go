@@ -30,8 +30,11 @@ type Fault struct {
 	Hijack             bool
 }
 
-func (f Fault) matches(method, path string) bool {
-	return (f.Method == "" || f.Method == method) && strings.HasPrefix(path, f.PathPrefix)
+// request is what a Fault is matched against.
+type request struct{ method, path string }
+
+func (f Fault) matches(r request) bool {
+	return (f.Method == "" || f.Method == r.method) && strings.HasPrefix(r.path, f.PathPrefix)
 }
 
 // String describes the fault for request records and logs.
@@ -79,7 +82,7 @@ func ServerError(method, prefix string, status int) Fault {
 func (s *Server) FailNext(ft Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = append(s.faults, ft)
+	s.faults.Queue(ft, ft.matches)
 }
 
 // Rule answers the requests its Fault matches on a schedule: every
@@ -91,82 +94,34 @@ type Rule struct {
 	Fault Fault
 }
 
-type ruleState struct {
-	Rule
-	seen, fired int
-}
-
 // AddRule adds a fault schedule.
 func (s *Server) AddRule(r Rule) {
-	if r.Every < 1 {
-		r.Every = 1
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rules = append(s.rules, &ruleState{Rule: r})
+	s.faults.AddRule(r.Every, r.Count, r.Fault, r.Fault.matches)
 }
 
 // ClearRules removes every fault schedule and queued fault.
 func (s *Server) ClearRules() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rules = nil
-	s.faults = nil
+	s.faults.Clear()
 }
 
 // RulesDone reports whether every rule with a Count has fired that often.
 func (s *Server) RulesDone() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, r := range s.rules {
-		if r.Count > 0 && r.fired < r.Count {
-			return false
-		}
-	}
-	return true
-}
-
-// takeFault picks the fault of this request, if any; s.mu is held.
-func (s *Server) takeFault(method, path string) *Fault {
-	for i, x := range s.faults {
-		if x.matches(method, path) {
-			s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
-			return &x
-		}
-	}
-	var pick *Fault
-	for _, r := range s.rules {
-		if !r.Fault.matches(method, path) || (r.Count > 0 && r.fired >= r.Count) {
-			continue
-		}
-		r.seen++
-		if pick == nil && r.seen%r.Every == 0 {
-			r.fired++
-			ft := r.Fault
-			pick = &ft
-		}
-	}
-	return pick
+	return s.faults.Done()
 }
 
 // applyFault answers the request as ft says; it reports whether the normal
 // answer should follow (a slow success).
 func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, ft Fault) bool {
-	if ft.Delay > 0 && !s.net.Hold(r.Context(), ft.Delay) {
+	if !s.net.Stall(w, r, ft.Delay, ft.Hang, ft.Hijack) {
 		return false
 	}
-	switch {
-	case ft.Hang:
-		s.net.Hold(r.Context(), -1)
-		return false
-	case ft.Hijack:
-		if hj, ok := w.(http.Hijacker); ok {
-			if c, _, err := hj.Hijack(); err == nil {
-				c.Close()
-			}
-		}
-		return false
-	case ft.Status != 0:
+	if ft.Status != 0 {
 		for k, v := range ft.Header {
 			w.Header().Set(k, v)
 		}

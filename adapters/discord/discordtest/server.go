@@ -53,8 +53,7 @@ type Server struct {
 	expired   map[string]bool                // interaction tokens no longer accepted
 	unknown   map[string]bool                // channels that do not exist
 	noAccess  map[string]bool                // channels the bot cannot see
-	faults    []Fault
-	rules     []*ruleState
+	faults    loopback.Schedule[Fault, request]
 	down      DownMode
 
 	// gateway
@@ -380,15 +379,15 @@ func (s *Server) rest(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	ft := s.takeFault(r.Method, path)
-	if ft != nil {
+	ft, faulty := s.faults.Take(request{r.Method, path})
+	if faulty {
 		req.Fault = ft.String()
 	}
 	s.requests = append(s.requests, req)
 	s.bump()
 	s.mu.Unlock()
 
-	if ft != nil && !s.applyFault(w, r, *ft) {
+	if faulty && !s.applyFault(w, r, ft) {
 		return
 	}
 	h := w.Header()

@@ -57,12 +57,6 @@ func (f Fault) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// fails reports whether the fault ends in an error answer (not a slow
-// success).
-func (f Fault) fails() bool {
-	return f.Hang || f.Drop || f.HTMLStatus != 0 || f.Code != 0
-}
-
 // TooManyRequests is Telegram's 429 answer asking to wait retryAfter
 // seconds.
 func TooManyRequests(retryAfter int) Fault {
@@ -85,91 +79,46 @@ type Rule struct {
 	Fault  Fault
 }
 
-type ruleState struct {
-	Rule
-	seen, fired int
-}
-
 // Inject queues faults for the next calls of method, one per call, before
 // any rule.
 func (s *Server) Inject(method string, faults ...Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults[method] = append(s.faults[method], faults...)
+	for _, ft := range faults {
+		s.faults.Queue(ft, func(m string) bool { return m == method })
+	}
 }
 
 // AddRule adds a fault schedule.
 func (s *Server) AddRule(r Rule) {
-	if r.Every < 1 {
-		r.Every = 1
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rules = append(s.rules, &ruleState{Rule: r})
+	s.faults.AddRule(r.Every, r.Count, r.Fault, func(m string) bool {
+		return m == r.Method || (r.Method == "" && m != "getUpdates")
+	})
 }
 
 // ClearRules removes every fault schedule and queued fault.
 func (s *Server) ClearRules() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rules = nil
-	s.faults = map[string][]Fault{}
+	s.faults.Clear()
 }
 
 // RulesDone reports whether every rule with a Count has fired that often.
 func (s *Server) RulesDone() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, r := range s.rules {
-		if r.Count > 0 && r.fired < r.Count {
-			return false
-		}
-	}
-	return true
-}
-
-// takeFault picks the fault of this call, if any; s.mu is held.
-func (s *Server) takeFault(method string) *Fault {
-	if q := s.faults[method]; len(q) > 0 {
-		ft := q[0]
-		s.faults[method] = q[1:]
-		return &ft
-	}
-	var pick *Fault
-	for _, r := range s.rules {
-		if r.Method != method && (r.Method != "" || method == "getUpdates") {
-			continue
-		}
-		if r.Count > 0 && r.fired >= r.Count {
-			continue
-		}
-		r.seen++
-		if pick == nil && r.seen%r.Every == 0 {
-			r.fired++
-			ft := r.Fault
-			pick = &ft
-		}
-	}
-	return pick
+	return s.faults.Done()
 }
 
 // applyFault answers the call as ft says; it reports whether the normal
 // answer should follow (a slow success).
 func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, ft Fault) bool {
-	if ft.Delay > 0 && !s.net.Hold(r.Context(), ft.Delay) {
+	if !s.net.Stall(w, r, ft.Delay, ft.Hang, ft.Drop) {
 		return false
 	}
 	switch {
-	case ft.Hang:
-		s.net.Hold(r.Context(), -1)
-		return false
-	case ft.Drop:
-		if hj, ok := w.(http.Hijacker); ok {
-			if c, _, err := hj.Hijack(); err == nil {
-				c.Close()
-			}
-		}
-		return false
 	case ft.HTMLStatus != 0:
 		writeHTML(w, ft.HTMLStatus)
 		return false
@@ -188,7 +137,7 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, ft Fault) bo
 		writeAPI(w, ft.Code, body)
 		return false
 	}
-	return !ft.fails()
+	return true
 }
 
 // DownMode is how the API is unavailable.

@@ -43,8 +43,7 @@ type Server struct {
 	delivered  []int64       // update ids returned by getUpdates, first time each
 	seenUpd    map[int64]bool
 	calls      []Call
-	faults     map[string][]Fault
-	rules      []*ruleState
+	faults     loopback.Schedule[Fault, string] // by method
 	down       DownMode
 	blocked    map[string]string // chat id → description (403)
 	badChats   map[string]string // chat id → description (400)
@@ -99,7 +98,7 @@ type Message struct {
 func NewServer() *Server {
 	s := &Server{
 		token: DefaultToken, botID: DefaultBotID, username: DefaultUsername,
-		pushed: make(chan struct{}), faults: map[string][]Fault{}, seenUpd: map[int64]bool{},
+		pushed: make(chan struct{}), seenUpd: map[int64]bool{},
 		blocked: map[string]string{}, badChats: map[string]string{}, migrated: map[string]int64{},
 		lastByChat: map[string]time.Time{}, nextMsgID: 1000,
 	}
@@ -375,14 +374,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		params = url.Values(r.MultipartForm.Value)
 	}
 	s.mu.Lock()
-	ft := s.takeFault(method)
+	ft, faulty := s.faults.Take(method)
 	call := Call{Method: method, Params: params, At: time.Now()}
-	if ft != nil {
+	if faulty {
 		call.Fault = ft.String()
 	}
 	s.calls = append(s.calls, call)
 	s.mu.Unlock()
-	if ft != nil && !s.applyFault(w, r, *ft) {
+	if faulty && !s.applyFault(w, r, ft) {
 		return
 	}
 	switch method {
