@@ -68,6 +68,44 @@ func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
 	return s.commit.do(fn)
 }
 
+// write runs fn on the outbox buckets in a write transaction (through the
+// group commit) unless ctx has ended; an error is wrapped with what was
+// being done.
+func (s *BoltStore) write(ctx context.Context, what string, fn func(buckets) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		return fn(b)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// read runs fn on the outbox buckets in a read transaction, like write.
+func (s *BoltStore) read(ctx context.Context, what string, fn func(buckets) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := open(tx)
+		if err != nil {
+			return err
+		}
+		return fn(b)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 // record is the stored form of an entry. It is separate from Entry so that
 // the on-disk format is owned here and does not change with API types.
 type record struct {
@@ -303,29 +341,23 @@ func (s *BoltStore) Enqueue(ctx context.Context, entries []Entry) ([]string, err
 
 // Head implements Store.
 func (s *BoltStore) Head(ctx context.Context, target string) (Entry, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return Entry{}, false, fmt.Errorf("head of %s: %w", target, err)
-	}
 	var (
 		e     Entry
 		found bool
 	)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
+	err := s.read(ctx, "head of "+target, func(b buckets) error {
 		prefix := append([]byte(target), 0)
 		k, v := b.queue.Cursor().Seek(prefix)
 		if k == nil || !bytes.HasPrefix(k, prefix) {
 			return nil
 		}
+		var err error
 		e, err = decodeRecord(v, StatePending)
 		found = err == nil
 		return err
 	})
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("head of %s: %w", target, err)
+		return Entry{}, false, err
 	}
 	return e, found, nil
 }
@@ -333,18 +365,11 @@ func (s *BoltStore) Head(ctx context.Context, target string) (Entry, bool, error
 // PendingTargets implements Store. It seeks from target to target, so a page
 // costs one seek per target whatever the queue lengths.
 func (s *BoltStore) PendingTargets(ctx context.Context, after string, limit int) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("pending targets: %w", err)
-	}
 	if limit <= 0 {
 		limit = 1000
 	}
 	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
+	err := s.read(ctx, "pending targets", func(b buckets) error {
 		c := b.queue.Cursor()
 		var k []byte
 		if after == "" {
@@ -360,7 +385,7 @@ func (s *BoltStore) PendingTargets(ctx context.Context, after string, limit int)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pending targets: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -388,14 +413,7 @@ func pendingRecord(b buckets, id string) (indexRecord, []byte, Entry, error) {
 
 // Defer implements Store.
 func (s *BoltStore) Defer(ctx context.Context, id string, r Retry) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("defer %q: %w", id, err)
-	}
-	err := s.update(func(tx *bolt.Tx) error {
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
+	return s.write(ctx, fmt.Sprintf("defer %q", id), func(b buckets) error {
 		ir, key, e, err := pendingRecord(b, id)
 		if err != nil {
 			return err
@@ -412,22 +430,11 @@ func (s *BoltStore) Defer(ctx context.Context, id string, r Retry) error {
 		delta.add(ir.Target, cRetried, 1)
 		return delta.apply(b.counts)
 	})
-	if err != nil {
-		return fmt.Errorf("defer %q: %w", id, err)
-	}
-	return nil
 }
 
 // Delivered implements Store.
 func (s *BoltStore) Delivered(ctx context.Context, id string, rc Receipt, at time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("mark %q delivered: %w", id, err)
-	}
-	err := s.update(func(tx *bolt.Tx) error {
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
+	return s.write(ctx, fmt.Sprintf("mark %q delivered", id), func(b buckets) error {
 		ir, ok, err := getIndex(b.index, id)
 		if err != nil {
 			return err
@@ -454,22 +461,11 @@ func (s *BoltStore) Delivered(ctx context.Context, id string, rc Receipt, at tim
 		delta.add(ir.Target, cDelivered, 1)
 		return delta.apply(b.counts)
 	})
-	if err != nil {
-		return fmt.Errorf("mark %q delivered: %w", id, err)
-	}
-	return nil
 }
 
 // Dead implements Store.
 func (s *BoltStore) Dead(ctx context.Context, id string, r Retry, at time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("dead-letter %q: %w", id, err)
-	}
-	err := s.update(func(tx *bolt.Tx) error {
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
+	return s.write(ctx, fmt.Sprintf("dead-letter %q", id), func(b buckets) error {
 		ir, key, e, err := pendingRecord(b, id)
 		if err != nil {
 			return err
@@ -495,10 +491,6 @@ func (s *BoltStore) Dead(ctx context.Context, id string, r Retry, at time.Time) 
 		delta.add(ir.Target, cDead, 1)
 		return delta.apply(b.counts)
 	})
-	if err != nil {
-		return fmt.Errorf("dead-letter %q: %w", id, err)
-	}
-	return nil
 }
 
 // deliveredEntry rebuilds what is known of a delivered id.
@@ -515,15 +507,8 @@ func deliveredEntry(id string, ir indexRecord) Entry {
 
 // Get implements Store.
 func (s *BoltStore) Get(ctx context.Context, id string) (Entry, error) {
-	if err := ctx.Err(); err != nil {
-		return Entry{}, fmt.Errorf("get %q: %w", id, err)
-	}
 	var e Entry
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
+	err := s.read(ctx, fmt.Sprintf("get %q", id), func(b buckets) error {
 		ir, ok, err := getIndex(b.index, id)
 		if err != nil {
 			return err
@@ -549,7 +534,7 @@ func (s *BoltStore) Get(ctx context.Context, id string) (Entry, error) {
 		return fmt.Errorf("unknown state %q in the index", ir.State)
 	})
 	if err != nil {
-		return Entry{}, fmt.Errorf("get %q: %w", id, err)
+		return Entry{}, err
 	}
 	return e, nil
 }
@@ -557,19 +542,12 @@ func (s *BoltStore) Get(ctx context.Context, id string) (Entry, error) {
 // List implements Store. Pending entries come in queue order (by target,
 // then enqueue order), dead letters by id, delivered ids oldest first.
 func (s *BoltStore) List(ctx context.Context, f Filter) ([]Entry, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("list: %w", err)
-	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
 	var out []Entry
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
+	err := s.read(ctx, "list "+string(f.State), func(b buckets) error {
 		switch f.State {
 		case StatePending:
 			c := b.queue.Cursor()
@@ -622,22 +600,15 @@ func (s *BoltStore) List(ctx context.Context, f Filter) ([]Entry, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", f.State, err)
+		return nil, err
 	}
 	return out, nil
 }
 
 // Requeue implements Store.
 func (s *BoltStore) Requeue(ctx context.Context, id string) (Entry, error) {
-	if err := ctx.Err(); err != nil {
-		return Entry{}, fmt.Errorf("requeue %q: %w", id, err)
-	}
 	var e Entry
-	err := s.update(func(tx *bolt.Tx) error {
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
+	err := s.write(ctx, fmt.Sprintf("requeue %q", id), func(b buckets) error {
 		ir, ok, err := getIndex(b.index, id)
 		if err != nil {
 			return err
@@ -680,23 +651,16 @@ func (s *BoltStore) Requeue(ctx context.Context, id string) (Entry, error) {
 		return delta.apply(b.counts)
 	})
 	if err != nil {
-		return Entry{}, fmt.Errorf("requeue %q: %w", id, err)
+		return Entry{}, err
 	}
 	return e, nil
 }
 
 // Purge implements Store.
 func (s *BoltStore) Purge(ctx context.Context, f Filter) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("purge: %w", err)
-	}
 	n := 0
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.write(ctx, "purge dead letters", func(b buckets) error {
 		n = 0
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
 		var ids [][]byte
 		delta := countDelta{}
 		c := b.dead.Cursor()
@@ -722,7 +686,7 @@ func (s *BoltStore) Purge(ctx context.Context, f Filter) (int, error) {
 		return delta.apply(b.counts)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("purge dead letters: %w", err)
+		return 0, err
 	}
 	return n, nil
 }
@@ -797,15 +761,8 @@ func (s *BoltStore) Prune(ctx context.Context, before time.Time) (int, error) {
 
 // Counts implements Store.
 func (s *BoltStore) Counts(ctx context.Context) (map[string]Counts, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("counts: %w", err)
-	}
 	out := map[string]Counts{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := open(tx)
-		if err != nil {
-			return err
-		}
+	err := s.read(ctx, "counts", func(b buckets) error {
 		return b.counts.ForEach(func(k, v []byte) error {
 			if len(v) != 32 {
 				return fmt.Errorf("counters of %s are corrupt (%d bytes)", k, len(v))
@@ -816,7 +773,7 @@ func (s *BoltStore) Counts(ctx context.Context) (map[string]Counts, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("counts: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
