@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -214,5 +215,43 @@ func TestSessionsDefaultsAndDir(t *testing.T) {
 	cfg.Sessions.Root = "temp"
 	if got, want := cfg.SessionsDir(), filepath.Join(os.TempDir(), fmt.Sprintf("hermes-hub-sessions-%d", os.Getuid())); got != want {
 		t.Fatalf("temp root: %s, want %s", got, want)
+	}
+}
+
+// TestDocumentedConfigurationsLoad loads every YAML block of the README and
+// docs/ as a configuration, so that an example a reader copies never fails
+// with an unknown key or a validation error.
+func TestDocumentedConfigurationsLoad(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "README.md"))
+	block := regexp.MustCompile("(?s)```ya?ml\n(.*?)```")
+	environ := env(map[string]string{
+		"TELEGRAM_BOT_TOKEN": "123456:test", "DISCORD_BOT_TOKEN": "test-token",
+		"HUB_WEB_TOKEN": "0123456789abcdef0123", "TELEGRAM_WEBHOOK_SECRET": "abcdefghijklmnop0123",
+	})
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range block.FindAllSubmatch(data, -1) {
+			n++
+			cfg := &Config{}
+			if err := Parse(m[1], environ, cfg); err != nil {
+				t.Errorf("%s, YAML block %d: %v", f, i+1, err)
+				continue
+			}
+			cfg.ApplyDefaults()
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("%s, YAML block %d: %v", f, i+1, err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no YAML blocks found in the README and docs/")
 	}
 }
