@@ -39,6 +39,9 @@ type Admin struct {
 	Status func() map[string]any
 	// Running is true inside hub serve: offline changes say they wait for it.
 	Running bool
+	// Off says why chunks for a target's platform cannot be sent with this
+	// configuration ("" when they can); a target added for it gets a note.
+	Off func(chat.Key) string
 	// MaxBody caps request bodies.
 	MaxBody int64
 }
@@ -147,7 +150,13 @@ func (a *Admin) addTarget(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ChangeResult{Target: k.String(), Changed: added})
+	res := ChangeResult{Target: k.String(), Changed: added}
+	if a.Off != nil {
+		if why := a.Off(k); why != "" {
+			res.Note = why + ": chunks for this target wait in the outbox until it is"
+		}
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (a *Admin) removeTarget(w http.ResponseWriter, r *http.Request) {

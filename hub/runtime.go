@@ -202,6 +202,7 @@ func (rt *Runtime) Admin() *Admin {
 		FlowsDir:      rt.State.Path(store.FlowsDir),
 		Deliver:       rt.Hub.Deliver,
 		Running:       rt.dispatchDone != nil,
+		Off:           rt.platformOff,
 		MaxBody:       int64(rt.Config.Web.MaxBodyBytes),
 		Status: func() map[string]any {
 			return map[string]any{
@@ -212,6 +213,20 @@ func (rt *Runtime) Admin() *Admin {
 			}
 		},
 	}
+}
+
+// platformOff says why chunks for k cannot be sent with this configuration,
+// or "" when they can.
+func (rt *Runtime) platformOff(k chat.Key) string {
+	switch {
+	case k.Kind == chat.KindWeb && !*rt.Config.Web.Enabled:
+		return "the web panel is not enabled in the configuration (web.enabled)"
+	case k.Platform == chat.Telegram && !rt.Config.Telegram.Enabled:
+		return "Telegram is not enabled in the configuration (telegram.enabled)"
+	case k.Platform == chat.Discord && !rt.Config.Discord.Enabled:
+		return "Discord is not enabled in the configuration (discord.enabled)"
+	}
+	return ""
 }
 
 func (rt *Runtime) directory() *store.Directory {

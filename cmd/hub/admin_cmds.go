@@ -112,6 +112,9 @@ func runTargets(env *cliEnv, args []string) error {
 			default:
 				fmt.Fprintf(env.stdout, "%s was not a target\n", res.Target)
 			}
+			if res.Note != "" && !*asJSON {
+				fmt.Fprintf(env.stdout, "Note: %s\n", res.Note)
+			}
 			return nil
 		case "clear":
 			var res hub.ChangeResult

@@ -286,9 +286,20 @@ func TestAdminCommandsOffline(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "No delivery targets") {
 		t.Fatalf("%d %s", code, out)
 	}
-	for _, tgt := range []string{"telegram:-1001:7", "discord:123", "local:pma/deliveries.jsonl", "web"} {
-		if out, errOut, code := run("targets", "add", tgt); code != 0 || !strings.Contains(out, "Added") {
+	// With no configuration Telegram and Discord are off: their targets are
+	// added with a note saying the chunks wait; web and local ones are not.
+	for tgt, note := range map[string]string{
+		"telegram:-1001:7":           "Note: Telegram is not enabled in the configuration (telegram.enabled): chunks for this target wait in the outbox",
+		"discord:123":                "Note: Discord is not enabled in the configuration (discord.enabled)",
+		"local:pma/deliveries.jsonl": "",
+		"web":                        "",
+	} {
+		out, errOut, code := run("targets", "add", tgt)
+		if code != 0 || !strings.Contains(out, "Added") {
 			t.Fatalf("add %s: %d %s %s", tgt, code, out, errOut)
+		}
+		if note == "" && strings.Contains(out, "Note:") || !strings.Contains(out, note) {
+			t.Fatalf("add %s: %q, want the note %q", tgt, out, note)
 		}
 	}
 	out, _, _ = run("targets", "add", "telegram:-1001:7")

@@ -169,6 +169,15 @@ try {
     await page.locator('#targets-list .key', { hasText: 'local:e2e/deliveries.jsonl' }).waitFor({ state: 'detached' });
   });
 
+  await check('a target on a platform that is off is added with a note saying its chunks wait', async () => {
+    await page.fill('#target-input', 'telegram:-1001234567890');
+    await page.click('#target-form button[type=submit]');
+    await page.locator('#targets-note', { hasText: 'Telegram is not enabled in the configuration' }).waitFor();
+    await shot(page, '05b-target-note.png');
+    await page.click('button[aria-label="Remove chat:telegram:-1001234567890"]');
+    await page.locator('#targets-list .key', { hasText: 'chat:telegram:-1001234567890' }).waitFor({ state: 'detached' });
+  });
+
   await check('the channel directory is listed', async () => {
     await page.click('.tab[data-view="channels"]');
     await page.locator('#channels-list .title', { hasText: 'Ops / Deploys' }).waitFor();

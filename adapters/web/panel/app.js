@@ -630,7 +630,8 @@
   async function addTarget(t) {
     try {
       const r = await api('POST', '/api/targets', { target: t });
-      $('targets-note').textContent = r.changed ? 'Added ' + r.target + '.' : r.target + ' was already a target.';
+      $('targets-note').textContent = (r.changed ? 'Added ' + r.target + '.' : r.target + ' was already a target.') +
+        (r.note ? ' ' + r.note + '.' : '');
     } catch (e) { $('targets-note').textContent = '⚠ ' + e.message; }
     showView('targets');
   }
