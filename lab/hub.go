@@ -41,7 +41,37 @@ func BuildHub(ctx context.Context, moduleDir, dir string, race bool) (string, er
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build the hub: %w\n%s", err, buf.String())
 	}
+	if err := statSources(ctx, gobin, moduleDir); err != nil {
+		return "", err
+	}
 	return out, nil
+}
+
+// statSources stats every file of the module that the hub is built from
+// (Go files and embedded files of ./cmd/hub and its dependencies). go test
+// caches a result against the files the test itself opened or stated, and
+// the build above runs in another process; without this a change to the
+// hub's code would leave an earlier lab result standing in the cache.
+func statSources(ctx context.Context, gobin, moduleDir string) error {
+	cmd := exec.CommandContext(ctx, gobin, "list", "-deps", "-f",
+		`{{if not .Standard}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{end}}`,
+		"./cmd/hub")
+	cmd.Dir = moduleDir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	list, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("go list the hub's sources: %w\n%s", err, stderr.String())
+	}
+	root := moduleDir + string(filepath.Separator)
+	for _, f := range strings.Split(string(list), "\n") {
+		if strings.HasPrefix(f, root) {
+			if _, err := os.Stat(f); err != nil {
+				return fmt.Errorf("hub source: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // ModuleDir finds the directory of the module holding the current
