@@ -263,20 +263,7 @@ func (s *source) sendInteraction(action string, probe bool) error {
 	w.mu.Unlock()
 	payload := w.dc.InteractionPayload(discordtest.Interaction{ID: id, Token: t.Token, Channel: s.channel, Guild: w.dc.GuildID,
 		User: user, Command: cmd.interaction, Options: cmd.options})
-	written, err := w.dispatch("INTERACTION_CREATE", payload, t)
-	if err != nil {
-		return err
-	}
-	w.mu.Lock()
-	t.Delivered = written
-	w.mu.Unlock()
-	if written && s.duplicate() {
-		w.mu.Lock()
-		t.Duplicated = true
-		w.mu.Unlock()
-		s.later(func() { _, _ = w.dispatch("INTERACTION_CREATE", payload, nil) })
-	}
-	return nil
+	return s.dispatchTurn("INTERACTION_CREATE", payload, t)
 }
 
 func (s *source) sendDiscordMessage(action string, probe bool) error {
@@ -297,7 +284,14 @@ func (s *source) sendDiscordMessage(action string, probe bool) error {
 	w.byTurnID[t.TurnID] = t
 	w.mu.Unlock()
 	payload := w.dc.MessagePayload(discordtest.ChannelMessage{ID: id, Channel: s.channel, Guild: w.dc.GuildID, User: user, Content: t.Text})
-	written, err := w.dispatch("MESSAGE_CREATE", payload, t)
+	return s.dispatchTurn("MESSAGE_CREATE", payload, t)
+}
+
+// dispatchTurn dispatches t's gateway event, records whether it reached
+// the hub, and delivers it a second time later when the source duplicates.
+func (s *source) dispatchTurn(typ string, payload any, t *Turn) error {
+	w := s.w
+	written, err := w.dispatch(typ, payload, t)
 	if err != nil {
 		return err
 	}
@@ -308,7 +302,7 @@ func (s *source) sendDiscordMessage(action string, probe bool) error {
 		w.mu.Lock()
 		t.Duplicated = true
 		w.mu.Unlock()
-		s.later(func() { _, _ = w.dispatch("MESSAGE_CREATE", payload, nil) })
+		s.later(func() { _, _ = w.dispatch(typ, payload, nil) })
 	}
 	return nil
 }

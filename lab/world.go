@@ -19,6 +19,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/adapters/discord/discordtest"
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
+	"github.com/a6afc2ce/hermes-hub/internal/loopback"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -724,17 +725,7 @@ func (w *world) fault(f FaultStep) error {
 		case "drop":
 			ft = telegramtest.Fault{Drop: true}
 		case "down":
-			mode := telegramtest.Refused
-			if f.Mode == "unavailable" {
-				mode = telegramtest.Unavailable
-			} else {
-				w.mu.Lock()
-				w.cuts["telegram"]++
-				w.mu.Unlock()
-			}
-			w.tg.Down(mode)
-			w.logf("telegram down (%s)", mode)
-			return w.healAfter(f)
+			return w.down(f, w.tg.Down)
 		case "duplicate_updates":
 			w.tg.DuplicateUpdates(f.Count)
 			return nil
@@ -760,21 +751,28 @@ func (w *world) fault(f FaultStep) error {
 		case "drop":
 			ft = discordtest.Fault{PathPrefix: p, Hijack: true}
 		case "down":
-			mode := discordtest.Refused
-			if f.Mode == "unavailable" {
-				mode = discordtest.Unavailable
-			} else {
-				w.mu.Lock()
-				w.cuts["discord"]++
-				w.mu.Unlock()
-			}
-			w.dc.Down(mode)
-			w.logf("discord down (%s)", mode)
-			return w.healAfter(f)
+			return w.down(f, w.dc.Down)
 		}
 		w.dc.AddRule(discordtest.Rule{Every: f.Every, Count: f.Count, Fault: ft})
 	}
 	return nil
+}
+
+// down takes f.Platform away with takeDown in f.Mode (refused unless
+// "unavailable"), counting the connections a refusal cuts, and brings it
+// back after f.Duration.
+func (w *world) down(f FaultStep, takeDown func(loopback.DownMode)) error {
+	mode := loopback.Refused
+	if f.Mode == "unavailable" {
+		mode = loopback.Unavailable
+	} else {
+		w.mu.Lock()
+		w.cuts[f.Platform]++
+		w.mu.Unlock()
+	}
+	takeDown(mode)
+	w.logf("%s down (%s)", f.Platform, mode)
+	return w.healAfter(f)
 }
 
 // healAfter brings a platform back after the fault's duration, if it has

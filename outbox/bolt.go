@@ -550,31 +550,13 @@ func (s *BoltStore) List(ctx context.Context, f Filter) ([]Entry, error) {
 	err := s.read(ctx, "list "+string(f.State), func(b buckets) error {
 		switch f.State {
 		case StatePending:
-			c := b.queue.Cursor()
 			var prefix []byte
 			if f.Target != "" {
 				prefix = append([]byte(f.Target), 0)
 			}
-			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
-				e, err := decodeRecord(v, StatePending)
-				if err != nil {
-					return err
-				}
-				if f.match(&e) {
-					out = append(out, e)
-				}
-			}
+			return scanRecords(b.queue, prefix, StatePending, f, limit, &out)
 		case StateDead:
-			c := b.dead.Cursor()
-			for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
-				e, err := decodeRecord(v, StateDead)
-				if err != nil {
-					return err
-				}
-				if f.match(&e) {
-					out = append(out, e)
-				}
-			}
+			return scanRecords(b.dead, nil, StateDead, f, limit, &out)
 		case StateDelivered:
 			c := b.delivered.Cursor()
 			for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
@@ -603,6 +585,22 @@ func (s *BoltStore) List(ctx context.Context, f Filter) ([]Entry, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// scanRecords appends to out the records of bucket whose keys start with
+// prefix, decoded in state, that f matches, until out holds limit entries.
+func scanRecords(bucket *bolt.Bucket, prefix []byte, state State, f Filter, limit int, out *[]Entry) error {
+	c := bucket.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(*out) < limit; k, v = c.Next() {
+		e, err := decodeRecord(v, state)
+		if err != nil {
+			return err
+		}
+		if f.match(&e) {
+			*out = append(*out, e)
+		}
+	}
+	return nil
 }
 
 // Requeue implements Store.

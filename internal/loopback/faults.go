@@ -104,3 +104,27 @@ func (l *Server) Stall(w http.ResponseWriter, r *http.Request, delay time.Durati
 	}
 	return true
 }
+
+// DownMode is how a fake platform is unavailable.
+type DownMode int
+
+// Down modes.
+const (
+	// Running: the platform answers.
+	Running DownMode = iota
+	// Refused: the port is closed; connections are refused and open ones
+	// (long polls and websockets included) are cut.
+	Refused
+	// Unavailable: the port is open and every request gets a 503.
+	Unavailable
+)
+
+func (m DownMode) String() string {
+	switch m {
+	case Refused:
+		return "refused"
+	case Unavailable:
+		return "unavailable"
+	}
+	return "running"
+}

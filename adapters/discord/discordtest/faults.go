@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/loopback"
 )
 
 // Fault answers a REST request that matches Method (any when empty) and
@@ -133,29 +135,16 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, ft Fault) bo
 	return true
 }
 
-// DownMode is how Discord is unavailable.
-type DownMode int
+// DownMode is how the platform is unavailable: Running, Refused (the port
+// is closed and open connections are cut) or Unavailable (REST answers 503 and the gateway refuses to upgrade).
+type DownMode = loopback.DownMode
 
 // Down modes.
 const (
-	// Running: REST and the gateway answer.
-	Running DownMode = iota
-	// Refused: the port is closed; connections are refused and open ones,
-	// the gateway's included, are cut.
-	Refused
-	// Unavailable: REST answers 503 and the gateway refuses to upgrade.
-	Unavailable
+	Running     = loopback.Running
+	Refused     = loopback.Refused
+	Unavailable = loopback.Unavailable
 )
-
-func (m DownMode) String() string {
-	switch m {
-	case Refused:
-		return "refused"
-	case Unavailable:
-		return "unavailable"
-	}
-	return "running"
-}
 
 // Down takes Discord away in the given mode until Up; the gateway
 // connection is cut in either mode.

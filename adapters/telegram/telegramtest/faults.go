@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/loopback"
 )
 
 // Fault is how one call is answered instead of (or before) the normal
@@ -140,29 +142,16 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, ft Fault) bo
 	return true
 }
 
-// DownMode is how the API is unavailable.
-type DownMode int
+// DownMode is how the platform is unavailable: Running, Refused (the port
+// is closed and open connections are cut) or Unavailable (every call gets an HTML 503 page).
+type DownMode = loopback.DownMode
 
 // Down modes.
 const (
-	// Running: the API answers.
-	Running DownMode = iota
-	// Refused: the port is closed; connections are refused and open ones
-	// (long polls included) are cut.
-	Refused
-	// Unavailable: every call gets an HTML 503 page.
-	Unavailable
+	Running     = loopback.Running
+	Refused     = loopback.Refused
+	Unavailable = loopback.Unavailable
 )
-
-func (m DownMode) String() string {
-	switch m {
-	case Refused:
-		return "refused"
-	case Unavailable:
-		return "unavailable"
-	}
-	return "running"
-}
 
 // Down takes the API away in the given mode until Up.
 func (s *Server) Down(mode DownMode) {
