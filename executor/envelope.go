@@ -164,13 +164,7 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 	defer func() { out.Duration = time.Since(start) }()
 	reg, ok := x.reg.lookup(env.Verb)
 	if !ok {
-		msg := fmt.Sprintf("Unknown verb '%s'.", env.Verb)
-		if s := x.reg.Suggest(env.Verb); len(s) > 0 {
-			msg += " Did you mean: " + strings.Join(s, ", ") + "?"
-		} else {
-			msg += " Run `hub verbs` or /verbs for the list."
-		}
-		out.Err = &Error{Code: CodeUnknownVerb, Message: msg}
+		out.Err = x.reg.unknownVerb(env.Verb)
 		return out
 	}
 	out.Verb = reg.info.Name
@@ -211,17 +205,13 @@ func (x *Executor) call(ctx context.Context, reg *registration, args any) (val a
 // non-null, and values of the right types.
 func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
 	ptr := reflect.New(reg.argsType)
-	fields := jsonFields(reg.argsType)
+	fields, known := reg.argFields, reg.argKnown
 	raw = bytes.TrimSpace(raw)
 	var obj map[string]json.RawMessage
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		obj = map[string]json.RawMessage{}
 	} else if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
 		return nil, reg.argError("arguments must be an object, got %s", jsonKind(raw))
-	}
-	known := make(map[string]bool, len(fields))
-	for _, f := range fields {
-		known[f.name] = true
 	}
 	var unknown []string
 	for k := range obj {
@@ -260,7 +250,7 @@ func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
 				if field == "" {
 					field = "(arguments)"
 				}
-				return nil, reg.argError("argument %q: expected %s, got %s", field, typeSpecFor(reg.argsType, te), te.Value)
+				return nil, reg.argError("argument %q: expected %s, got %s", field, typeSpecFor(te), te.Value)
 			}
 			return nil, reg.argError("%v", strings.TrimPrefix(err.Error(), "json: "))
 		}
@@ -292,7 +282,7 @@ func typeSpec(t reflect.Type) string {
 }
 
 // typeSpecFor names the expected type of the field a type error points at.
-func typeSpecFor(args reflect.Type, te *json.UnmarshalTypeError) string {
+func typeSpecFor(te *json.UnmarshalTypeError) string {
 	if te.Type != nil {
 		return typeSpec(te.Type)
 	}

@@ -20,7 +20,6 @@ const (
 	CodeNotADirectory    ErrorCode = "not_a_directory"
 	CodeIsADirectory     ErrorCode = "is_a_directory"
 	CodeForbiddenPath    ErrorCode = "forbidden_path"
-	CodeBinaryContent    ErrorCode = "binary_content"
 	CodeTooLarge         ErrorCode = "too_large"
 	CodeTimeout          ErrorCode = "timeout"
 	CodeCanceled         ErrorCode = "canceled"
@@ -34,7 +33,7 @@ func Codes() []string {
 	return []string{
 		string(CodeUnknownVerb), string(CodeInvalidEnvelope), string(CodeInvalidArguments),
 		string(CodeNotFound), string(CodeAlreadyExists), string(CodeNotADirectory),
-		string(CodeIsADirectory), string(CodeForbiddenPath), string(CodeBinaryContent),
+		string(CodeIsADirectory), string(CodeForbiddenPath),
 		string(CodeTooLarge), string(CodeTimeout), string(CodeCanceled), string(CodeForbidden),
 		string(CodeIOError), string(CodeInternal),
 	}

@@ -89,12 +89,7 @@ func (x *Executor) ParseCommand(text string) (Command, error) {
 	}
 	reg, ok := x.reg.lookup(name)
 	if !ok {
-		msg := fmt.Sprintf("Unknown verb '%s'.", name)
-		if s := x.reg.Suggest(name); len(s) > 0 {
-			msg += " Did you mean: " + strings.Join(s, ", ") + "?"
-		}
-		msg += " Send /verbs for the list, /help <verb> for one verb."
-		return cmd, &Error{Code: CodeUnknownVerb, Message: msg}
+		return cmd, x.reg.unknownVerb(name)
 	}
 	cmd.Verb = reg.info.Name
 	args, err := x.bindArgs(reg, toks, body)
@@ -125,11 +120,7 @@ func (x *Executor) parseEnvelopeMessage(text string) (Command, error) {
 	}
 	reg, ok := x.reg.lookup(env.Verb)
 	if !ok {
-		msg := fmt.Sprintf("Unknown verb '%s'.", env.Verb)
-		if s := x.reg.Suggest(env.Verb); len(s) > 0 {
-			msg += " Did you mean: " + strings.Join(s, ", ") + "?"
-		}
-		return Command{}, &Error{Code: CodeUnknownVerb, Message: msg}
+		return Command{}, x.reg.unknownVerb(env.Verb)
 	}
 	if _, err := reg.decodeArgs(env.Arguments); err != nil {
 		return Command{}, x.withUsage(reg, err)
@@ -488,10 +479,12 @@ func (x *Executor) Usage(name string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return usageLine(reg.schema()), true
+	return reg.schema().Usage(), true
 }
 
-func usageLine(s VerbSchema) string {
+// Usage is the verb's chat usage line, as /help shows it:
+// "/fs.readRange <path> <startLine> <endLine> [includeLineNumbers=bool]".
+func (s VerbSchema) Usage() string {
 	var b strings.Builder
 	b.WriteString("/" + s.Name)
 	for _, f := range s.Arguments.Fields {
@@ -524,5 +517,5 @@ func (x *Executor) withUsage(reg *registration, err error) error {
 	if !strings.HasPrefix(msg, prefix) {
 		msg = prefix + msg
 	}
-	return &Error{Code: CodeInvalidArguments, Message: msg + "\nUsage: " + usageLine(s) + "\n" + IDL(reg.argsType)}
+	return &Error{Code: CodeInvalidArguments, Message: msg + "\nUsage: " + s.Usage() + "\n" + IDL(reg.argsType)}
 }

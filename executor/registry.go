@@ -59,6 +59,8 @@ func NewRegistry() *Registry { return &Registry{verbs: map[string]*registration{
 type registration struct {
 	info       Info
 	argsType   reflect.Type
+	argFields  []structField   // jsonFields(argsType)
+	argKnown   map[string]bool // the names of argFields
 	resultType reflect.Type
 	run        func(ctx context.Context, args any) (any, error)
 
@@ -83,9 +85,16 @@ func Register[A, R any](r *Registry, info Info, v Verb[A, R]) error {
 	if !reflect.PointerTo(rt).Implements(reflect.TypeFor[resultHolder]()) {
 		return fmt.Errorf("register %s: result type %s must embed executor.Result", info.Name, rt)
 	}
+	fields := jsonFields(at)
+	known := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		known[f.name] = true
+	}
 	reg := &registration{
 		info:       info,
 		argsType:   at,
+		argFields:  fields,
+		argKnown:   known,
 		resultType: rt,
 		run: func(ctx context.Context, args any) (any, error) {
 			res, err := v.Run(ctx, *args.(*A))
@@ -159,6 +168,17 @@ func (r *Registry) Verbs() []Info {
 	r.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// unknownVerb is the error for a verb name the registry does not know, with
+// the close matches and where to find the list; every surface uses it.
+func (r *Registry) unknownVerb(name string) *Error {
+	msg := fmt.Sprintf("Unknown verb '%s'.", name)
+	if s := r.Suggest(name); len(s) > 0 {
+		msg += " Did you mean: " + strings.Join(s, ", ") + "?"
+	}
+	msg += " Send /verbs (or run `hub verbs`) for the list, /help <verb> for one verb."
+	return &Error{Code: CodeUnknownVerb, Message: msg}
 }
 
 // Suggest returns up to three registered names close to name, closest first.

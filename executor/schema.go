@@ -282,7 +282,6 @@ type structField struct {
 	reflect.StructField
 	name     string
 	required bool
-	index    []int
 }
 
 // jsonFields lists the fields encoding/json would see on struct t, in order,
@@ -290,8 +289,8 @@ type structField struct {
 // pointer and has no omitempty/omitzero option.
 func jsonFields(t reflect.Type) []structField {
 	var out []structField
-	var walk func(t reflect.Type, index []int)
-	walk = func(t reflect.Type, index []int) {
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
 		for i := 0; i < t.NumField(); i++ {
 			sf := t.Field(i)
 			tag := sf.Tag.Get("json")
@@ -299,14 +298,13 @@ func jsonFields(t reflect.Type) []structField {
 				continue
 			}
 			name, opts, _ := strings.Cut(tag, ",")
-			idx := append(append([]int(nil), index...), i)
 			if sf.Anonymous && name == "" {
 				ft := sf.Type
 				if ft.Kind() == reflect.Pointer {
 					ft = ft.Elem()
 				}
 				if ft.Kind() == reflect.Struct {
-					walk(ft, idx)
+					walk(ft)
 					continue
 				}
 			}
@@ -317,9 +315,9 @@ func jsonFields(t reflect.Type) []structField {
 				name = sf.Name
 			}
 			optional := sf.Type.Kind() == reflect.Pointer || strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
-			out = append(out, structField{StructField: sf, name: name, required: !optional, index: idx})
+			out = append(out, structField{StructField: sf, name: name, required: !optional})
 		}
 	}
-	walk(t, nil)
+	walk(t)
 	return out
 }

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
@@ -182,9 +180,7 @@ func (w *Workspace) atomicWrite(name, show string, perm fs.FileMode, keepPerm, n
 	var tmp string
 	var f *os.File
 	for range 10 {
-		var rnd [6]byte
-		_, _ = rand.Read(rnd[:])
-		tmp = dir + "." + base + ".tmp-" + hex.EncodeToString(rnd[:])
+		tmp = dir + "." + base + ".tmp-" + randHex(6)
 		f, err = w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if !errors.Is(err, fs.ErrExist) {
 			break

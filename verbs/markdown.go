@@ -63,31 +63,9 @@ func AgentMarkdown(reg *executor.Registry, sessions bool) string {
 			b.WriteString(" (read-only)")
 		}
 		b.WriteString(".\n\n")
-		fmt.Fprintf(&b, "Chat: `%s`\n\n", usage(s))
+		fmt.Fprintf(&b, "Chat: `%s`\n\n", s.Usage())
 		fmt.Fprintf(&b, "Envelope: `%s`\n\n", envelopeExample(s))
 		b.WriteString("```\n" + s.IDL + "```\n")
-	}
-	return b.String()
-}
-
-// usage is the chat usage line of a verb, as /help shows it.
-func usage(s executor.VerbSchema) string {
-	var b strings.Builder
-	b.WriteString("/" + s.Name)
-	for _, f := range s.Arguments.Fields {
-		if !f.Required {
-			continue
-		}
-		if f.Kind == executor.KindList {
-			b.WriteString(" <" + f.Name + "…>")
-		} else {
-			b.WriteString(" <" + f.Name + ">")
-		}
-	}
-	for _, f := range s.Arguments.Fields {
-		if !f.Required {
-			b.WriteString(" [" + f.Name + "=" + f.Type + "]")
-		}
 	}
 	return b.String()
 }

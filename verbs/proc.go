@@ -2,8 +2,6 @@ package verbs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -228,11 +226,7 @@ func startError(err error, exe string) error {
 	case errors.Is(err, syscall.ENOEXEC):
 		return executor.Errorf(executor.CodeInvalidArguments, "Executable %s is not a program this machine can run (a script needs a #! line)", exe)
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return executor.Errorf(executor.CodeIOError, "Cannot start %s: %v", exe, err)
+	return executor.Errorf(executor.CodeIOError, "Cannot start %s: %s", exe, hostless(err))
 }
 
 // childEnv copies the allow-listed variables from the hub's environment.
@@ -314,9 +308,7 @@ func checkExecutable(p, exe string) error {
 func turnDir(ctx context.Context) (string, error) {
 	id := executor.CallFrom(ctx).TurnID
 	if id == "" {
-		var rnd [4]byte
-		_, _ = rand.Read(rnd[:])
-		return "cli." + time.Now().UTC().Format("20060102T150405.000000000Z") + "." + hex.EncodeToString(rnd[:]), nil
+		return "cli." + time.Now().UTC().Format("20060102T150405.000000000Z") + "." + randHex(4), nil
 	}
 	if err := validTurnID(id); err != nil {
 		return "", err
@@ -350,11 +342,7 @@ func (s *Set) statePath(p string) string {
 // stateError reports a failure on a file in the state directory, naming it
 // relative to the state root rather than by its host path.
 func (s *Set) stateError(op, p string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return &executor.Error{Code: executor.CodeIOError, Err: err, Message: fmt.Sprintf("Cannot %s %s: %v", op, s.statePath(p), err)}
+	return &executor.Error{Code: executor.CodeIOError, Err: err, Message: fmt.Sprintf("Cannot %s %s: %s", op, s.statePath(p), hostless(err))}
 }
 
 // capture is a child's stdout or stderr: it streams to a file up to a cap,

@@ -530,20 +530,11 @@ func (se *session) drop() {
 
 // sessionError is an io_error that names the session but no host path.
 func sessionError(id, what string, err error) *executor.Error {
-	msg := err.Error()
-	var pe *fs.PathError
-	var le *os.LinkError
-	switch {
-	case errors.As(err, &pe):
-		msg = pe.Err.Error()
-	case errors.As(err, &le):
-		msg = le.Err.Error()
-	}
 	var e *executor.Error
 	if errors.As(err, &e) {
 		return e
 	}
-	return fail(executor.CodeIOError, err, "Session %s: cannot %s: %s", id, what, msg)
+	return fail(executor.CodeIOError, err, "Session %s: cannot %s: %s", id, what, hostless(err))
 }
 
 func randHex(n int) string {

@@ -151,10 +151,17 @@ func (se *session) snapshot() (*snapshotRecord, error) {
 		created = se.lastSnap.Add(time.Millisecond) // ids sort in creation order
 	}
 	var id string
-	for {
+	for try := 1; ; try++ {
 		id = created.Format(snapshotIDTime) + "-" + randHex(2)
-		if _, err := os.Lstat(filepath.Join(dir, id)); errors.Is(err, fs.ErrNotExist) {
+		_, err := os.Lstat(filepath.Join(dir, id))
+		if errors.Is(err, fs.ErrNotExist) {
 			break
+		}
+		if err == nil && try == 10 {
+			err = fs.ErrExist
+		}
+		if err != nil {
+			return nil, sessionError(se.id, "create a snapshot", err)
 		}
 	}
 	pending := filepath.Join(dir, snapPending+id)

@@ -378,16 +378,21 @@ func fsError(err error, rel, op string) error {
 	case errors.Is(err, syscall.ENOSPC):
 		return fail(executor.CodeIOError, err, "No space left on the device holding %s", rel)
 	}
-	msg := err.Error()
+	return fail(executor.CodeIOError, err, "%s %s: %s", op, rel, hostless(err))
+}
+
+// hostless is err's message without the host path that *fs.PathError and
+// *os.LinkError carry: what a caller may see of an I/O failure.
+func hostless(err error) string {
 	var pe *fs.PathError
 	var le *os.LinkError
 	switch {
 	case errors.As(err, &pe):
-		msg = pe.Err.Error()
+		return pe.Err.Error()
 	case errors.As(err, &le):
-		msg = le.Err.Error()
+		return le.Err.Error()
 	}
-	return fail(executor.CodeIOError, err, "%s %s: %s", op, rel, msg)
+	return err.Error()
 }
 
 // fail returns an *executor.Error with a formatted message and cause.
