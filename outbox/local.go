@@ -7,22 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // LocalEventType is the event_type of every line the local sender writes.
 const LocalEventType = "pma.delivery"
-
-// previewRunes bounds text_preview.
-const previewRunes = 120
 
 // maxTailScan bounds how far back the local sender looks for the last line.
 const maxTailScan = 4 << 20
@@ -94,7 +91,7 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 	}
 	line := localLine{
 		TS: time.Now().UTC().Format(time.RFC3339Nano), TurnID: e.TurnID, EventType: LocalEventType,
-		TextPreview: preview(e.Text), TextBytes: len(e.Text), Text: e.Text, OutboxID: e.ID,
+		TextPreview: store.TextPreview(e.Text), TextBytes: len(e.Text), Text: e.Text, OutboxID: e.ID,
 	}
 	if e.Attachment != nil {
 		line.Attachment = e.Attachment.Name
@@ -111,15 +108,20 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 	if err := ctx.Err(); err != nil {
 		return Receipt{}, fmt.Errorf("local delivery to %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return Receipt{}, fmt.Errorf("local delivery: create %s: %w", filepath.Dir(path), err)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	created := false
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return Receipt{}, fmt.Errorf("local delivery: create %s: %w", filepath.Dir(path), err)
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		created = true
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("local delivery: open %s: %w", path, err)
 	}
 	defer f.Close()
-	last, off, torn, err := lastLine(f)
+	last, off, at, torn, err := lastLine(f)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("local delivery: read %s: %w", path, err)
 	}
@@ -129,13 +131,6 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 	if torn {
 		// The previous line was cut short; end it so ours parses.
 		b = append([]byte{'\n'}, b...)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return Receipt{}, fmt.Errorf("local delivery: stat %s: %w", path, err)
-	}
-	at := fi.Size()
-	if torn {
 		at++
 	}
 	if _, err := f.Write(b); err != nil {
@@ -144,52 +139,60 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 	if err := f.Sync(); err != nil {
 		return Receipt{}, fmt.Errorf("local delivery: sync %s: %w", path, err)
 	}
+	if created {
+		// The file is new: its directory entry must survive a crash too.
+		if err := store.SyncDir(filepath.Dir(path)); err != nil {
+			return Receipt{}, fmt.Errorf("local delivery: %w", err)
+		}
+	}
 	if err := f.Close(); err != nil {
 		return Receipt{}, fmt.Errorf("local delivery: close %s: %w", path, err)
 	}
 	return Receipt{MessageID: strconv.FormatInt(at, 10)}, nil
 }
 
-// lastLine returns the last complete line of f (without its newline) and its
-// offset; torn reports a final line without a newline, which is not
-// returned. Lines longer than maxTailScan are not looked at.
-func lastLine(f *os.File) (line []byte, off int64, torn bool, err error) {
+// lastLine returns the last complete line of f (without its newline), its
+// offset and f's size; torn reports a final line without a newline, which
+// is not returned. Lines longer than maxTailScan are not looked at. It reads
+// backwards block by block to the line's start, then reads the line once.
+func lastLine(f *os.File) (line []byte, off, size int64, torn bool, err error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, 0, false, err
 	}
-	size := fi.Size()
+	size = fi.Size()
 	if size == 0 {
-		return nil, 0, false, nil
+		return nil, 0, 0, false, nil
 	}
 	var one [1]byte
 	if _, err := f.ReadAt(one[:], size-1); err != nil {
-		return nil, 0, false, err
+		return nil, 0, size, false, err
 	}
 	if one[0] != '\n' {
-		return nil, 0, true, nil
+		return nil, 0, size, true, nil
 	}
 	end := size - 1 // the final newline
-	const block = 32 << 10
-	var buf []byte
+	block := make([]byte, min(32<<10, end))
 	start := end
-	for start > 0 && end-start < maxTailScan {
-		n := min(int64(block), start)
-		chunk := make([]byte, n)
-		if _, err := f.ReadAt(chunk, start-n); err != nil && !errors.Is(err, io.EOF) {
-			return nil, 0, false, err
+	for start > 0 {
+		if end-start >= maxTailScan {
+			return nil, 0, size, false, nil
 		}
-		buf = append(chunk, buf...)
-		start -= n
-		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
-			j := int64(i) + 1 // offset of the line within buf
-			return buf[j:], start + j, false, nil
+		b := block[:min(int64(len(block)), start)]
+		if _, err := f.ReadAt(b, start-int64(len(b))); err != nil && !errors.Is(err, io.EOF) {
+			return nil, 0, size, false, err
+		}
+		start -= int64(len(b))
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			start += int64(i) + 1
+			break
 		}
 	}
-	if start == 0 {
-		return buf, 0, false, nil
+	line = make([]byte, end-start)
+	if _, err := f.ReadAt(line, start); err != nil && !errors.Is(err, io.EOF) {
+		return nil, 0, size, false, err
 	}
-	return nil, 0, false, nil
+	return line, start, size, false, nil
 }
 
 func lineID(line []byte) string {
@@ -200,20 +203,4 @@ func lineID(line []byte) string {
 		return ""
 	}
 	return v.OutboxID
-}
-
-// preview is the first previewRunes runes of text on one line.
-func preview(text string) string {
-	text = strings.Join(strings.Fields(text), " ")
-	if utf8.RuneCountInString(text) <= previewRunes {
-		return text
-	}
-	n := 0
-	for i := range text {
-		if n == previewRunes {
-			return text[:i] + "…"
-		}
-		n++
-	}
-	return text
 }

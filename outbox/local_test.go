@@ -166,3 +166,42 @@ func TestLocalSenderBadDirectory(t *testing.T) {
 		t.Fatalf("error does not wrap the os error: %v", err)
 	}
 }
+
+// TestLocalSenderLongLastLine: the resend check finds the last line when it
+// is longer than one read block (a big command output in one chunk), and
+// gives up past maxTailScan, where a resend writes the line again rather
+// than scanning without end.
+func TestLocalSenderLongLastLine(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	ls := NewLocalSender(root)
+	path := filepath.Join(root, "out.jsonl")
+	for _, tc := range []struct {
+		size      int
+		wantLines int // after sending the same entry twice
+	}{
+		{100 << 10, 1},
+		{maxTailScan + 1, 2},
+	} {
+		os.Remove(path)
+		e := entries(KindPMA, "long.1", chat.LocalKey("out.jsonl"), 1)[0]
+		e.Text = strings.Repeat("x", tc.size)
+		for range 2 {
+			if _, err := ls.Send(ctx, &e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+		if len(lines) != tc.wantLines {
+			t.Fatalf("%d-byte line sent twice: %d lines, want %d", tc.size, len(lines), tc.wantLines)
+		}
+		var first localLine
+		if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Text != e.Text {
+			t.Fatalf("%d-byte line: text not kept", tc.size)
+		}
+	}
+}

@@ -47,16 +47,16 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		// The rename happened; only its durability is in doubt.
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
-// syncDir fsyncs a directory so that a rename or a new entry in it survives a
-// crash.
-func syncDir(dir string) error {
+// SyncDir fsyncs directory dir, so that a file created or renamed in it
+// survives a crash.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("sync directory: %w", err)

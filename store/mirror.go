@@ -126,9 +126,9 @@ func InboundRecord(in *chat.Inbound, kind string) MirrorRecord {
 	}
 }
 
-// textPreview is the first PreviewRunes runes of s on one line, with "…"
+// TextPreview is the first PreviewRunes runes of s on one line, with "…"
 // when cut.
-func textPreview(s string) string {
+func TextPreview(s string) string {
 	var b strings.Builder
 	n := 0
 	for i := 0; i < len(s); {
@@ -265,7 +265,7 @@ func OpenMirror(flowsDir, runID string, opts MirrorOptions) (*Mirror, error) {
 		return nil, fmt.Errorf("open mirror: %w", err)
 	}
 	for _, d := range []string{flowsDir, filepath.Join(flowsDir, runID)} {
-		if err := syncDir(d); err != nil {
+		if err := SyncDir(d); err != nil {
 			return nil, fmt.Errorf("open mirror: %w", err)
 		}
 	}
@@ -319,7 +319,7 @@ func (m *Mirror) Append(ctx context.Context, rec MirrorRecord, durable bool) err
 		rec.TS = m.opts.Clock.Now()
 	}
 	rec.TS = rec.TS.UTC()
-	rec.TextPreview = textPreview(rec.Text)
+	rec.TextPreview = TextPreview(rec.Text)
 	rec.TextBytes = len(rec.Text)
 	if rec.Meta == nil {
 		rec.Meta = map[string]string{}
@@ -403,7 +403,7 @@ func (s *mirrorStream) open() (MirrorFile, int64, bool, error) {
 		}
 		r.Close()
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := SyncDir(s.dir); err != nil {
 		f.Close()
 		return nil, 0, false, fmt.Errorf("open mirror %s: %w", s.path, err)
 	}

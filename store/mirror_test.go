@@ -99,8 +99,8 @@ func TestTextPreview(t *testing.T) {
 		{strings.Repeat("\n", 201), strings.Repeat(" ", 200) + "…"},
 	}
 	for _, tt := range tests {
-		if got := textPreview(tt.in); got != tt.want {
-			t.Errorf("textPreview(%.20q) = %.30q, want %.30q", tt.in, got, tt.want)
+		if got := TextPreview(tt.in); got != tt.want {
+			t.Errorf("TextPreview(%.20q) = %.30q, want %.30q", tt.in, got, tt.want)
 		}
 	}
 }
