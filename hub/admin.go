@@ -198,17 +198,7 @@ func (a *Admin) listChannels(w http.ResponseWriter, r *http.Request) {
 func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
 	if dir := a.Directory(); dir != nil && a.Running {
 		// The live directory is in use: merge every sighting from the mirrors.
-		n := 0
-		err := store.ReadMirror(a.FlowsDir, store.MirrorFilter{Direction: store.DirectionInbound}, func(rec store.MirrorRecord) error {
-			if in := inboundFromRecord(rec); in != nil {
-				dir.Observe(in)
-				n++
-			}
-			return nil
-		})
-		if err == nil {
-			err = dir.Flush()
-		}
+		n, err := dir.MergeMirrors(a.FlowsDir)
 		if err != nil {
 			writeErr(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
 			return
@@ -223,20 +213,6 @@ func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
 	}
 	a.SetDirectory(d) // replaces, and closes, the one in use
 	writeJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: n})
-}
-
-// inboundFromRecord rebuilds enough of an inbound message from its mirror
-// record to observe it in the channel directory.
-func inboundFromRecord(rec store.MirrorRecord) *chat.Inbound {
-	p := chat.Platform(rec.Platform)
-	if p != chat.Telegram && p != chat.Discord {
-		return nil
-	}
-	return &chat.Inbound{
-		Platform: p, ChatID: rec.ChatID, ThreadID: rec.ThreadID,
-		ChatType: rec.Meta[store.MetaChatType], ChatTitle: rec.Meta[store.MetaChatTitle],
-		TopicTitle: rec.Meta[store.MetaTopicTitle], GuildID: rec.Meta[store.MetaGuildID], Time: rec.TS,
-	}
 }
 
 func (a *Admin) listOutbox(w http.ResponseWriter, r *http.Request) {

@@ -78,7 +78,18 @@ func New(opts Options) (*Hub, error) {
 
 // SetDirectory installs a channel directory, such as one rebuilt from the
 // mirrors while the hub runs without one.
-func (h *Hub) SetDirectory(d *store.Directory) { h.dir.Store(d) }
+func (h *Hub) SetDirectory(d *store.Directory) (old *store.Directory) { return h.dir.Swap(d) }
+
+// Directory is the channel directory in use, nil when there is none.
+func (h *Hub) Directory() *store.Directory { return h.dir.Load() }
+
+// RenameChannel moves a chat's directory entries (its topics included) to a
+// new key, as when a Telegram group becomes a supergroup.
+func (h *Hub) RenameChannel(from, to chat.ChannelKey) {
+	if d := h.dir.Load(); d != nil {
+		d.Rename(from, to)
+	}
+}
 
 // Executor returns the hub's executor.
 func (h *Hub) Executor() *executor.Executor { return h.x }

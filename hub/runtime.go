@@ -23,23 +23,21 @@ import (
 // the outbox and its dispatcher, the ledger and the router. Adapters
 // register their senders on Mux before Start.
 type Runtime struct {
-	Config    *config.Config
-	State     *store.State
-	Mirror    *store.Mirror
-	Directory *store.Directory
-	Targets   *store.Targets
-	Outbox    *outbox.Outbox
-	Mux       *outbox.Mux
-	Ledger    *Ledger
-	Hub       *Hub
-	Board     *StateBoard
-	RunID     string
-	Started   time.Time
-	log       *slog.Logger
+	Config  *config.Config
+	State   *store.State
+	Mirror  *store.Mirror
+	Targets *store.Targets
+	Outbox  *outbox.Outbox
+	Mux     *outbox.Mux
+	Ledger  *Ledger
+	Hub     *Hub
+	Board   *StateBoard
+	RunID   string
+	Started time.Time
+	log     *slog.Logger
 
 	dispatchDone chan error
 	closeOnce    sync.Once
-	mu           sync.Mutex // guards Directory after Start
 	stopPending  context.CancelFunc
 	pendingDone  chan struct{}
 	stopDispatch context.CancelFunc
@@ -95,14 +93,14 @@ func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Ru
 		}
 		closers = append(closers, rt.Mirror.Close)
 	}
-	rt.Directory, err = store.OpenDirectory(rt.State.Path(store.ChannelDirectory), store.DirectoryOptions{Clock: opts.Clock, Logger: opts.Logger})
+	dir, err := store.OpenDirectory(rt.State.Path(store.ChannelDirectory), store.DirectoryOptions{Clock: opts.Clock, Logger: opts.Logger})
 	if err != nil {
 		// The directory is a derived cache: a corrupt file must not stop the
 		// hub. It is left untouched and the hub runs without a directory.
 		opts.Logger.Error("channel directory unavailable; run `hub channels rebuild` to rebuild it from the mirrors", "err", err)
-		rt.Directory = nil
+		dir = nil
 	} else {
-		closers = append(closers, rt.Directory.Close)
+		closers = append(closers, dir.Close)
 	}
 	rt.Targets, err = store.OpenTargets(rt.State.Path(store.DeliveryTargetsFile))
 	if err != nil {
@@ -130,10 +128,6 @@ func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Ru
 		Events:      events,
 		Logger:      opts.Logger,
 	})
-	var dir *store.Directory
-	if rt.Directory != nil {
-		dir = rt.Directory
-	}
 	rt.Hub, err = New(Options{
 		Executor:       x,
 		Access:         NewAccess(cfg.Access, x.Registry()),
@@ -196,7 +190,7 @@ func (rt *Runtime) Admin() *Admin {
 	return &Admin{
 		Outbox:        rt.Outbox,
 		Targets:       rt.Targets,
-		Directory:     rt.directory,
+		Directory:     rt.Directory,
 		SetDirectory:  rt.installDirectory,
 		DirectoryPath: rt.State.Path(store.ChannelDirectory),
 		FlowsDir:      rt.State.Path(store.FlowsDir),
@@ -229,21 +223,14 @@ func (rt *Runtime) platformOff(k chat.Key) string {
 	return ""
 }
 
-func (rt *Runtime) directory() *store.Directory {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.Directory
-}
+// Directory is the channel directory in use (nil when it is unavailable):
+// the hub's, which a rebuild replaces.
+func (rt *Runtime) Directory() *store.Directory { return rt.Hub.Directory() }
 
 // installDirectory replaces the channel directory (after a rebuild) for the
 // router and for Close.
 func (rt *Runtime) installDirectory(d *store.Directory) {
-	rt.mu.Lock()
-	old := rt.Directory
-	rt.Directory = d
-	rt.mu.Unlock()
-	rt.Hub.SetDirectory(d)
-	if old != nil && old != d {
+	if old := rt.Hub.SetDirectory(d); old != nil && old != d {
 		_ = old.Close()
 	}
 }
@@ -276,7 +263,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("outbox did not stop: %w", ctx.Err()))
 			}
 		}
-		if d := rt.directory(); d != nil {
+		if d := rt.Directory(); d != nil {
 			if err := d.Close(); err != nil {
 				errs = append(errs, err)
 			}

@@ -463,7 +463,7 @@ func (d *Directory) Rename(from, to chat.ChannelKey) {
 			newer.Meta = meta
 			e = newer
 		}
-		if e.Display == from.String() {
+		if e.Display == m.from.String() {
 			e.Display = m.to.String()
 		}
 		d.entries[m.to] = e
@@ -581,21 +581,7 @@ func (d *Directory) Close() error {
 // directory and its number of entries.
 func RebuildDirectory(path, flowsDir string, opts DirectoryOptions) (*Directory, int, error) {
 	d := newDirectory(path, opts)
-	filter := MirrorFilter{
-		Direction: DirectionInbound,
-		OnBadLine: func(p string, line int, err error) {
-			d.opts.Logger.Warn("channel directory rebuild: skipped a bad mirror line", "path", p, "line", line, "err", err)
-		},
-	}
-	err := ReadMirror(flowsDir, filter, func(rec MirrorRecord) error {
-		if e, ok := entryFromRecord(rec); ok {
-			d.mu.Lock()
-			d.upsertLocked(e)
-			d.mu.Unlock()
-		}
-		return nil
-	})
-	if err != nil {
+	if _, err := d.merge(flowsDir); err != nil {
 		return nil, 0, fmt.Errorf("rebuild %s: %w", path, err)
 	}
 	d.mu.Lock()
@@ -608,6 +594,44 @@ func RebuildDirectory(path, flowsDir string, opts DirectoryOptions) (*Directory,
 		return nil, 0, fmt.Errorf("rebuild: %w", err)
 	}
 	return d, n, nil
+}
+
+// MergeMirrors adds every inbound sighting of the chat mirrors under
+// flowsDir to a directory in use, each at the time it was recorded (a
+// newer sighting already known wins), and writes the directory. It
+// returns the number of sightings read.
+func (d *Directory) MergeMirrors(flowsDir string) (int, error) {
+	n, err := d.merge(flowsDir)
+	if err != nil {
+		return n, fmt.Errorf("merge the mirrors into %s: %w", d.path, err)
+	}
+	return n, d.Flush()
+}
+
+// merge upserts the inbound sightings of the mirrors under flowsDir and
+// returns how many it read; the caller writes the directory.
+func (d *Directory) merge(flowsDir string) (int, error) {
+	filter := MirrorFilter{
+		Direction: DirectionInbound,
+		OnBadLine: func(p string, line int, err error) {
+			d.opts.Logger.Warn("channel directory rebuild: skipped a bad mirror line", "path", p, "line", line, "err", err)
+		},
+	}
+	n := 0
+	err := ReadMirror(flowsDir, filter, func(rec MirrorRecord) error {
+		e, ok := entryFromRecord(rec)
+		if !ok {
+			return nil
+		}
+		n++
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if !d.closed && d.upsertLocked(e) {
+			d.dirty = true
+		}
+		return nil
+	})
+	return n, err
 }
 
 // entryFromRecord turns an inbound mirror record into a directory entry;

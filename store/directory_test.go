@@ -236,6 +236,16 @@ func TestDirectoryRename(t *testing.T) {
 	if d.Len() != 3 {
 		t.Error("invalid rename changed the directory")
 	}
+
+	// A topic known only by its key is named by its new key after the move.
+	d.Upsert(tgEntry("-77", "9", "", t0))
+	if e, _ := d.Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-77", ThreadID: "9"}); e.Display != "telegram:-77:9" {
+		t.Fatalf("a topic without names is displayed as %q", e.Display)
+	}
+	d.Rename(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-77"}, chat.ChannelKey{Platform: chat.Telegram, ChatID: "-10077"})
+	if e, ok := d.Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-10077", ThreadID: "9"}); !ok || e.Display != "telegram:-10077:9" {
+		t.Errorf("moved topic: %+v, want it displayed as telegram:-10077:9", e)
+	}
 }
 
 func TestDirectorySeedShape(t *testing.T) {
@@ -440,6 +450,25 @@ func TestRebuildDirectory(t *testing.T) {
 	data, _ := os.ReadFile(inbound)
 	if strings.Contains(string(data), "secret") {
 		t.Error("an interaction token reached the mirror")
+	}
+
+	// Merging the mirrors into a directory in use keeps each sighting's
+	// recorded time, and a newer sighting already known wins.
+	live, _ := openDir(t, filepath.Join(root, "live.json"), DirectoryOptions{Clock: fake})
+	fake.Advance(24 * time.Hour)
+	newer := fake.Now()
+	live.Upsert(DirectoryEntry{Platform: chat.Telegram, ChatID: "42", Display: "Alice (renamed)", SeenAt: newer})
+	if n, err := live.MergeMirrors(flows); err != nil || n != 5 {
+		t.Fatalf("merge: %d sightings, %v; want 5", n, err)
+	}
+	if e, _ := live.Get(chat.ChannelKey{Platform: chat.Discord, ChatID: "987654321"}); !e.SeenAt.Before(newer) || e.SeenAt.IsZero() {
+		t.Errorf("merged entry seen at %v: want its mirror record's time, not now (%v)", e.SeenAt, newer)
+	}
+	if e, _ := live.Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "42"}); e.Display != "Alice (renamed)" || !e.SeenAt.Equal(newer) {
+		t.Errorf("the newer live sighting lost to the mirrors: %+v", e)
+	}
+	if reread, err := OpenDirectory(filepath.Join(root, "live.json"), DirectoryOptions{}); err != nil || reread.Len() != 4 {
+		t.Errorf("merged directory not written: %v", err)
 	}
 
 	// No mirrors at all: an empty directory.

@@ -283,8 +283,8 @@ func (a *Adapter) applyMigration(m migration) {
 		return
 	}
 	a.log.Info("telegram: group migrated to a supergroup", "from", m.from, "to", m.to)
-	if a.rt != nil && a.rt.Directory != nil {
-		a.rt.Directory.Rename(
+	if a.rt != nil {
+		a.rt.Hub.RenameChannel(
 			chat.ChannelKey{Platform: chat.Telegram, ChatID: m.from},
 			chat.ChannelKey{Platform: chat.Telegram, ChatID: m.to},
 		)

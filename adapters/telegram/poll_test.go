@@ -156,10 +156,10 @@ func TestPollingForumTopicAndGroups(t *testing.T) {
 		t.Fatalf("a command for another bot reached the hub: %+v", rec)
 	}
 	waitFor(t, "the offset past both", func() bool { return storedOffset(t, h) == int64(topic)+1 })
-	if h.rt.Directory == nil {
+	if h.rt.Directory() == nil {
 		t.Fatal("no channel directory")
 	}
-	e, ok := h.rt.Directory.Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-100300", ThreadID: "44"})
+	e, ok := h.rt.Directory().Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-100300", ThreadID: "44"})
 	if !ok || e.Display != "Ops / Deploys" {
 		t.Fatalf("directory entry %+v, %v", e, ok)
 	}

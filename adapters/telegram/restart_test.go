@@ -94,13 +94,13 @@ func TestMigratedGroup(t *testing.T) {
 	if m := f.MessagesTo("-1009990")[0]; m.ReplyTo != "" || !strings.Contains(m.Text, "telegram:1") {
 		t.Fatalf("re-sent chunk %+v (message ids do not carry over: no reply_to)", m)
 	}
-	if h.rt.Directory == nil {
+	if h.rt.Directory() == nil {
 		t.Fatal("no directory")
 	}
-	if _, ok := h.rt.Directory.Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-1009990"}); !ok {
+	if _, ok := h.rt.Directory().Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-1009990"}); !ok {
 		t.Fatal("the directory entry did not move to the new chat id")
 	}
-	if _, ok := h.rt.Directory.Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-555"}); ok {
+	if _, ok := h.rt.Directory().Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "-555"}); ok {
 		t.Fatal("the old chat id is still in the directory")
 	}
 	h.stop()
