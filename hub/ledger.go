@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -196,31 +197,56 @@ func (l *Ledger) Unfinished() ([]TurnRecord, error) {
 	return out, err
 }
 
-// Prune forgets finished turns that finished before cutoff.
-func (l *Ledger) Prune(cutoff time.Time) (int, error) {
-	n := 0
-	err := l.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(ledgerBucket))
-		var dead [][]byte
-		err := b.ForEach(func(k, v []byte) error {
+// Prune forgets turns that finished (done or interrupted) before cutoff,
+// and denial notices sent before it. Turns not finished are kept whatever
+// their age: a received turn still has to run, a started one to be noticed.
+// The platforms never deliver a turn again after days, so a cutoff at the
+// outbox's retention keeps every duplicate answered.
+func (l *Ledger) Prune(cutoff time.Time) (turns, denials int, err error) {
+	err = l.db.Update(func(tx *bolt.Tx) error {
+		turns, denials = 0, 0
+		var old [][]byte
+		err := tx.Bucket([]byte(ledgerBucket)).ForEach(func(k, v []byte) error {
 			var r TurnRecord
 			if json.Unmarshal(v, &r) == nil && (r.State == TurnDone || r.State == TurnInterrupted) && !r.Finished.IsZero() && r.Finished.Before(cutoff) {
-				dead = append(dead, append([]byte(nil), k...))
+				old = append(old, bytes.Clone(k))
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, k := range dead {
+		b := tx.Bucket([]byte(ledgerBucket))
+		for _, k := range old {
 			if err := b.Delete(k); err != nil {
 				return err
 			}
 		}
-		n = len(dead)
+		turns = len(old)
+		old = old[:0]
+		d := tx.Bucket([]byte(denialBucket))
+		err = d.ForEach(func(k, v []byte) error {
+			var last time.Time
+			if last.UnmarshalText(v) != nil || last.Before(cutoff) {
+				old = append(old, bytes.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range old {
+			if err := d.Delete(k); err != nil {
+				return err
+			}
+		}
+		denials = len(old)
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune the turn ledger: %w", err)
+	}
+	return turns, denials, nil
 }
 
 // ShouldNotifyDenial reports whether identity may be told it was denied now,

@@ -38,6 +38,13 @@ type Runtime struct {
 
 	dispatchDone chan error
 	closeOnce    sync.Once
+	clock        clock.Clock
+	prune        struct {
+		mu     sync.Mutex
+		timer  clock.Timer
+		closed bool
+		wg     sync.WaitGroup
+	}
 	stopPending  context.CancelFunc
 	pendingDone  chan struct{}
 	stopDispatch context.CancelFunc
@@ -65,7 +72,7 @@ func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Ru
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	rt = &Runtime{Config: cfg, log: opts.Logger, Board: &StateBoard{}, Started: time.Now()}
+	rt = &Runtime{Config: cfg, log: opts.Logger, Board: &StateBoard{}, Started: time.Now(), clock: opts.Clock}
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -159,6 +166,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	if n > 0 {
 		rt.log.Warn("told chats about turns interrupted by the last stop", "turns", n)
 	}
+	rt.pruneLedger()
 	dctx, cancel := context.WithCancel(context.Background())
 	rt.stopDispatch = cancel
 	rt.dispatchDone = make(chan error, 1)
@@ -183,6 +191,44 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		}()
 	}
 	return nil
+}
+
+// ledgerPruneEvery is how often a running hub forgets turns that finished
+// longer ago than the outbox's retention.
+const ledgerPruneEvery = time.Hour
+
+// pruneLedger forgets old finished turns and denial notices now, then again
+// every ledgerPruneEvery until Close.
+func (rt *Runtime) pruneLedger() {
+	cutoff := rt.clock.Now().Add(-rt.Config.Outbox.Retention.D())
+	if turns, denials, err := rt.Ledger.Prune(cutoff); err != nil {
+		rt.log.Warn("turn ledger", "err", err)
+	} else if turns+denials > 0 {
+		rt.log.Info("turn ledger: forgot old turns", "turns", turns, "denials", denials, "finished_before", cutoff.UTC().Format(time.RFC3339))
+	}
+	p := &rt.prune
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.wg.Add(1)
+	p.timer = rt.clock.AfterFunc(ledgerPruneEvery, func() {
+		defer p.wg.Done()
+		rt.pruneLedger()
+	})
+}
+
+// stopPruning cancels the next prune and waits for one under way.
+func (rt *Runtime) stopPruning() {
+	p := &rt.prune
+	p.mu.Lock()
+	p.closed = true
+	if p.timer != nil && p.timer.Stop() {
+		p.wg.Done()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
 }
 
 // Admin returns the admin API over this runtime.
@@ -240,6 +286,7 @@ func (rt *Runtime) installDirectory(d *store.Directory) {
 func (rt *Runtime) Close(ctx context.Context) error {
 	var errs []error
 	rt.closeOnce.Do(func() {
+		rt.stopPruning()
 		if rt.pendingDone != nil {
 			// A turn cut short here is answered with a notice next time.
 			rt.stopPending()
