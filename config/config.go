@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
 )
 
 // Config is the whole configuration. YAML keys are snake_case.
@@ -586,12 +588,17 @@ func (c *Config) Validate() error {
 	oneOf("sessions.root", c.Sessions.Root, "state", "temp")
 	for k, v := range c.Sessions.ByChat {
 		oneOf("sessions.by_chat."+k, v, "host", "session")
-		if k != "web" && !strings.HasPrefix(k, "chat:") {
+		// Turns are matched by their canonical key, so only that form would
+		// ever apply: anything else is refused rather than silently unused.
+		if key, err := chat.ParseKey(k); err != nil || key.Kind == chat.KindLocal || key.String() != k {
 			bad("sessions.by_chat: %q is not a chat key (accepted: web, chat:telegram:<chat_id>[:<thread_id>], chat:discord:<channel_id>)", k)
 		}
 	}
 	for k, v := range c.Sessions.ByRole {
 		oneOf("sessions.by_role."+k, v, "host", "session")
+		if !roleKnown(k) {
+			bad("sessions.by_role: role %q is not defined (define it under access.roles, or use reader)", k)
+		}
 	}
 	if c.Sessions.IdleTTL <= 0 || c.Sessions.SnapTTL <= 0 || c.Sessions.SweepInterval <= 0 {
 		bad("sessions.idle_ttl, sessions.snapshot_ttl and sessions.sweep_interval must be positive")
