@@ -4,6 +4,7 @@
 package clock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -140,4 +141,17 @@ func (c *Fake) NextDue() (time.Time, bool) {
 		}
 	}
 	return best, ok
+}
+
+// Sleep waits d on c; it reports false, at once, when ctx ends first.
+func Sleep(ctx context.Context, c Clock, d time.Duration) bool {
+	done := make(chan struct{})
+	t := c.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
 }

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,5 +52,30 @@ func TestRealAfterFunc(t *testing.T) {
 	}
 	if now := (Real{}).Now(); !fired.Load() || now.IsZero() {
 		t.Fatal("real clock")
+	}
+}
+
+func TestSleep(t *testing.T) {
+	c := NewFake(time.Unix(0, 0))
+	done := make(chan bool)
+	go func() { done <- Sleep(context.Background(), c, time.Minute) }()
+	for c.Pending() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	c.Advance(time.Minute)
+	if !<-done {
+		t.Fatal("Sleep reported an early end after its full wait")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- Sleep(ctx, c, time.Minute) }()
+	for c.Pending() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if <-done {
+		t.Fatal("Sleep reported a full wait after its context ended")
+	}
+	if c.Pending() != 0 {
+		t.Error("the timer of a cancelled Sleep is still scheduled")
 	}
 }

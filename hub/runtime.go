@@ -61,6 +61,9 @@ type RuntimeOptions struct {
 	// Offline opens the state for the CLI while no hub runs: no mirror run
 	// is started (so no empty run directories appear and none are pruned).
 	Offline bool
+	// MirrorOpenFile replaces how the mirror opens its files (tests inject
+	// write failures with it); nil opens them on disk.
+	MirrorOpenFile func(name string, flag int, perm os.FileMode) (store.MirrorFile, error)
 }
 
 // Open opens the state root named by cfg and wires a Runtime around x. On
@@ -94,6 +97,7 @@ func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Ru
 		rt.RunID = store.NewRunID(time.Now())
 		rt.Mirror, err = store.OpenMirror(rt.State.Path(store.FlowsDir), rt.RunID, store.MirrorOptions{
 			RotateBytes: int64(cfg.Mirror.RotateBytes), KeepRuns: cfg.Mirror.KeepRuns, KeepAge: cfg.Mirror.KeepAge.D(), Logger: opts.Logger,
+			OpenFile: opts.MirrorOpenFile,
 		})
 		if err != nil {
 			return nil, err

@@ -116,7 +116,6 @@ type Figures struct {
 // interaction's original response itself, outside the outbox.
 var adapterNotices = []string{
 	"⚠ The command failed; the details were sent only to you.",
-	"⚠ The hub could not complete this command",
 	"This hub does not know you (",
 	"⚠ The hub is shutting down",
 	"This hub does not serve this server or channel.",

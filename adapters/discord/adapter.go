@@ -185,8 +185,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}()
 
 	a.board("starting", "connecting to the gateway")
-	delay := time.Second
-	for {
+	for attempt := 1; ; attempt++ {
 		err := a.session.Open()
 		if err == nil {
 			break
@@ -199,15 +198,13 @@ func (a *Adapter) Run(ctx context.Context) error {
 			a.board("stopped", fatal)
 			return fmt.Errorf("discord gateway: %s: %w", fatal, err)
 		}
+		delay := gatewayBackoff.Delay(attempt)
 		a.board("degraded", "gateway: "+err.Error())
 		a.log.Warn("gateway connection failed; retrying", "err", err, "in", delay)
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(ctx, a.clock, delay) {
 			a.stop(cancel)
 			return nil
-		case <-time.After(delay):
 		}
-		delay = min(delay*2, time.Minute)
 	}
 	if err := a.RegisterCommands(ctx); err != nil {
 		a.log.Error("slash commands not registered", "err", err)
@@ -402,13 +399,14 @@ func (a *Adapter) putCommands(ctx context.Context, path string) error {
 			}
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(ctx, a.clock, rl.After) {
 			return ctx.Err()
-		case <-time.After(rl.After):
 		}
 	}
 }
+
+// gatewayBackoff spaces attempts to connect to the gateway.
+var gatewayBackoff = outbox.Backoff{Base: time.Second, Max: time.Minute}
 
 // allowedPlace applies discord.allowed_guilds (to guild messages; direct
 // messages have no guild) and discord.allowed_channels (to everything; a

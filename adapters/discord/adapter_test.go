@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -488,5 +489,42 @@ func TestDirectMessages(t *testing.T) {
 	rec, err := e.rt.Ledger.Get("discord.i." + i.ID)
 	if err != nil || rec == nil || rec.Identity != "discord:"+adminUser || rec.Reply != "chat:discord:"+dm {
 		t.Errorf("ledger record = %+v, %v", rec, err)
+	}
+}
+
+// TestTurnTheHubCannotRecordIsRetried: while the hub cannot record a turn
+// (its mirror disk is full), the interaction stays deferred instead of
+// being told it failed, and runs, once, as soon as the hub can record it.
+func TestTurnTheHubCannotRecordIsRetried(t *testing.T) {
+	var full atomic.Bool
+	e := newEnv(t, envOptions{mirrorFull: &full})
+	log := filepath.Join(e.ws, "log.txt")
+	if err := os.WriteFile(log, []byte("start\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	full.Store(true)
+	i := e.interact(adminUser, "fs", sub("write-range", str("path", "log.txt"), integer("start-line", 2), str("content", "ran")))
+	e.fake.WaitFor(t, "the adapter to report that the hub cannot record the turn", func() bool {
+		for _, s := range e.rt.Board.All() {
+			if s.Name == "discord" && s.State == "degraded" && strings.Contains(s.Detail, "could not record") {
+				return true
+			}
+		}
+		return false
+	})
+	if c, ok := e.fake.Callback(i.ID); !ok || c.Type != 5 {
+		t.Fatalf("the interaction was not deferred: %+v", c)
+	} else if c.Original != nil {
+		t.Fatalf("the deferred response was edited while the turn could not run: %q", c.Original.Content)
+	}
+	if data, _ := os.ReadFile(log); string(data) != "start\n" {
+		t.Fatalf("the verb ran while its turn could not be recorded: %q", data)
+	}
+	full.Store(false)
+	if orig := e.waitOriginal(i); !strings.Contains(orig.Content, "Updated") {
+		t.Errorf("original = %q, want the verb's result", orig.Content)
+	}
+	if data, _ := os.ReadFile(log); string(data) != "start\nran\n" {
+		t.Errorf("log.txt = %q, want the line written once", data)
 	}
 }

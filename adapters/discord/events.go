@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/bwmarrin/discordgo"
 )
 
@@ -108,19 +110,11 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 	} else if err != nil {
 		a.log.Warn("interaction deferral uncertain; running it", "interaction", it.ID, "err", err)
 	}
-	if !a.acquire(ctx) {
+	res, ok := a.handle(ctx, in)
+	switch {
+	case !ok:
 		// Recorded: the next start runs it and answers here.
 		a.editNow(ctx, ref, "⚠ The hub is restarting; the command runs when it is back.")
-		return
-	}
-	res, err := a.hub.Handle(ctx, in)
-	a.release()
-	switch {
-	case err != nil && (res == nil || len(res.Outbox) == 0):
-		a.log.Error("interaction turn failed", "turn", in.TurnID, "err", err)
-		a.editNow(ctx, ref, "⚠ The hub could not complete this command; its log says why.")
-	case err != nil:
-		a.log.Error("interaction turn", "turn", in.TurnID, "err", err)
 	case res.Status == hub.StatusDenied && len(res.Outbox) == 0:
 		// The stranger was told within the hour; close the deferral briefly.
 		a.editNow(ctx, ref, "This hub does not know you ("+in.Identity()+").")
@@ -167,10 +161,8 @@ func (a *Adapter) deferInteraction(ctx context.Context, ref interactionRef) erro
 		if err == nil || !errors.As(err, &rl) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(ctx, a.clock, rl.After) {
 			return err
-		case <-time.After(rl.After):
 		}
 	}
 }
@@ -256,12 +248,40 @@ func (a *Adapter) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 }
 
 func (a *Adapter) handleMessage(ctx context.Context, in *chat.Inbound) {
-	if !a.acquire(ctx) {
-		return // recorded: the next start runs it
-	}
-	defer a.release()
-	if _, err := a.hub.Handle(ctx, in); err != nil {
-		a.log.Error("message turn failed", "turn", in.TurnID, "err", err)
+	a.handle(ctx, in) // false: recorded, the next start runs it
+}
+
+// turnBackoff spaces the attempts at a turn the hub could not record.
+var turnBackoff = outbox.Backoff{Base: time.Second, Max: 30 * time.Second}
+
+// handle runs an accepted turn through the hub, one of at most
+// discord.concurrency at a time. When the hub cannot record it (its mirror
+// or database failing), it tries again with backoff, as the Telegram
+// adapter does, rather than tell the user it failed while the turn, still
+// accepted, would run at the next start. It reports false when ctx ended
+// first: the turn stays accepted and runs at the next start.
+func (a *Adapter) handle(ctx context.Context, in *chat.Inbound) (*hub.TurnResult, bool) {
+	for attempt := 1; ; attempt++ {
+		if !a.acquire(ctx) {
+			return nil, false
+		}
+		res, err := a.hub.Handle(ctx, in)
+		a.release()
+		switch {
+		case err == nil:
+			return res, true
+		case res != nil && len(res.Outbox) > 0:
+			// The reply is in the outbox; only bookkeeping after it failed.
+			a.log.Error("turn", "turn", in.TurnID, "err", err)
+			return res, true
+		}
+		d := turnBackoff.Delay(attempt)
+		a.board("degraded", "the hub could not record turn "+in.TurnID)
+		a.log.Error("the hub could not record a turn; it is kept and retried", "turn", in.TurnID, "err", err, "retry_in", d)
+		if !clock.Sleep(ctx, a.clock, d) {
+			return nil, false
+		}
+		a.board("running", "connected")
 	}
 }
 

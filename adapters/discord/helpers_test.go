@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ type envOptions struct {
 	concurrency int
 	noRun       bool // build everything but do not open the gateway
 	discord     func(*config.Discord)
+	mirrorFull  *atomic.Bool // while true, every mirror write fails with ENOSPC
 }
 
 // testEnv is a real hub runtime on temp dirs (real verbs, a temp
@@ -108,7 +110,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if err := verbs.Register(reg, w, verbs.DefaultOptions(state)); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := hub.Open(cfg, executor.New(reg, executor.Options{}), hub.RuntimeOptions{Clock: o.clock, Logger: discardLogger()})
+	rt, err := hub.Open(cfg, executor.New(reg, executor.Options{}), hub.RuntimeOptions{Clock: o.clock, Logger: discardLogger(), MirrorOpenFile: flakyMirror(o.mirrorFull)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,4 +266,31 @@ func (e *testEnv) waitMirror(what string, cond func(store.MirrorRecord) bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// flakyMirror opens mirror files whose writes fail with ENOSPC while full
+// is true (nil: plain files).
+func flakyMirror(full *atomic.Bool) func(string, int, os.FileMode) (store.MirrorFile, error) {
+	if full == nil {
+		return nil
+	}
+	return func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		if err != nil {
+			return nil, err
+		}
+		return &flakyFile{File: f, full: full}, nil
+	}
+}
+
+type flakyFile struct {
+	*os.File
+	full *atomic.Bool
+}
+
+func (f *flakyFile) Write(p []byte) (int, error) {
+	if f.full.Load() {
+		return 0, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	return f.File.Write(p)
 }

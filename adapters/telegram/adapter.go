@@ -226,7 +226,7 @@ func (a *Adapter) connect(ctx context.Context) (botUser, error) {
 		d := retryBackoff.Delay(attempt)
 		a.board("degraded", "getMe failed: "+err.Error())
 		a.log.Warn("telegram: Bot API unavailable; retrying", "err", err, "retry_in", d)
-		if !sleep(ctx, a.clk, d) {
+		if !clock.Sleep(ctx, a.clk, d) {
 			return botUser{}, ctx.Err()
 		}
 	}
@@ -295,19 +295,6 @@ func (a *Adapter) applyMigration(m migration) {
 func (a *Adapter) board(state, detail string) {
 	if a.rt != nil && a.rt.Board != nil {
 		a.rt.Board.Set(a.Name(), state, detail)
-	}
-}
-
-// sleep waits d on clk; it reports false when ctx ended first.
-func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
-	done := make(chan struct{})
-	t := clk.AfterFunc(d, func() { close(done) })
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		t.Stop()
-		return false
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/clock"
 )
 
 // Polling constants.
@@ -153,7 +154,7 @@ func (p *poller) run(ctx, turnCtx context.Context, cancelTurns context.CancelFun
 			if errors.As(err, &ae) && ae.Code == http.StatusConflict && strings.Contains(strings.ToLower(ae.Description), "webhook") {
 				a.deleteWebhook(ctx)
 			}
-			if !sleep(ctx, a.clk, d) {
+			if !clock.Sleep(ctx, a.clk, d) {
 				break
 			}
 			continue
@@ -183,7 +184,7 @@ func (p *poller) waitProgress(ctx context.Context) {
 		case <-pctx.Done():
 		}
 	}()
-	sleep(pctx, p.a.clk, idlePause)
+	clock.Sleep(pctx, p.a.clk, idlePause)
 }
 
 // accept takes one getUpdates answer: repeats are skipped, the rest is
@@ -286,7 +287,7 @@ func (p *poller) handle(ctx, turnCtx context.Context, j job) bool {
 		d := retryBackoff.Delay(attempt)
 		p.a.board("degraded", fmt.Sprintf("the hub could not record turn %s", j.in.TurnID))
 		p.a.log.Error("telegram: the hub could not record a turn; the update is kept and retried", "turn", j.in.TurnID, "update_id", j.id, "err", err, "retry_in", d)
-		if !sleep(ctx, p.a.clk, d) {
+		if !clock.Sleep(ctx, p.a.clk, d) {
 			return false
 		}
 		p.a.board("running", "polling")

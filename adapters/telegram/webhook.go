@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
 )
 
 // SecretHeader carries the webhook's secret_token on every update Telegram
@@ -38,7 +40,7 @@ func (a *Adapter) runWebhook(ctx, turnCtx context.Context, cancelTurns context.C
 		d := retryBackoff.Delay(attempt)
 		a.board("degraded", "setWebhook failed: "+err.Error())
 		a.log.Warn("telegram: setWebhook failed; retrying", "err", err, "retry_in", d)
-		if !sleep(ctx, a.clk, d) {
+		if !clock.Sleep(ctx, a.clk, d) {
 			return nil
 		}
 	}
