@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -36,13 +37,11 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 	if c, ok := dialSocket(sock); ok {
 		return c, nil
 	}
-	tc, err := buildExecutor(cfg, nil)
+	// The admin API runs no verb: it needs the state, not the workspace,
+	// so it works while the workspace or a mount root is missing.
+	x := executor.New(executor.NewRegistry(), executor.Options{})
+	rt, err := hub.Open(cfg, x, hub.RuntimeOptions{Offline: true, LockTimeout: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		return nil, err
-	}
-	rt, err := hub.Open(cfg, tc.exec, hub.RuntimeOptions{Offline: true, LockTimeout: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		tc.Close()
 		if errors.Is(err, store.ErrLocked) {
 			return nil, fmt.Errorf("%w; its admin socket %s does not answer", err, sock)
 		}
@@ -55,9 +54,7 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 		http: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial() }}},
 		close: func() error {
 			srv.Close()
-			err := rt.Close(context.Background())
-			tc.Close()
-			return err
+			return rt.Close(context.Background())
 		},
 	}
 	return c, nil

@@ -442,3 +442,23 @@ func TestDiscordCommandsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminCommandsWithoutWorkspace: the admin commands work on the state
+// directory alone, so a missing workspace does not stop an operator from
+// reading the outbox or the targets.
+func TestAdminCommandsWithoutWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "workspace: " + filepath.Join(dir, "gone") + "\nstate_dir: " + filepath.Join(dir, ".hub") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "hub.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"targets", "add", "web"}, {"targets", "list"}, {"send", "hello"}, {"outbox", "list"}, {"channels", "list"}} {
+		if out, errOut, code := runHub(t, dir, "", args...); code != 0 {
+			t.Errorf("hub %s with the workspace missing: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	// Running a verb still needs the workspace, and says so.
+	if _, errOut, code := runHub(t, dir, "", "exec", `{"verb":"fs.exists","arguments":{"path":"x"}}`); code == 0 || !strings.Contains(errOut, "gone") {
+		t.Errorf("exec without a workspace: exit %d, %s", code, errOut)
+	}
+}
