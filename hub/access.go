@@ -68,9 +68,6 @@ func (a *Access) Allowed(ids []string, verb string) bool {
 	return false
 }
 
-// Known reports whether the identities hold any role at all.
-func (a *Access) Known(ids []string) bool { return len(a.RolesOf(ids)) > 0 }
-
 func (a *Access) roleAllows(role, verb string) bool {
 	lv := strings.ToLower(verb)
 	if role == ReaderRole && a.roles[ReaderRole] == nil {

@@ -425,9 +425,6 @@ func (h *Hub) chunkOptions(k chat.Key) chat.ChunkOptions {
 	return o
 }
 
-// ChunkOptions is chunkOptions for FanOut and other callers.
-func (h *Hub) ChunkOptions(k chat.Key) chat.ChunkOptions { return h.chunkOptions(k) }
-
 // isConversation reports whether plain text to the hub deserves an answer:
 // in a private chat or the web panel, yes; in a group, the hub speaks only
 // when spoken to with a command.

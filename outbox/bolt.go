@@ -396,19 +396,29 @@ func pendingRecord(b buckets, id string) (indexRecord, []byte, Entry, error) {
 	if err != nil {
 		return ir, nil, Entry{}, err
 	}
+	key, v, err := pendingKey(b, id, ir, ok)
+	if err != nil {
+		return ir, nil, Entry{}, err
+	}
+	e, err := decodeRecord(v, StatePending)
+	return ir, key, e, err
+}
+
+// pendingKey checks that id, whose index record is ir (found: ok), is
+// pending, and returns its queue key and stored value.
+func pendingKey(b buckets, id string, ir indexRecord, ok bool) ([]byte, []byte, error) {
 	if !ok {
-		return ir, nil, Entry{}, fmt.Errorf("%q: %w", id, ErrNotFound)
+		return nil, nil, fmt.Errorf("%q: %w", id, ErrNotFound)
 	}
 	if ir.State != StatePending {
-		return ir, nil, Entry{}, fmt.Errorf("%q is %s, not pending: %w", id, ir.State, ErrWrongState)
+		return nil, nil, fmt.Errorf("%q is %s, not pending: %w", id, ir.State, ErrWrongState)
 	}
 	key := queueKey(ir.Target, ir.Seq)
 	v := b.queue.Get(key)
 	if v == nil {
-		return ir, nil, Entry{}, fmt.Errorf("%q: index says pending but the queue has no entry: %w", id, ErrNotFound)
+		return nil, nil, fmt.Errorf("%q: index says pending but the queue has no entry: %w", id, ErrNotFound)
 	}
-	e, err := decodeRecord(v, StatePending)
-	return ir, key, e, err
+	return key, v, nil
 }
 
 // Defer implements Store.
@@ -442,7 +452,8 @@ func (s *BoltStore) Delivered(ctx context.Context, id string, rc Receipt, at tim
 		if ok && ir.State == StateDelivered {
 			return nil
 		}
-		ir, key, _, err := pendingRecord(b, id)
+		// The entry itself is not decoded: only its key is needed.
+		key, _, err := pendingKey(b, id, ir, ok)
 		if err != nil {
 			return err
 		}

@@ -16,12 +16,10 @@ import (
 
 // Discord's JSON error codes the adapter acts on.
 const (
-	codeUnknownChannel      = 10003
 	codeUnknownMessage      = 10008
 	codeUnknownWebhook      = 10015
 	codeUnknownInteraction  = 10062
 	codeAlreadyAcknowledged = 40060
-	codeMissingAccess       = 50001
 	codeInvalidWebhookToken = 50027
 )
 

@@ -13,10 +13,9 @@ import (
 
 // Exit codes shared by every subcommand.
 const (
-	exitOK      = 0
-	exitFailed  = 1 // the verb or operation failed
-	exitUsage   = 2 // bad flags or arguments
-	exitProblem = 1
+	exitOK     = 0
+	exitFailed = 1 // the verb or operation failed
+	exitUsage  = 2 // bad flags or arguments
 )
 
 // usageError marks errors that are the caller's, reported with exit code 2.
@@ -106,7 +105,7 @@ func report(env *cliEnv, name string, err error) int {
 		return exitOK
 	}
 	fmt.Fprintf(env.stderr, "hub %s: %v\n", name, err)
-	return exitProblem
+	return exitFailed
 }
 
 func printUsage(w io.Writer) {
