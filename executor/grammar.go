@@ -138,6 +138,9 @@ type token struct {
 	eq     int  // index of the first unquoted '=' in text, or -1
 }
 
+// quoting says how words are written, in quote errors.
+const quoting = `accepted: words separated by spaces; 'single' or "double" quotes group words; \ escapes one character`
+
 // tokenize splits s shell-style: whitespace separates, 'single' quotes are
 // literal, "double" quotes and backslash escape the next character.
 func tokenize(s string) ([]token, error) {
@@ -163,7 +166,7 @@ func tokenize(s string) ([]token, error) {
 			in, t.quoted = true, true
 			j := strings.IndexByte(s[i+1:], '\'')
 			if j < 0 {
-				return nil, fmt.Errorf("unterminated ' quote")
+				return nil, fmt.Errorf("unterminated ' quote (%s)", quoting)
 			}
 			cur.WriteString(s[i+1 : i+1+j])
 			i += j + 1
@@ -177,7 +180,7 @@ func tokenize(s string) ([]token, error) {
 				cur.WriteByte(s[i])
 			}
 			if i >= len(s) {
-				return nil, fmt.Errorf("unterminated \" quote")
+				return nil, fmt.Errorf("unterminated \" quote (%s)", quoting)
 			}
 		case c == '\\' && i+1 < len(s):
 			in, t.quoted = true, true
@@ -439,17 +442,28 @@ func typeValue(f *Field, s string) (any, error) {
 }
 
 func typeScalar(k Kind, name, s string) (any, error) {
+	v, err := TypeWord(k, s)
+	if err != nil {
+		return nil, fmt.Errorf("argument %q: %w", name, err)
+	}
+	return v, nil
+}
+
+// TypeWord types one word of a chat command as a value of kind k, as the
+// chat grammar types inline arguments: integers, numbers, true/yes/on/1 and
+// false/no/off/0, YAML or JSON for objects; anything else stays text.
+func TypeWord(k Kind, s string) (any, error) {
 	switch k {
 	case KindInt:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("argument %q: expected an integer, got %q", name, s)
+			return nil, fmt.Errorf("expected an integer, got %q", s)
 		}
 		return n, nil
 	case KindNumber:
 		n, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			return nil, fmt.Errorf("argument %q: expected a number, got %q", name, s)
+			return nil, fmt.Errorf("expected a number, got %q", s)
 		}
 		return n, nil
 	case KindBool:
@@ -459,17 +473,32 @@ func typeScalar(k Kind, name, s string) (any, error) {
 		case "false", "no", "off", "0":
 			return false, nil
 		}
-		return nil, fmt.Errorf("argument %q: expected true or false, got %q", name, s)
+		return nil, fmt.Errorf("expected true or false, got %q", s)
 	case KindObject, KindMap, KindAny:
 		j, err := YAMLToJSON([]byte(s), Limits{})
 		if err != nil {
-			return nil, fmt.Errorf("argument %q: %v", name, err)
+			return nil, err
 		}
 		var v any
 		_ = json.Unmarshal(j, &v)
 		return v, nil
 	}
 	return s, nil
+}
+
+// SplitWords splits s into words as the chat grammar does: whitespace
+// separates words, 'single quotes' are literal, "double quotes" and a
+// backslash escape the next character.
+func SplitWords(s string) ([]string, error) {
+	toks, err := tokenize(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(toks))
+	for i, t := range toks {
+		out[i] = t.text
+	}
+	return out, nil
 }
 
 // Usage is the one-line chat usage of a verb, e.g.

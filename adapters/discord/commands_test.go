@@ -348,7 +348,7 @@ func TestEveryCommandReachesItsVerb(t *testing.T) {
 	}
 }
 
-// quoteWord quotes w so that splitWords gives it back.
+// quoteWord quotes w so that executor.SplitWords gives it back.
 func quoteWord(w string) string {
 	return "'" + strings.ReplaceAll(w, "'", `'"'"'`) + "'"
 }
@@ -369,18 +369,18 @@ func TestSplitWords(t *testing.T) {
 		`"back\\slash"`:        {`back\slash`},
 		"ünïcode 'wörds here'": {"ünïcode", "wörds here"},
 	} {
-		got, err := splitWords(in)
+		got, err := executor.SplitWords(in)
 		if err != nil {
-			t.Errorf("splitWords(%q): %v", in, err)
+			t.Errorf("executor.SplitWords(%q): %v", in, err)
 			continue
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("splitWords(%q) = %q, want %q", in, got, want)
+			t.Errorf("executor.SplitWords(%q) = %q, want %q", in, got, want)
 		}
 	}
 	for _, bad := range []string{`"open`, `'open`, `a "b`} {
-		if _, err := splitWords(bad); err == nil {
-			t.Errorf("splitWords(%q) succeeded, want an unterminated-quote error", bad)
+		if _, err := executor.SplitWords(bad); err == nil {
+			t.Errorf("executor.SplitWords(%q) succeeded, want an unterminated-quote error", bad)
 		}
 	}
 }
@@ -390,7 +390,7 @@ func FuzzSplitWords(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		words, err := splitWords(s)
+		words, err := executor.SplitWords(s)
 		if err != nil {
 			return
 		}
@@ -398,7 +398,7 @@ func FuzzSplitWords(f *testing.F) {
 		for i, w := range words {
 			quoted[i] = quoteWord(w)
 		}
-		again, err := splitWords(strings.Join(quoted, " "))
+		again, err := executor.SplitWords(strings.Join(quoted, " "))
 		if err != nil {
 			t.Fatalf("re-split of %q: %v", quoted, err)
 		}

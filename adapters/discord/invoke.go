@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -110,13 +109,13 @@ func optionValue(f executor.Field, o *discordgo.ApplicationCommandInteractionDat
 	}
 	switch f.Kind {
 	case executor.KindList:
-		words, err := splitWords(s)
+		words, err := executor.SplitWords(s)
 		if err != nil {
 			return nil, err
 		}
 		out := make([]any, len(words))
 		for i, w := range words {
-			v, err := scalar(f.Elem, w)
+			v, err := executor.TypeWord(f.Elem, w)
 			if err != nil {
 				return nil, fmt.Errorf("word %d: %w", i+1, err)
 			}
@@ -131,83 +130,4 @@ func optionValue(f executor.Field, o *discordgo.ApplicationCommandInteractionDat
 		return json.RawMessage(j), nil
 	}
 	return s, nil
-}
-
-// scalar types one word of a list.
-func scalar(k executor.Kind, s string) (any, error) {
-	switch k {
-	case executor.KindInt:
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("expected an integer, got %q", s)
-		}
-		return n, nil
-	case executor.KindNumber:
-		n, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, fmt.Errorf("expected a number, got %q", s)
-		}
-		return n, nil
-	case executor.KindBool:
-		switch strings.ToLower(s) {
-		case "true", "yes", "on", "1":
-			return true, nil
-		case "false", "no", "off", "0":
-			return false, nil
-		}
-		return nil, fmt.Errorf("expected true or false, got %q", s)
-	}
-	return s, nil
-}
-
-// splitWords splits s the way the chat grammar does: whitespace separates
-// words, 'single quotes' are literal, "double quotes" and a backslash escape
-// the next character.
-func splitWords(s string) ([]string, error) {
-	out := []string{}
-	var cur strings.Builder
-	in := false
-	flush := func() {
-		if in {
-			out = append(out, cur.String())
-		}
-		cur.Reset()
-		in = false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-			flush()
-		case c == '\'':
-			in = true
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, fmt.Errorf("unterminated ' quote (accepted: words separated by spaces; 'single' or \"double\" quotes group words; \\ escapes one character)")
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-		case c == '"':
-			in = true
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, fmt.Errorf("unterminated \" quote (accepted: words separated by spaces; 'single' or \"double\" quotes group words; \\ escapes one character)")
-			}
-		case c == '\\' && i+1 < len(s):
-			in = true
-			i++
-			cur.WriteByte(s[i])
-		default:
-			in = true
-			cur.WriteByte(c)
-		}
-	}
-	flush()
-	return out, nil
 }
