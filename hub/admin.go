@@ -70,7 +70,8 @@ type APIError struct {
 	Error string `json:"error"`
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// WriteJSON writes v as the JSON body of a response with status code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
@@ -78,8 +79,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
-	writeJSON(w, code, APIError{Error: fmt.Sprintf(format, args...)})
+// WriteError writes an APIError response with status code.
+func WriteError(w http.ResponseWriter, code int, format string, args ...any) {
+	WriteJSON(w, code, APIError{Error: fmt.Sprintf(format, args...)})
 }
 
 func (a *Admin) readBody(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -89,13 +91,13 @@ func (a *Admin) readBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
-		writeErr(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", max)
+		WriteError(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", max)
 		return false
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeErr(w, http.StatusBadRequest, "request body: %v", err)
+		WriteError(w, http.StatusBadRequest, "request body: %v", err)
 		return false
 	}
 	return true
@@ -109,7 +111,7 @@ type TargetsView struct {
 
 func (a *Admin) listTargets(w http.ResponseWriter, r *http.Request) {
 	if a.Targets == nil {
-		writeErr(w, http.StatusServiceUnavailable, "delivery targets are unavailable")
+		WriteError(w, http.StatusServiceUnavailable, "delivery targets are unavailable")
 		return
 	}
 	v := TargetsView{Targets: []string{}, LastDelivery: map[string]string{}}
@@ -119,7 +121,7 @@ func (a *Admin) listTargets(w http.ResponseWriter, r *http.Request) {
 			v.LastDelivery[k.String()] = t
 		}
 	}
-	writeJSON(w, http.StatusOK, v)
+	WriteJSON(w, http.StatusOK, v)
 }
 
 // TargetRequest names one target in any accepted form.
@@ -142,12 +144,12 @@ func (a *Admin) addTarget(w http.ResponseWriter, r *http.Request) {
 	}
 	k, err := chat.ParseTarget(req.Target)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	added, err := a.Targets.Add(k)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
+		WriteError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
 	res := ChangeResult{Target: k.String(), Changed: added}
@@ -156,43 +158,43 @@ func (a *Admin) addTarget(w http.ResponseWriter, r *http.Request) {
 			res.Note = why + ": chunks for this target wait in the outbox until it is"
 		}
 	}
-	writeJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, res)
 }
 
 func (a *Admin) removeTarget(w http.ResponseWriter, r *http.Request) {
 	k, err := chat.ParseTarget(r.URL.Query().Get("target"))
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	removed, err := a.Targets.Remove(k)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
+		WriteError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ChangeResult{Target: k.String(), Changed: removed})
+	WriteJSON(w, http.StatusOK, ChangeResult{Target: k.String(), Changed: removed})
 }
 
 func (a *Admin) clearTargets(w http.ResponseWriter, r *http.Request) {
 	n, err := a.Targets.Clear()
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
+		WriteError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ChangeResult{Changed: n > 0, Count: n})
+	WriteJSON(w, http.StatusOK, ChangeResult{Changed: n > 0, Count: n})
 }
 
 func (a *Admin) listChannels(w http.ResponseWriter, r *http.Request) {
 	dir := a.Directory()
 	if dir == nil {
-		writeErr(w, http.StatusServiceUnavailable, "the channel directory is unavailable (rebuild it from the mirrors with `hub channels rebuild`)")
+		WriteError(w, http.StatusServiceUnavailable, "the channel directory is unavailable (rebuild it from the mirrors with `hub channels rebuild`)")
 		return
 	}
 	entries := dir.List(r.URL.Query().Get("query"))
 	if entries == nil {
 		entries = []store.DirectoryEntry{}
 	}
-	writeJSON(w, http.StatusOK, entries)
+	WriteJSON(w, http.StatusOK, entries)
 }
 
 func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
@@ -200,19 +202,19 @@ func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
 		// The live directory is in use: merge every sighting from the mirrors.
 		n, err := dir.MergeMirrors(a.FlowsDir)
 		if err != nil {
-			writeErr(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
+			WriteError(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: dir.Len(), Note: fmt.Sprintf("merged %d inbound records", n)})
+		WriteJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: dir.Len(), Note: fmt.Sprintf("merged %d inbound records", n)})
 		return
 	}
 	d, n, err := store.RebuildDirectory(a.DirectoryPath, a.FlowsDir, a.DirectoryOptions)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
+		WriteError(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
 		return
 	}
 	a.SetDirectory(d) // replaces, and closes, the one in use
-	writeJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: n})
+	WriteJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: n})
 }
 
 func (a *Admin) listOutbox(w http.ResponseWriter, r *http.Request) {
@@ -224,40 +226,40 @@ func (a *Admin) listOutbox(w http.ResponseWriter, r *http.Request) {
 	switch f.State {
 	case outbox.StatePending, outbox.StateDead, outbox.StateDelivered:
 	default:
-		writeErr(w, http.StatusBadRequest, "state %q is not accepted (accepted: pending, dead, delivered)", f.State)
+		WriteError(w, http.StatusBadRequest, "state %q is not accepted (accepted: pending, dead, delivered)", f.State)
 		return
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
-			writeErr(w, http.StatusBadRequest, "limit %q is not a positive integer", l)
+			WriteError(w, http.StatusBadRequest, "limit %q is not a positive integer", l)
 			return
 		}
 		f.Limit = n
 	}
 	entries, err := a.Outbox.Store().List(r.Context(), f)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
+		WriteError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
 	if entries == nil {
 		entries = []outbox.Entry{}
 	}
-	writeJSON(w, http.StatusOK, entries)
+	WriteJSON(w, http.StatusOK, entries)
 }
 
 func (a *Admin) showEntry(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
 	e, err := a.Outbox.Store().Get(r.Context(), id)
 	if errors.Is(err, outbox.ErrNotFound) {
-		writeErr(w, http.StatusNotFound, "no outbox entry %q", id)
+		WriteError(w, http.StatusNotFound, "no outbox entry %q", id)
 		return
 	}
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
+		WriteError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, e)
+	WriteJSON(w, http.StatusOK, e)
 }
 
 // IDRequest names one outbox entry.
@@ -272,18 +274,18 @@ func (a *Admin) retryEntry(w http.ResponseWriter, r *http.Request) {
 	}
 	e, err := a.Outbox.Requeue(r.Context(), req.ID)
 	if errors.Is(err, outbox.ErrNotFound) {
-		writeErr(w, http.StatusNotFound, "no outbox entry %q", req.ID)
+		WriteError(w, http.StatusNotFound, "no outbox entry %q", req.ID)
 		return
 	}
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	note := ""
 	if !a.Running {
 		note = "queued; it is sent when `hub serve` runs"
 	}
-	writeJSON(w, http.StatusOK, struct {
+	WriteJSON(w, http.StatusOK, struct {
 		Entry outbox.Entry `json:"entry"`
 		Note  string       `json:"note,omitempty"`
 	}{e, note})
@@ -302,10 +304,10 @@ func (a *Admin) purgeOutbox(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := a.Outbox.Store().Purge(r.Context(), outbox.Filter{Target: req.Target, TurnID: req.TurnID})
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
+		WriteError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ChangeResult{Changed: n > 0, Count: n})
+	WriteJSON(w, http.StatusOK, ChangeResult{Changed: n > 0, Count: n})
 }
 
 // tailMirror returns the last n records, or with follow=1 streams new ones
@@ -321,28 +323,28 @@ func (a *Admin) tailMirror(w http.ResponseWriter, r *http.Request) {
 	case "out", "outbound":
 		f.Direction = store.DirectionOutbound
 	default:
-		writeErr(w, http.StatusBadRequest, "direction %q is not accepted (accepted: in, out)", f.Direction)
+		WriteError(w, http.StatusBadRequest, "direction %q is not accepted (accepted: in, out)", f.Direction)
 		return
 	}
 	n := 50
 	if s := q.Get("n"); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 0 {
-			writeErr(w, http.StatusBadRequest, "n %q is not a non-negative integer", s)
+			WriteError(w, http.StatusBadRequest, "n %q is not a non-negative integer", s)
 			return
 		}
 		n = v
 	}
 	recs, err := store.TailMirror(a.FlowsDir, f, n)
 	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%v", err)
+		WriteError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
 	if q.Get("follow") == "" {
 		if recs == nil {
 			recs = []store.MirrorRecord{}
 		}
-		writeJSON(w, http.StatusOK, recs)
+		WriteJSON(w, http.StatusOK, recs)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -386,19 +388,19 @@ func (a *Admin) deliver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.Deliver == nil {
-		writeErr(w, http.StatusServiceUnavailable, "delivery is unavailable")
+		WriteError(w, http.StatusServiceUnavailable, "delivery is unavailable")
 		return
 	}
 	turn := req.TurnID
 	if turn == "" {
 		turn = NewTurnID("send")
 	} else if strings.ContainsAny(turn, ":/\x00") || len(turn) > 128 {
-		writeErr(w, http.StatusBadRequest, "turn_id %q may not contain ':', '/' or NUL, and has at most 128 characters", turn)
+		WriteError(w, http.StatusBadRequest, "turn_id %q may not contain ':', '/' or NUL, and has at most 128 characters", turn)
 		return
 	}
 	ids, err := a.Deliver(r.Context(), turn, req.Text)
 	if err != nil {
-		writeErr(w, http.StatusBadRequest, "%v", err)
+		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	res := DeliverResult{TurnID: turn, Outbox: ids}
@@ -411,7 +413,7 @@ func (a *Admin) deliver(w http.ResponseWriter, r *http.Request) {
 	case !a.Running:
 		res.Note = "queued; it is sent when `hub serve` runs"
 	}
-	writeJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, res)
 }
 
 func (a *Admin) status(w http.ResponseWriter, r *http.Request) {
@@ -424,5 +426,5 @@ func (a *Admin) status(w http.ResponseWriter, r *http.Request) {
 			st[k] = v
 		}
 	}
-	writeJSON(w, http.StatusOK, st)
+	WriteJSON(w, http.StatusOK, st)
 }

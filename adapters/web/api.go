@@ -24,23 +24,6 @@ import (
 // Identity is the access-control identity of every web and API caller.
 const Identity = "web"
 
-// apiError is the body of every error response.
-type apiError struct {
-	Error string `json:"error"`
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, format string, args ...any) {
-	writeJSON(w, code, apiError{Error: fmt.Sprintf(format, args...)})
-}
-
 // route is one endpoint this package serves itself.
 type route struct {
 	method string
@@ -67,10 +50,10 @@ func (s *Server) apiHandler() http.Handler {
 			ok, present := s.originOK(r)
 			switch {
 			case present && !ok:
-				writeError(w, http.StatusForbidden, "cross-origin request refused: Origin %q is not this hub's origin (add it to web.allowed_origins to allow it)", r.Header.Get("Origin"))
+				hub.WriteError(w, http.StatusForbidden, "cross-origin request refused: Origin %q is not this hub's origin (add it to web.allowed_origins to allow it)", r.Header.Get("Origin"))
 				return
 			case !present && method == authCookie:
-				writeError(w, http.StatusForbidden, "a request authenticated by the login cookie must carry an Origin header; API clients use Authorization: Bearer <token>")
+				hub.WriteError(w, http.StatusForbidden, "a request authenticated by the login cookie must carry an Origin header; API clients use Authorization: Bearer <token>")
 				return
 			}
 		}
@@ -84,7 +67,7 @@ func (s *Server) apiHandler() http.Handler {
 		}
 		if method == authNone && !public {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hub"`)
-			writeError(w, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>, or log in with POST /api/login")
+			hub.WriteError(w, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>, or log in with POST /api/login")
 			return
 		}
 		switch {
@@ -96,7 +79,7 @@ func (s *Server) apiHandler() http.Handler {
 				allow = append(allow, rt.method)
 			}
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, http.StatusMethodNotAllowed, "%s %s is not accepted (accepted: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))
+			hub.WriteError(w, http.StatusMethodNotAllowed, "%s %s is not accepted (accepted: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))
 		default:
 			s.adminHandler().ServeHTTP(w, r)
 		}
@@ -125,7 +108,7 @@ func (s *Server) adminHandler() http.Handler {
 		s.admin = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if mux != nil {
 				if _, pattern := mux.Handler(r); pattern == "" {
-					writeError(w, http.StatusNotFound, "no API endpoint %s %s (see GET /api/verbs, POST /api/execute, POST /api/messages, GET /api/events, /api/targets, /api/channels, /api/outbox, /api/mirror, /api/status)", r.Method, r.URL.Path)
+					hub.WriteError(w, http.StatusNotFound, "no API endpoint %s %s (see GET /api/verbs, POST /api/execute, POST /api/messages, GET /api/events, /api/targets, /api/channels, /api/outbox, /api/mirror, /api/status)", r.Method, r.URL.Path)
 					return
 				}
 			}
@@ -142,10 +125,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "request body is over the limit of %d bytes (web.max_body_bytes)", mbe.Limit)
+			hub.WriteError(w, http.StatusRequestEntityTooLarge, "request body is over the limit of %d bytes (web.max_body_bytes)", mbe.Limit)
 			return nil, false
 		}
-		writeError(w, http.StatusBadRequest, "read request body: %v", err)
+		hub.WriteError(w, http.StatusBadRequest, "read request body: %v", err)
 		return nil, false
 	}
 	return body, true
@@ -160,11 +143,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, "request body is not the expected JSON object: %v", err)
+		hub.WriteError(w, http.StatusBadRequest, "request body is not the expected JSON object: %v", err)
 		return false
 	}
 	if dec.More() {
-		writeError(w, http.StatusBadRequest, "request body has data after the JSON object")
+		hub.WriteError(w, http.StatusBadRequest, "request body has data after the JSON object")
 		return false
 	}
 	return true
@@ -180,7 +163,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if d := s.logins.wait(addr); d > 0 {
 		secs := int(d.Round(time.Second) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-		writeError(w, http.StatusTooManyRequests, "too many wrong tokens from %s: try again in %d s", addr, max(secs, 1))
+		hub.WriteError(w, http.StatusTooManyRequests, "too many wrong tokens from %s: try again in %d s", addr, max(secs, 1))
 		return
 	}
 	var req loginRequest
@@ -189,19 +172,19 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.auth.checkToken(req.Token) {
 		s.logins.fail(addr)
-		writeError(w, http.StatusUnauthorized, "wrong token: use the token printed by `hub serve` or set as web.token")
+		hub.WriteError(w, http.StatusUnauthorized, "wrong token: use the token printed by `hub serve` or set as web.token")
 		return
 	}
 	val, exp, err := s.auth.issue()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "issue login cookie: %v", err)
+		hub.WriteError(w, http.StatusInternalServerError, "issue login cookie: %v", err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: val, Path: "/", Expires: exp, MaxAge: int(SessionTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.secureCookie,
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "expires": exp.UTC()})
+	hub.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "expires": exp.UTC()})
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
@@ -212,7 +195,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		Name: CookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.secureCookie,
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	hub.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
 // envelopeTypes are the accepted Content-Types of POST /api/execute.
@@ -228,13 +211,13 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !envelopeTypes[mt] {
-			writeError(w, http.StatusUnsupportedMediaType, "Content-Type %q is not accepted (accepted: application/json, application/yaml, text/plain)", ct)
+			hub.WriteError(w, http.StatusUnsupportedMediaType, "Content-Type %q is not accepted (accepted: application/json, application/yaml, text/plain)", ct)
 			return
 		}
 	}
 	session := r.URL.Query().Get("session")
 	if err := validSession(session); err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
+		hub.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	body, ok := readBody(w, r)
@@ -298,7 +281,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.TrimSpace(req.Text) == "" {
-		writeError(w, http.StatusBadRequest, "text is empty: send a command such as /fs.listDir .")
+		hub.WriteError(w, http.StatusBadRequest, "text is empty: send a command such as /fs.listDir .")
 		return
 	}
 	if req.ClientTurnID == "" {
@@ -306,7 +289,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		_, _ = rand.Read(b[:])
 		req.ClientTurnID = hex.EncodeToString(b[:])
 	} else if err := validClientTurnID(req.ClientTurnID); err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
+		hub.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	now := s.clk.Now().UTC()
@@ -324,14 +307,14 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	res, err := s.rt.Hub.Handle(context.WithoutCancel(r.Context()), in)
 	if err != nil {
 		s.log.Error("web turn failed", "turn", in.TurnID, "err", err)
-		writeError(w, http.StatusInternalServerError, "turn %s: %v", in.TurnID, err)
+		hub.WriteError(w, http.StatusInternalServerError, "turn %s: %v", in.TurnID, err)
 		return
 	}
 	out := MessageResponse{TurnID: res.TurnID, Status: string(res.Status), Outbox: res.Outbox}
 	if out.Outbox == nil {
 		out.Outbox = []string{}
 	}
-	writeJSON(w, http.StatusAccepted, out)
+	hub.WriteJSON(w, http.StatusAccepted, out)
 }
 
 // HistoryResponse is GET /api/history: the ring, oldest first.
@@ -346,7 +329,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	if len(evs) > 0 {
 		res.LastID = evs[len(evs)-1].ID
 	}
-	writeJSON(w, http.StatusOK, res)
+	hub.WriteJSON(w, http.StatusOK, res)
 }
 
 // VerbView is one verb of GET /api/verbs.
@@ -385,7 +368,7 @@ func (s *Server) verbs(w http.ResponseWriter, r *http.Request) {
 		res.Verbs = append(res.Verbs, VerbView{Name: sc.Name, Summary: sc.Summary, ReadOnly: sc.ReadOnly, Usage: usage, Arguments: sc.Arguments, Result: sc.Result, IDL: sc.IDL})
 	}
 	sort.Slice(res.Verbs, func(i, j int) bool { return res.Verbs[i].Name < res.Verbs[j].Name })
-	writeJSON(w, http.StatusOK, res)
+	hub.WriteJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

@@ -183,7 +183,7 @@ func (r response) json(t testing.TB, v any) {
 // the body is not one.
 func (r response) errorText(t testing.TB) string {
 	t.Helper()
-	var e apiError
+	var e hub.APIError
 	r.json(t, &e)
 	if e.Error == "" {
 		t.Fatalf("response %d has no error message: %s", r.status, r.body)

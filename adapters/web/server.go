@@ -303,7 +303,7 @@ func (s *Server) buildHandler() http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		if r.ContentLength > s.maxBody {
-			writeError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
+			hub.WriteError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
 			return
 		}
 		if r.Body != nil {
@@ -322,7 +322,7 @@ func (s *Server) buildHandler() http.Handler {
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h.Set("Allow", "GET, HEAD")
-			writeError(w, http.StatusMethodNotAllowed, "%s is not accepted here (accepted: GET, HEAD)", r.Method)
+			hub.WriteError(w, http.StatusMethodNotAllowed, "%s is not accepted here (accepted: GET, HEAD)", r.Method)
 			return
 		}
 		h.Set("Cache-Control", "no-cache")

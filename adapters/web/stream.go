@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		last = r.URL.Query().Get("last_event_id")
 	}
 	if len(last) > 128 {
-		writeError(w, http.StatusBadRequest, "Last-Event-ID is longer than 128 bytes")
+		hub.WriteError(w, http.StatusBadRequest, "Last-Event-ID is longer than 128 bytes")
 		return
 	}
 	sub, replay, reset := s.events.subscribe(last)
