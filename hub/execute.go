@@ -47,14 +47,7 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) *executor.Outcome {
 			// conversation works.
 			req.Session = h.opts.SessionFor(&chat.Inbound{Platform: chat.Web, ChatID: "web", UserID: "web"}, h.opts.Access.RolesOf(ids))
 		}
-		call := executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session}
-		cctx := executor.WithCall(ctx, call)
-		if h.opts.VerbTimeout > 0 {
-			var cancel context.CancelFunc
-			cctx, cancel = context.WithTimeout(cctx, h.opts.VerbTimeout)
-			defer cancel()
-		}
-		out = h.x.Run(cctx, env)
+		out = h.call(ctx, executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session}, env)
 	}
 	h.mirrorAPI(ctx, req, out)
 	return out

@@ -265,13 +265,19 @@ func (h *Hub) run(ctx context.Context, in *chat.Inbound, roles []string, cmd exe
 	if h.opts.SessionFor != nil {
 		call.Session = h.opts.SessionFor(in, roles)
 	}
+	return h.call(ctx, call, cmd.Envelope())
+}
+
+// call runs env as call, within the verb timeout: every surface runs verbs
+// through it.
+func (h *Hub) call(ctx context.Context, call executor.Call, env executor.Envelope) *executor.Outcome {
 	ctx = executor.WithCall(ctx, call)
 	if h.opts.VerbTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.opts.VerbTimeout)
 		defer cancel()
 	}
-	return h.x.Run(ctx, cmd.Envelope())
+	return h.x.Run(ctx, env)
 }
 
 // deny answers a stranger at most once per DenialInterval with its identity

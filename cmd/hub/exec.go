@@ -100,12 +100,19 @@ func runExec(env *cliEnv, args []string) error {
 			return fmt.Errorf("read envelope from stdin: %w", err)
 		}
 	}
-	o := tc.exec.ExecuteInput(executor.WithCall(ctx, executor.Call{TurnID: hub.NewTurnID("cli"), Identity: "cli"}), input)
+	cctx := executor.WithCall(ctx, executor.Call{TurnID: hub.NewTurnID("cli"), Identity: "cli"})
+	var o *executor.Outcome
+	envelope, err := tc.exec.DecodeEnvelope(input)
+	if err != nil {
+		o = &executor.Outcome{Err: executor.ErrorFrom(err), ID: envelope.ID}
+	} else {
+		o = tc.exec.Run(cctx, envelope)
+	}
 	if err := writeResult(w, o.JSON(), *pretty); err != nil {
 		return err
 	}
 	if *deliver {
-		if err := deliverOutcome(cfg, input, o, env); err != nil {
+		if err := deliverOutcome(cfg, envelope.Arguments, o, env); err != nil {
 			return err
 		}
 	}
@@ -271,14 +278,7 @@ func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error
 
 // deliverOutcome renders the result as in chat and fans it out to the
 // delivery targets, through the running hub or the state directory.
-func deliverOutcome(cfg *config.Config, input []byte, o *executor.Outcome, env *cliEnv) error {
-	var args json.RawMessage
-	var e struct {
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if j, err := executor.YAMLToJSON(input, executor.Limits{}); err == nil && json.Unmarshal(j, &e) == nil {
-		args = e.Arguments
-	}
+func deliverOutcome(cfg *config.Config, args json.RawMessage, o *executor.Outcome, env *cliEnv) error {
 	text := hub.Render(o.Verb, args, o, false)
 	c, err := openAdmin(cfg)
 	if err != nil {
