@@ -462,3 +462,34 @@ func TestAdminCommandsWithoutWorkspace(t *testing.T) {
 		t.Errorf("exec without a workspace: exit %d, %s", code, errOut)
 	}
 }
+
+// TestExecDeliver: hub exec --deliver prints the result and fans the
+// rendered result, as a chat would see it, out to the delivery targets.
+func TestExecDeliver(t *testing.T) {
+	dir := workspace(t)
+	if _, errOut, code := runHub(t, dir, "", "targets", "add", "local:out.jsonl"); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := runHub(t, dir, "", "exec", "--deliver", `{"verb":"fs.readRange","arguments":{"path":"README.md","startLine":1,"endLine":2}}`)
+	if code != 0 || !strings.Contains(out, `"succeeded":true`) || !strings.Contains(errOut, "delivered as turn") {
+		t.Fatalf("exec --deliver: exit %d\n%s%s", code, out, errOut)
+	}
+	list, _, _ := runHub(t, dir, "", "outbox", "list", "--json")
+	var entries []struct{ Text string }
+	if err := json.Unmarshal([]byte(list), &entries); err != nil || len(entries) != 1 {
+		t.Fatalf("outbox: %v %s", err, list)
+	}
+	// The rendering used the envelope's arguments (the path and lines).
+	if txt := entries[0].Text; !strings.Contains(txt, "`README.md` lines 1–2") || !strings.Contains(txt, "2: line two") {
+		t.Errorf("delivered text %q", txt)
+	}
+	// A failure is delivered too (a scheduled command that failed must be
+	// heard of), as one line with its code, and the exit code says so.
+	if _, _, code := runHub(t, dir, "", "exec", "--deliver", `{"verb":`); code != 1 {
+		t.Errorf("a bad envelope: exit %d, want 1", code)
+	}
+	list, _, _ = runHub(t, dir, "", "outbox", "list", "--json")
+	if err := json.Unmarshal([]byte(list), &entries); err != nil || len(entries) != 2 || !strings.Contains(entries[0].Text+entries[1].Text, "invalid_envelope") {
+		t.Errorf("the failure was not delivered with its code: %v %s", err, list)
+	}
+}
