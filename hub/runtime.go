@@ -243,11 +243,13 @@ func (rt *Runtime) Admin() *Admin {
 		Directory:     rt.Directory,
 		SetDirectory:  rt.installDirectory,
 		DirectoryPath: rt.State.Path(store.ChannelDirectory),
-		FlowsDir:      rt.State.Path(store.FlowsDir),
-		Deliver:       rt.Hub.Deliver,
-		Running:       rt.dispatchDone != nil,
-		Off:           rt.platformOff,
-		MaxBody:       int64(rt.Config.Web.MaxBodyBytes),
+		// A rebuilt directory keeps the runtime's clock and logger.
+		DirectoryOptions: store.DirectoryOptions{Clock: rt.clock, Logger: rt.log},
+		FlowsDir:         rt.State.Path(store.FlowsDir),
+		Deliver:          rt.Hub.Deliver,
+		Running:          rt.dispatchDone != nil,
+		Off:              rt.platformOff,
+		MaxBody:          int64(rt.Config.Web.MaxBodyBytes),
 		Status: func() map[string]any {
 			return map[string]any{
 				"run_id":   rt.RunID,
