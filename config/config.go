@@ -187,6 +187,17 @@ type Getenv func(string) (string, bool)
 // defaults only.
 func Load(path string) (*Config, error) { return LoadWith(path, os.LookupEnv) }
 
+// Default is the configuration with no file and an empty environment: every
+// default applied. It is what `hub serve` runs with no configuration, and
+// what tests start from.
+func Default() *Config {
+	cfg, err := LoadWith("", func(string) (string, bool) { return "", false })
+	if err != nil {
+		panic("config: the defaults do not validate: " + err.Error())
+	}
+	return cfg
+}
+
 // LoadWith is Load with an explicit environment.
 func LoadWith(path string, env Getenv) (*Config, error) {
 	cfg := &Config{}

@@ -36,13 +36,13 @@ func TestAcceptedTurnRunsAfterRestart(t *testing.T) {
 	if res, _ := e.rt.Hub.Handle(context.Background(), in2); res.Status != hub.StatusDuplicate {
 		t.Fatalf("handled twice: %+v", res)
 	}
-	e.rec.waitFor(t, "chat:telegram:100", 1)
-	if err := e.rt.Close(context.Background()); err != nil {
+	e.rec.Wait(t, "chat:telegram:100", 1)
+	if err := e.he.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// The hub stopped before running the first one. The next start runs it.
 	e2 := openEnv(t, ws, state, nil)
-	got := e2.rec.waitFor(t, "chat:telegram:100", 1)
+	got := e2.rec.Wait(t, "chat:telegram:100", 1)
 	if got[0].TurnID != in.TurnID || !strings.Contains(got[0].Text, "Updated") || got[0].Meta["reply_to_message_id"] != "77" {
 		t.Fatalf("after restart: %+v", got[0])
 	}

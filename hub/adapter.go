@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
 )
 
 // Adapter is one platform connection run by `hub serve`: it receives
@@ -26,10 +28,31 @@ type AdapterState struct {
 	Since  time.Time `json:"since"`
 }
 
-// StateBoard collects adapter states; adapters report into it.
+// StateBoard collects adapter states; adapters report into it through a
+// Reporter each. The zero value uses the real clock.
 type StateBoard struct {
+	Clock clock.Clock
+
 	mu     sync.Mutex
 	states map[string]AdapterState
+}
+
+// Reporter is one adapter's line on a StateBoard: the status reporter an
+// adapter receives.
+type Reporter struct {
+	b    *StateBoard
+	name string
+}
+
+// Reporter returns the reporter of the adapter called name.
+func (b *StateBoard) Reporter(name string) Reporter { return Reporter{b: b, name: name} }
+
+// Report records the adapter's state (starting, running, degraded,
+// stopped) and a detail for people. A zero Reporter reports nowhere.
+func (r Reporter) Report(state, detail string) {
+	if r.b != nil {
+		r.b.Set(r.name, state, detail)
+	}
 }
 
 // Set records an adapter's state; Since changes only when State does.
@@ -40,7 +63,11 @@ func (b *StateBoard) Set(name, state, detail string) {
 		b.states = map[string]AdapterState{}
 	}
 	old, ok := b.states[name]
-	since := time.Now().UTC()
+	clk := b.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	since := clk.Now().UTC()
 	if ok && old.State == state {
 		since = old.Since
 	}

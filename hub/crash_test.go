@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 )
 
 const crashChildEnv = "HUB_TEST_CRASH_CHILD"
@@ -46,15 +46,12 @@ func crashChild() {
 	if err != nil {
 		fail(err)
 	}
-	x, _, err := makeExecutor(cfg)
+	he, err := hubtest.New(cfg, hubtest.Options{})
 	if err != nil {
 		fail(err)
 	}
-	rt, err := hub.Open(cfg, x, hub.RuntimeOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		fail(err)
-	}
-	rt.Mux.Handle("chat:telegram", newRecorder())
+	rt := he.Runtime
+	rt.Mux.Handle("chat:telegram", hubtest.NewRecorder())
 	if err := rt.Start(context.Background()); err != nil {
 		fail(err)
 	}
@@ -112,7 +109,7 @@ func TestCrashDuringLongVerb(t *testing.T) {
 
 	// Restart on the same state: the interrupted turn gets a notice.
 	e := openEnv(t, ws, state, nil)
-	got := e.rec.waitFor(t, "chat:telegram:100", 1)
+	got := e.rec.Wait(t, "chat:telegram:100", 1)
 	if got[0].Kind != "notice" || !strings.Contains(got[0].Text, "may or may not have completed") || got[0].Meta["reply_to_message_id"] != "42" {
 		t.Fatalf("after restart: %+v", got[0])
 	}
@@ -123,7 +120,7 @@ func TestCrashDuringLongVerb(t *testing.T) {
 		t.Fatalf("redelivery: %+v %v", res, err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if n := len(e.rec.texts("chat:telegram:100")); n != 1 {
+	if n := len(e.rec.Texts("chat:telegram:100")); n != 1 {
 		t.Fatalf("want only the notice, got %d chunks", n)
 	}
 	if b, _ := os.ReadFile(ran); strings.Count(string(b), "\n") != 1 {

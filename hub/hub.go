@@ -27,11 +27,14 @@ const DenialInterval = time.Hour
 type Options struct {
 	Executor  *executor.Executor
 	Access    *Access
-	Ledger    *Ledger
+	Ledger    *store.Ledger
 	Outbox    *outbox.Outbox
 	Mirror    *store.Mirror    // nil: no mirroring (tests only)
 	Directory *store.Directory // nil: no channel directory
 	Targets   *store.Targets   // nil: no delivery targets
+	// Conversations is told every inbound message the hub mirrors; nil
+	// tells no one.
+	Conversations *Conversations
 	// Chunking: how many chunks before a reply becomes head + attachment, and
 	// whether chunks carry (i/N) markers.
 	OverflowChunks int
@@ -157,7 +160,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 	ids := Identities(in)
 	roles := h.opts.Access.RolesOf(ids)
 	now := h.opts.Clock.Now()
-	rec := TurnRecord{
+	rec := store.TurnRecord{
 		TurnID: in.TurnID, Identity: in.Identity(), Reply: in.ReplyKey().String(),
 		ReplyMeta: in.ReplyMeta, Platform: string(in.Platform), Started: now.UTC(),
 	}
@@ -167,7 +170,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 	}
 	if !began {
 		h.mirrorInbound(ctx, in, "", map[string]string{"duplicate": prev.State})
-		if prev.State == TurnStarted {
+		if prev.State == store.TurnStarted {
 			// A previous run died while this turn ran; tell the chat once.
 			return h.interrupted(ctx, *prev)
 		}
@@ -217,7 +220,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 	case errors.Is(perr, executor.ErrNotCommand):
 		if !isConversation(in) {
 			res.Status = StatusIgnored
-			return res, h.opts.Ledger.Finish(in.TurnID, TurnDone, "", nil, now)
+			return res, h.opts.Ledger.Finish(in.TurnID, store.TurnDone, "", nil, now)
 		}
 		res.Status = StatusRejected
 		text = "Send a command such as /fs.listDir . or /help for what you can do."
@@ -253,7 +256,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 		return nil, fmt.Errorf("turn %s: enqueue reply: %w", in.TurnID, err)
 	}
 	res.Outbox = added
-	if err := h.opts.Ledger.Finish(in.TurnID, TurnDone, code, idsOf(entries), h.opts.Clock.Now()); err != nil {
+	if err := h.opts.Ledger.Finish(in.TurnID, store.TurnDone, code, idsOf(entries), h.opts.Clock.Now()); err != nil {
 		return res, fmt.Errorf("turn %s: %w", in.TurnID, err)
 	}
 	return res, nil
@@ -289,7 +292,7 @@ func (h *Hub) deny(ctx context.Context, in *chat.Inbound, res *TurnResult, now t
 		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
 	}
 	if !ok {
-		return res, h.opts.Ledger.Finish(in.TurnID, TurnDone, string(executor.CodeForbidden), nil, now)
+		return res, h.opts.Ledger.Finish(in.TurnID, store.TurnDone, string(executor.CodeForbidden), nil, now)
 	}
 	text := fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds this line under access.grants in the configuration:\n%s", in.Identity(), Fence(GrantLine(in.Identity(), ReaderRole), "yaml"))
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), replyMeta(in, true))
@@ -298,13 +301,13 @@ func (h *Hub) deny(ctx context.Context, in *chat.Inbound, res *TurnResult, now t
 		return nil, fmt.Errorf("turn %s: enqueue denial: %w", in.TurnID, err)
 	}
 	res.Outbox = added
-	return res, h.opts.Ledger.Finish(in.TurnID, TurnDone, string(executor.CodeForbidden), idsOf(entries), now)
+	return res, h.opts.Ledger.Finish(in.TurnID, store.TurnDone, string(executor.CodeForbidden), idsOf(entries), now)
 }
 
 // interrupted answers a turn that a previous run of the hub died in: the
 // verb is not run again; the chat is told it may or may not have completed.
 // If the reply was enqueued before the crash, nothing more is needed.
-func (h *Hub) interrupted(ctx context.Context, rec TurnRecord) (*TurnResult, error) {
+func (h *Hub) interrupted(ctx context.Context, rec store.TurnRecord) (*TurnResult, error) {
 	res := &TurnResult{TurnID: rec.TurnID, Status: StatusNotice, Verb: rec.Verb}
 	key, err := chat.ParseKey(rec.Reply)
 	if err != nil {
@@ -313,7 +316,7 @@ func (h *Hub) interrupted(ctx context.Context, rec TurnRecord) (*TurnResult, err
 	st := h.opts.Outbox.Store()
 	if _, err := st.Get(ctx, outbox.ID(outbox.KindReply, rec.TurnID, key, 0)); err == nil {
 		res.Status = StatusDuplicate
-		return res, h.opts.Ledger.Finish(rec.TurnID, TurnDone, "", nil, h.opts.Clock.Now())
+		return res, h.opts.Ledger.Finish(rec.TurnID, store.TurnDone, "", nil, h.opts.Clock.Now())
 	}
 	text := fmt.Sprintf("⚠ The hub restarted while it was handling your message (turn %s). It may or may not have completed: check its effects before you send it again.", rec.TurnID)
 	entries := outbox.NewEntries(outbox.KindNotice, rec.TurnID, key, chat.SplitText(text, h.chunkOptions(key)), rec.ReplyMeta)
@@ -322,7 +325,7 @@ func (h *Hub) interrupted(ctx context.Context, rec TurnRecord) (*TurnResult, err
 		return nil, fmt.Errorf("turn %s: enqueue notice: %w", rec.TurnID, err)
 	}
 	res.Outbox = added
-	return res, h.opts.Ledger.Finish(rec.TurnID, TurnInterrupted, "", idsOf(entries), h.opts.Clock.Now())
+	return res, h.opts.Ledger.Finish(rec.TurnID, store.TurnInterrupted, "", idsOf(entries), h.opts.Clock.Now())
 }
 
 // Accept records an inbound durably before the adapter acknowledges it to a
@@ -334,7 +337,7 @@ func (h *Hub) Accept(ctx context.Context, in *chat.Inbound) error {
 	if err := validInbound(in); err != nil {
 		return err
 	}
-	rec := TurnRecord{
+	rec := store.TurnRecord{
 		TurnID: in.TurnID, Identity: in.Identity(), Reply: in.ReplyKey().String(),
 		ReplyMeta: in.ReplyMeta, Platform: string(in.Platform), Started: h.opts.Clock.Now().UTC(), Inbound: in,
 	}
@@ -349,7 +352,7 @@ func (h *Hub) Accept(ctx context.Context, in *chat.Inbound) error {
 // turn that has started is left alone.
 func (h *Hub) Abandon(turnID string) error {
 	rec, err := h.opts.Ledger.Get(turnID)
-	if err != nil || rec == nil || rec.State != TurnReceived {
+	if err != nil || rec == nil || rec.State != store.TurnReceived {
 		return err
 	}
 	return h.opts.Ledger.Forget(turnID)
@@ -365,7 +368,7 @@ func (h *Hub) Recover(ctx context.Context) (notices int, pending []*chat.Inbound
 		return 0, nil, err
 	}
 	for _, r := range recs {
-		if r.State == TurnReceived {
+		if r.State == store.TurnReceived {
 			if r.Inbound != nil && r.Inbound.TurnID == r.TurnID {
 				pending = append(pending, r.Inbound)
 			}
@@ -405,17 +408,22 @@ func (h *Hub) release(turnID string) {
 }
 
 func (h *Hub) mirrorInbound(ctx context.Context, in *chat.Inbound, kind string, extra map[string]string) error {
-	if h.opts.Mirror == nil {
-		return nil
-	}
 	rec := store.InboundRecord(in, kind)
 	for k, v := range extra {
 		rec.Meta[k] = v
+	}
+	if rec.TS.IsZero() {
+		rec.TS = h.opts.Clock.Now().UTC()
+	}
+	if h.opts.Mirror == nil {
+		h.opts.Conversations.record(rec)
+		return nil
 	}
 	if err := h.opts.Mirror.Append(ctx, rec, true); err != nil {
 		h.log.Error("mirror inbound", "turn", in.TurnID, "err", err)
 		return fmt.Errorf("mirror inbound: %w", err)
 	}
+	h.opts.Conversations.record(rec)
 	return nil
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,70 +16,16 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
-// recorder is a fake platform: it records every chunk sent, per target.
-type recorder struct {
-	mu    sync.Mutex
-	sent  map[string][]*outbox.Entry
-	wake  chan struct{}
-	count int
-}
-
-func newRecorder() *recorder {
-	return &recorder{sent: map[string][]*outbox.Entry{}, wake: make(chan struct{}, 1)}
-}
-
-func (r *recorder) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
-	r.mu.Lock()
-	cp := *e
-	r.sent[e.Target] = append(r.sent[e.Target], &cp)
-	r.count++
-	n := r.count
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-	return outbox.Receipt{MessageID: fmt.Sprint(n)}, nil
-}
-
-// waitFor waits until target has at least n chunks and returns them.
-func (r *recorder) waitFor(t *testing.T, target string, n int) []*outbox.Entry {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		r.mu.Lock()
-		got := append([]*outbox.Entry(nil), r.sent[target]...)
-		r.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-r.wake:
-		case <-time.After(50 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("target %s: want %d chunks, got %d", target, n, len(got))
-		}
-	}
-}
-
-func (r *recorder) texts(target string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.sent[target] {
-		out = append(out, e.Text)
-	}
-	return out
-}
-
 type env struct {
+	he    *hubtest.Env
 	rt    *hub.Runtime
-	rec   *recorder
+	rec   *hubtest.Recorder
 	ws    string
 	state string
 	clk   clock.Clock
@@ -143,18 +87,11 @@ func newEnv(t *testing.T, clk clock.Clock) *env {
 func openEnv(t *testing.T, ws, state string, clk clock.Clock) *env {
 	t.Helper()
 	cfg := testConfig(t, ws, state)
-	rt, err := hub.Open(cfg, buildExecutor(t, cfg), hub.RuntimeOptions{Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{rt: rt, rec: newRecorder(), ws: ws, state: state, clk: clk}
-	for _, p := range []string{"chat:telegram", "chat:discord", "web"} {
-		rt.Mux.Handle(p, e.rec)
-	}
-	if err := rt.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
+	he := hubtest.Open(t, cfg, hubtest.Options{Clock: clk})
+	rt := he.Runtime
+	e := &env{he: he, rt: rt, rec: hubtest.NewRecorder(), ws: ws, state: state, clk: clk}
+	e.rec.HandleAll(t, rt)
+	he.Start(t)
 	return e
 }
 
@@ -175,7 +112,7 @@ func TestTurnExecutesAndReplies(t *testing.T) {
 	if res.Status != hub.StatusExecuted || res.Verb != "fs.listDir" || len(res.Outbox) != 1 {
 		t.Fatalf("result %+v", res)
 	}
-	got := e.rec.waitFor(t, "chat:telegram:100", 1)
+	got := e.rec.Wait(t, "chat:telegram:100", 1)
 	if !strings.Contains(got[0].Text, "README.md") || got[0].ID != "reply:telegram.100.10:chat:telegram:100:0" || got[0].Meta["reply_to_message_id"] != "10" {
 		t.Fatalf("reply %+v", got[0])
 	}
@@ -230,9 +167,9 @@ func TestDuplicateInboundRunsOnce(t *testing.T) {
 	if executed != 1 || string(b) != "ran once\nconcurrent" {
 		t.Fatalf("executed %d times; file %q", executed, b)
 	}
-	e.rec.waitFor(t, "chat:telegram:100", 2)
+	e.rec.Wait(t, "chat:telegram:100", 2)
 	time.Sleep(100 * time.Millisecond)
-	if n := len(e.rec.texts("chat:telegram:100")); n != 2 {
+	if n := len(e.rec.Texts("chat:telegram:100")); n != 2 {
 		t.Fatalf("want exactly 2 replies, got %d", n)
 	}
 }
@@ -249,7 +186,7 @@ func TestStrangerDeniedOncePerHour(t *testing.T) {
 			t.Fatalf("message %d: outbox %v (only the first is answered)", i, res.Outbox)
 		}
 	}
-	got := e.rec.waitFor(t, "chat:telegram:100", 1)
+	got := e.rec.Wait(t, "chat:telegram:100", 1)
 	if !strings.Contains(got[0].Text, "telegram:999") || !strings.Contains(got[0].Text, "under access.grants") || !strings.Contains(got[0].Text, "```yaml\n\"telegram:999\": [reader]\n```") {
 		t.Fatalf("denial text %q", got[0].Text)
 	}
@@ -306,7 +243,7 @@ func TestRolesAndGlobs(t *testing.T) {
 	}
 	// /verbs lists only what the caller may run.
 	e.rt.Hub.Handle(context.Background(), tgMsg(3, 200, "/verbs"))
-	msgs := e.rec.waitFor(t, "chat:telegram:100", len(cases)+1)
+	msgs := e.rec.Wait(t, "chat:telegram:100", len(cases)+1)
 	last := msgs[len(msgs)-1].Text
 	if !strings.Contains(last, "/fs.readRange") || strings.Contains(last, "/proc.run") || !strings.Contains(last, "3 verbs") {
 		t.Fatalf("/verbs for readers: %q", last)
@@ -329,7 +266,7 @@ func TestRenderedReplies(t *testing.T) {
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			for _, g := range e.rec.waitFor(t, "chat:telegram:100", 1) {
+			for _, g := range e.rec.Wait(t, "chat:telegram:100", 1) {
 				if g.TurnID == res.TurnID {
 					return g.Text
 				}
@@ -372,7 +309,7 @@ func TestRenderedReplies(t *testing.T) {
 		t.Fatalf("overflow: want head + attachment, got %v", res.Outbox)
 	}
 	var att *outbox.Entry
-	for _, c := range e.rec.waitFor(t, "chat:telegram:100", 9) {
+	for _, c := range e.rec.Wait(t, "chat:telegram:100", 9) {
 		if c.TurnID == "telegram.100.7" && c.Index == 1 {
 			att = c
 		}
@@ -394,7 +331,7 @@ func TestDeliverFanOut(t *testing.T) {
 	if ids, err := e.rt.Hub.Deliver(context.Background(), "send.1", "build finished"); err != nil || len(ids) != 0 {
 		t.Fatalf("second deliver: %v %v", ids, err)
 	}
-	e.rec.waitFor(t, "chat:telegram:555", 1)
+	e.rec.Wait(t, "chat:telegram:555", 1)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		b, _ := os.ReadFile(filepath.Join(e.state, "pma", "deliveries.jsonl"))

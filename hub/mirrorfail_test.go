@@ -56,7 +56,7 @@ func TestUnmirroredTurnRunsOnRedelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mirror.Close()
-	ledger, err := hub.OpenLedger(st.DB())
+	ledger, err := store.OpenLedger(st.DB())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestUnmirroredAcceptedTurnRunsLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mirror.Close()
-	ledger, _ := hub.OpenLedger(st.DB())
+	ledger, _ := store.OpenLedger(st.DB())
 	bs, _ := outbox.NewBoltStore(st.DB())
 	x := buildExecutor(t, cfg)
 	h, err := hub.New(hub.Options{Executor: x, Access: hub.NewAccess(cfg.Access, x.Registry()), Ledger: ledger,

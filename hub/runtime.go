@@ -18,23 +18,25 @@ import (
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
-// Runtime is everything `hub serve` runs besides the adapters: the state
-// root, the mirror of this run, the channel directory, the delivery targets,
-// the outbox and its dispatcher, the ledger and the router. Adapters
-// register their senders on Mux before Start.
+// Runtime is everything `hub serve` runs besides the adapters, over a state
+// root opened by the caller: the mirror of this run, the channel directory,
+// the delivery targets, the outbox and its dispatcher, the turn ledger, the
+// conversations feed and the router. Adapters register their senders on Mux
+// before Start.
 type Runtime struct {
-	Config  *config.Config
-	State   *store.State
-	Mirror  *store.Mirror
-	Targets *store.Targets
-	Outbox  *outbox.Outbox
-	Mux     *outbox.Mux
-	Ledger  *Ledger
-	Hub     *Hub
-	Board   *StateBoard
-	RunID   string
-	Started time.Time
-	log     *slog.Logger
+	Config        *config.Config
+	State         *store.State
+	Mirror        *store.Mirror
+	Targets       *store.Targets
+	Outbox        *outbox.Outbox
+	Mux           *outbox.Mux
+	Ledger        *store.Ledger
+	Hub           *Hub
+	Board         *StateBoard
+	Conversations *Conversations
+	RunID         string
+	Started       time.Time
+	log           *slog.Logger
 
 	dispatchDone chan error
 	closeOnce    sync.Once
@@ -54,8 +56,6 @@ type Runtime struct {
 type RuntimeOptions struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
-	// LockTimeout bounds the wait for hub.db.
-	LockTimeout time.Duration
 	// SessionFor is passed to the Hub.
 	SessionFor func(in *chat.Inbound, roles []string) string
 	// Offline opens the state for the CLI while no hub runs: no mirror run
@@ -66,16 +66,20 @@ type RuntimeOptions struct {
 	MirrorOpenFile func(name string, flag int, perm os.FileMode) (store.MirrorFile, error)
 }
 
-// Open opens the state root named by cfg and wires a Runtime around x. On
-// error everything opened so far is closed again.
-func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Runtime, err error) {
+// Open wires a Runtime around x over the state root st, which the caller
+// opened (before building x, whose verbs may keep metadata in it) and closes
+// after Close. On error everything Open opened is closed again.
+func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts RuntimeOptions) (rt *Runtime, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	rt = &Runtime{Config: cfg, log: opts.Logger, Board: &StateBoard{}, Started: time.Now(), clock: opts.Clock}
+	rt = &Runtime{
+		Config: cfg, State: st, log: opts.Logger, Board: &StateBoard{Clock: opts.Clock}, Started: opts.Clock.Now(), clock: opts.Clock,
+		Conversations: NewConversations(st.Path(store.FlowsDir)),
+	}
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -84,20 +88,17 @@ func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Ru
 			}
 		}
 	}()
-	rt.State, err = store.Open(cfg.StateDir, store.Options{LockTimeout: opts.LockTimeout})
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, rt.State.Close)
-	rt.Ledger, err = OpenLedger(rt.State.DB())
+	rt.Ledger, err = store.OpenLedger(st.DB())
 	if err != nil {
 		return nil, err
 	}
 	if !opts.Offline {
-		rt.RunID = store.NewRunID(time.Now())
-		rt.Mirror, err = store.OpenMirror(rt.State.Path(store.FlowsDir), rt.RunID, store.MirrorOptions{
+		// A run id names a process run by its wall-clock start, whatever clock
+		// the runtime is given, so runs sort by when they really happened.
+		rt.RunID = store.NewRunID(clock.Real{}.Now())
+		rt.Mirror, err = store.OpenMirror(st.Path(store.FlowsDir), rt.RunID, store.MirrorOptions{
 			RotateBytes: int64(cfg.Mirror.RotateBytes), KeepRuns: cfg.Mirror.KeepRuns, KeepAge: cfg.Mirror.KeepAge.D(), Logger: opts.Logger,
-			OpenFile: opts.MirrorOpenFile,
+			OpenFile: opts.MirrorOpenFile, Clock: opts.Clock,
 		})
 		if err != nil {
 			return nil, err
@@ -127,7 +128,7 @@ func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Ru
 	}
 	var events outbox.Events = outbox.NopEvents{}
 	if rt.Mirror != nil {
-		events = &mirrorEvents{mirror: rt.Mirror, log: opts.Logger}
+		events = &mirrorEvents{mirror: rt.Mirror, conv: rt.Conversations, clock: opts.Clock, log: opts.Logger}
 	}
 	rt.Outbox = outbox.New(bs, rt.Mux, outbox.Options{
 		Concurrency: cfg.Outbox.Concurrency,
@@ -147,6 +148,7 @@ func Open(cfg *config.Config, x *executor.Executor, opts RuntimeOptions) (rt *Ru
 		Mirror:         rt.Mirror,
 		Directory:      dir,
 		Targets:        rt.Targets,
+		Conversations:  rt.Conversations,
 		OverflowChunks: cfg.Outbox.OverflowChunks,
 		ChunkMarkers:   cfg.Outbox.ChunkMarkers,
 		VerbTimeout:    cfg.Verbs.Timeout.D(),
@@ -253,7 +255,7 @@ func (rt *Runtime) Admin() *Admin {
 		Status: func() map[string]any {
 			return map[string]any{
 				"run_id":   rt.RunID,
-				"uptime_s": int64(time.Since(rt.Started).Seconds()),
+				"uptime_s": int64(rt.clock.Now().Sub(rt.Started).Seconds()),
 				"adapters": rt.Board.All(),
 				"pid":      strconv.Itoa(os.Getpid()),
 			}
@@ -288,7 +290,8 @@ func (rt *Runtime) installDirectory(d *store.Directory) {
 }
 
 // Close stops the dispatcher (in-flight sends finish until ctx expires),
-// then closes the directory, the mirror and the database, in that order.
+// then closes the directory and the mirror, in that order. The state root
+// stays open: its opener closes it.
 func (rt *Runtime) Close(ctx context.Context) error {
 	var errs []error
 	rt.closeOnce.Do(func() {
@@ -326,17 +329,17 @@ func (rt *Runtime) Close(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
-		if err := rt.State.Close(); err != nil {
-			errs = append(errs, err)
-		}
 	})
 	return errors.Join(errs...)
 }
 
 // mirrorEvents writes every delivered and dead chunk to the outbound mirror.
+// Delivered chunks also go to the conversations feed.
 type mirrorEvents struct {
 	outbox.NopEvents
 	mirror *store.Mirror
+	conv   *Conversations
+	clock  clock.Clock
 	log    *slog.Logger
 }
 
@@ -352,7 +355,7 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 		meta["last_error"] = e.LastError
 		meta["attempts"] = strconv.Itoa(e.Attempts)
 	}
-	rec := store.MirrorRecord{Direction: store.DirectionOutbound, Actor: "hub", Kind: kind, Text: e.Text, Meta: meta}
+	rec := store.MirrorRecord{TS: m.clock.Now().UTC(), Direction: store.DirectionOutbound, Actor: "hub", Kind: kind, Text: e.Text, Meta: meta}
 	if k, err := chat.ParseKey(e.Target); err == nil {
 		switch k.Kind {
 		case chat.KindChat:
@@ -368,15 +371,20 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 }
 
 func (m *mirrorEvents) Delivered(e *outbox.Entry, r outbox.Receipt) {
-	m.append(m.record(e, string(e.Kind), r.MessageID))
+	m.append(e, m.record(e, string(e.Kind), r.MessageID))
 }
 
 func (m *mirrorEvents) Dead(e *outbox.Entry) {
-	m.append(m.record(e, store.KindDead, ""))
+	m.append(e, m.record(e, store.KindDead, ""))
 }
 
-func (m *mirrorEvents) append(rec store.MirrorRecord) {
+func (m *mirrorEvents) append(e *outbox.Entry, rec store.MirrorRecord) {
 	if err := m.mirror.Append(context.Background(), rec, true); err != nil {
 		m.log.Error("mirror outbound chunk", "outbox_id", rec.Meta[store.MetaOutboxID], "err", err)
 	}
+	if e.Attachment != nil {
+		// A conversation shows an overflow attachment inline.
+		rec.Text += "\n" + Fence(string(e.Attachment.Data), "")
+	}
+	m.conv.record(rec)
 }

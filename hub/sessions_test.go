@@ -16,8 +16,10 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/boltmeta"
 )
 
 func TestSessionPolicy(t *testing.T) {
@@ -60,7 +62,7 @@ func TestSessionPolicy(t *testing.T) {
 // runtime (and so hub.db, which holds the file metadata) is open.
 type sessionEnv struct {
 	rt    *hub.Runtime
-	rec   *recorder
+	rec   *hubtest.Recorder
 	src   *verbs.SessionSource
 	ws    string
 	mount string
@@ -85,48 +87,47 @@ func newSessionEnv(t *testing.T) *sessionEnv {
 	clk := clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	reg := executor.NewRegistry()
-	x := executor.New(reg, executor.Options{})
-	rt, err := hub.Open(cfg, x, hub.RuntimeOptions{Clock: clk, Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	meta, err := store.OpenFileMeta(rt.State.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{Deny: []string{".hub"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { host.Close() })
-	var mounts []verbs.Mount
-	for _, m := range cfg.Sessions.Mounts {
-		mounts = append(mounts, verbs.Mount{HostPath: m.HostPath, MountPath: m.MountPath, Include: m.Include, Exclude: m.Exclude, MaxBytes: int64(m.MaxBytes), FollowSymlinks: m.FollowSymlinks})
-	}
-	src, err := verbs.OpenSessions(host, verbs.SessionOptions{
-		Root: cfg.SessionsDir(), Meta: meta, Mounts: mounts, MountRoots: cfg.Sessions.Allowed,
-		IdleTTL: cfg.Sessions.IdleTTL.D(), SnapshotTTL: cfg.Sessions.SnapTTL.D(), MaxSnapshots: cfg.Sessions.MaxSnapshots,
-		AllowProc: cfg.Sessions.AllowProc, Now: clk.Now, Logger: logger,
+	var src *verbs.SessionSource
+	var host *verbs.Workspace
+	he := hubtest.Open(t, cfg, hubtest.Options{
+		Clock:   clk,
+		Runtime: hub.RuntimeOptions{Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions)},
+		Register: func(reg *executor.Registry, cfg *config.Config, st *store.State) error {
+			meta, err := boltmeta.Open(st.DB())
+			if err != nil {
+				return err
+			}
+			host, err = verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{Deny: []string{".hub"}})
+			if err != nil {
+				return err
+			}
+			var mounts []verbs.Mount
+			for _, m := range cfg.Sessions.Mounts {
+				mounts = append(mounts, verbs.Mount{HostPath: m.HostPath, MountPath: m.MountPath, Include: m.Include, Exclude: m.Exclude, MaxBytes: int64(m.MaxBytes), FollowSymlinks: m.FollowSymlinks})
+			}
+			src, err = verbs.OpenSessions(host, verbs.SessionOptions{
+				Root: cfg.SessionsDir(), Meta: meta, Mounts: mounts, MountRoots: cfg.Sessions.Allowed,
+				IdleTTL: cfg.Sessions.IdleTTL.D(), SnapshotTTL: cfg.Sessions.SnapTTL.D(), MaxSnapshots: cfg.Sessions.MaxSnapshots,
+				AllowProc: cfg.Sessions.AllowProc, Now: clk.Now, Logger: logger,
+			})
+			if err != nil {
+				return err
+			}
+			if err := verbs.Register(reg, src, verbs.DefaultOptions(cfg.StateDir)); err != nil {
+				return err
+			}
+			return src.Register(reg)
+		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { src.Close() }) // before the runtime closes hub.db
-	if err := verbs.Register(reg, src, verbs.DefaultOptions(cfg.StateDir)); err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	e := &sessionEnv{rt: rt, rec: newRecorder(), src: src, ws: ws, mount: mount, clk: clk}
-	for _, p := range []string{"chat:telegram", "chat:discord", "web"} {
-		rt.Mux.Handle(p, e.rec)
-	}
-	if err := rt.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	// Before the harness closes hub.db, which holds the file metadata.
+	t.Cleanup(func() {
+		src.Close()
+		host.Close()
+	})
+	rt := he.Runtime
+	e := &sessionEnv{rt: rt, rec: hubtest.NewRecorder(), src: src, ws: ws, mount: mount, clk: clk}
+	e.rec.HandleAll(t, rt)
+	he.Start(t)
 	return e
 }
 
@@ -139,7 +140,7 @@ func (e *sessionEnv) turn(t *testing.T, chatID string, msgID int, text string) (
 		UserID: "1", UserName: "u", ChatType: "private", Text: text, Time: e.clk.Now(),
 	}
 	target := "chat:telegram:" + chatID
-	before := len(e.rec.texts(target))
+	before := len(e.rec.Texts(target))
 	res, err := e.rt.Hub.Handle(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func (e *sessionEnv) turn(t *testing.T, chatID string, msgID int, text string) (
 	if res.Status != hub.StatusExecuted {
 		t.Fatalf("%q: status %s", text, res.Status)
 	}
-	got := e.rec.waitFor(t, target, before+len(res.Outbox))
+	got := e.rec.Wait(t, target, before+len(res.Outbox))
 	var reply []string
 	for _, c := range got[before:] {
 		reply = append(reply, c.Text)
@@ -272,7 +273,7 @@ func TestSessionWorkspacesThroughTheRouter(t *testing.T) {
 	}
 
 	// The versions live in hub.db, under the chat's key.
-	meta, err := store.OpenFileMeta(e.rt.State.DB())
+	meta, err := boltmeta.Open(e.rt.State.DB())
 	if err != nil {
 		t.Fatal(err)
 	}

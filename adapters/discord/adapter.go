@@ -12,8 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/bwmarrin/discordgo"
@@ -37,8 +39,10 @@ const recentEvents = 4096
 // Options configure an Adapter.
 type Options struct {
 	Config config.Discord
-	// Runtime is the hub the adapter hands its turns to. Required.
-	Runtime *hub.Runtime
+	// Intake is the hub the adapter hands its turns to. Required.
+	Intake Intake
+	// Status receives the adapter's state; nil reports nowhere.
+	Status StatusReporter
 	// Clock decides when an interaction token has expired; default real.
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -52,8 +56,8 @@ type Options struct {
 // their replies.
 type Adapter struct {
 	cfg     config.Discord
-	rt      *hub.Runtime
-	hub     *hub.Hub
+	hub     Intake
+	status  StatusReporter
 	clock   clock.Clock
 	log     *slog.Logger
 	session *discordgo.Session
@@ -78,13 +82,33 @@ type Adapter struct {
 
 var _ hub.Adapter = (*Adapter)(nil)
 
+// Intake is the hub as the Discord adapter uses it.
+type Intake interface {
+	// Accept records a turn before it is acknowledged (Discord never
+	// delivers an event again); Abandon forgets one that was not.
+	Accept(ctx context.Context, in *chat.Inbound) error
+	Abandon(turnID string) error
+	// Handle runs a turn.
+	Handle(ctx context.Context, in *chat.Inbound) (*hub.TurnResult, error)
+	// Preview says, before the deferral fixes it, whether the answer is
+	// private (ephemeral).
+	Preview(in *chat.Inbound) hub.Preview
+	// Registry is where the slash commands come from.
+	Registry() *executor.Registry
+}
+
+// StatusReporter receives the adapter's state for the status page.
+type StatusReporter interface {
+	Report(state, detail string)
+}
+
 // New builds the adapter and its session without touching the network. It
 // derives the slash commands from the hub's registry (an error here means a
 // verb cannot be expressed as a Discord command) and, when the configured
 // API base is not the one discordgo points at, calls SetBaseURL.
 func New(opts Options) (*Adapter, error) {
-	if opts.Runtime == nil || opts.Runtime.Hub == nil {
-		return nil, errors.New("discord: Options.Runtime with a Hub is required")
+	if opts.Intake == nil {
+		return nil, errors.New("discord: Options.Intake is required")
 	}
 	token := strings.TrimSpace(opts.Config.Token.Reveal())
 	if token == "" {
@@ -99,7 +123,7 @@ func New(opts Options) (*Adapter, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	cmds, err := buildCommands(opts.Runtime.Hub.Executor().Registry())
+	cmds, err := buildCommands(opts.Intake.Registry())
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +150,7 @@ func New(opts Options) (*Adapter, error) {
 	s.State.TrackThreadMembers, s.State.TrackRoles, s.State.TrackVoice, s.State.TrackPresences = false, false, false, false
 
 	a := &Adapter{
-		cfg: opts.Config, rt: opts.Runtime, hub: opts.Runtime.Hub, clock: opts.Clock,
+		cfg: opts.Config, hub: opts.Intake, status: opts.Status, clock: opts.Clock,
 		log: opts.Logger.With("adapter", Name), session: s, cmds: cmds, apiBase: base,
 		sem: make(chan struct{}, opts.Concurrency), recent: newRecentSet(recentEvents), secret: token,
 	}
@@ -253,8 +277,8 @@ func fatalClose(err error) string {
 }
 
 func (a *Adapter) board(state, detail string) {
-	if a.rt.Board != nil {
-		a.rt.Board.Set(Name, state, detail)
+	if a.status != nil {
+		a.status.Report(state, detail)
 	}
 }
 

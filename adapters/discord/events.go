@@ -85,7 +85,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 	if it.GuildID != "" {
 		in.ChatType = chatTypeGuild
 	}
-	ephemeral := a.willBePrivate(in)
+	ephemeral := a.hub.Preview(in).Private
 	if ephemeral {
 		in.ReplyMeta[MetaEphemeral] = "1"
 	}
@@ -121,22 +121,6 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 	case res.Status != hub.StatusDuplicate && len(res.Outbox) == 0:
 		a.deleteNow(ctx, ref)
 	}
-}
-
-// willBePrivate predicts, cheaply and before the deferral fixes it, whether
-// the answer is private: a stranger's denial, a command that does not parse,
-// a verb the asker may not run.
-func (a *Adapter) willBePrivate(in *chat.Inbound) bool {
-	ids := hub.Identities(in)
-	acc := a.hub.Access()
-	if len(acc.RolesOf(ids)) == 0 {
-		return true
-	}
-	cmd, err := a.hub.Executor().ParseCommand(in.Text)
-	if err != nil {
-		return true
-	}
-	return cmd.Builtin == "" && !acc.Allowed(ids, cmd.Verb)
 }
 
 // deferInteraction acknowledges the interaction with a deferred channel

@@ -3,7 +3,6 @@ package discord
 import (
 	"context"
 	"flag"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,8 +17,9 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/store"
-	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -33,12 +33,7 @@ const (
 	botToken     = "fake-bot-token-0123456789"
 )
 
-func discardLogger() *slog.Logger {
-	if os.Getenv("DISCORD_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+func discardLogger() *slog.Logger { return testkit.Discard() }
 
 type envOptions struct {
 	clock       clock.Clock
@@ -64,16 +59,12 @@ type testEnv struct {
 
 func testRegistry(t testing.TB) *executor.Registry {
 	t.Helper()
-	dir := t.TempDir()
-	w, err := verbs.OpenWorkspace(dir, verbs.WorkspaceOptions{})
+	reg := executor.NewRegistry()
+	w, err := hubtest.RealVerbs(reg, hubtest.Config(t, "", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	reg := executor.NewRegistry()
-	if err := verbs.Register(reg, w, verbs.DefaultOptions(filepath.Join(dir, ".hub"))); err != nil {
-		t.Fatal(err)
-	}
 	return reg
 }
 
@@ -85,11 +76,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# hello\nsecond line\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.LoadWith("", func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Workspace, cfg.StateDir = ws, state
+	cfg := hubtest.Config(t, ws, state)
 	cfg.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*"}}, "readers": {Verbs: []string{"fs.read*", "fs.listDir", "fs.exists"}}}
 	cfg.Access.Grants = map[string][]string{
 		"discord:" + adminUser: {"admin"}, "discord:" + readerUser: {"readers"}, "discord-role:" + opsRole: {"admin"},
@@ -102,21 +89,12 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if o.discord != nil {
 		o.discord(&cfg.Discord)
 	}
-	w, err := verbs.OpenWorkspace(ws, verbs.WorkspaceOptions{Deny: []string{".hub"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := executor.NewRegistry()
-	if err := verbs.Register(reg, w, verbs.DefaultOptions(state)); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := hub.Open(cfg, executor.New(reg, executor.Options{}), hub.RuntimeOptions{Clock: o.clock, Logger: discardLogger(), MirrorOpenFile: flakyMirror(o.mirrorFull)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	he := hubtest.Open(t, cfg, hubtest.Options{Clock: o.clock, Runtime: hub.RuntimeOptions{Logger: discardLogger(), MirrorOpenFile: flakyMirror(o.mirrorFull)}})
+	rt := he.Runtime
 	e := &testEnv{t: t, fake: fake, cfg: cfg, rt: rt, ws: ws}
 	e.ids.Store(920000000000000000)
-	e.ad, err = New(Options{Config: cfg.Discord, Runtime: rt, Clock: o.clock, Logger: discardLogger(), Concurrency: o.concurrency})
+	var err error
+	e.ad, err = New(Options{Config: cfg.Discord, Intake: rt.Hub, Status: rt.Board.Reporter(Name), Clock: o.clock, Logger: discardLogger(), Concurrency: o.concurrency})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,15 +104,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		e.stop()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("runtime close: %v", err)
-		}
-		w.Close()
-	})
+	t.Cleanup(e.stop) // before the harness closes the runtime
 	if !o.noRun {
 		e.start()
 	}
@@ -178,7 +148,7 @@ func (e *testEnv) stop() {
 func (e *testEnv) restart() {
 	e.t.Helper()
 	e.stop()
-	ad, err := New(Options{Config: e.cfg.Discord, Runtime: e.rt, Logger: discardLogger()})
+	ad, err := New(Options{Config: e.cfg.Discord, Intake: e.rt.Hub, Status: e.rt.Board.Reporter(Name), Logger: discardLogger()})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
@@ -29,9 +30,14 @@ type Options struct {
 	// PublicURL is web.public_url: Telegram posts webhook updates to
 	// PublicURL + Config.Webhook.Path.
 	PublicURL string
-	// Runtime is the hub the adapter feeds. Run needs it; without it the
-	// adapter is only a Sender (its migration map then lives in memory).
-	Runtime *hub.Runtime
+	// Intake is the hub the adapter feeds. Run needs it; without it the
+	// adapter is only a Sender.
+	Intake Intake
+	// Cursors keeps the getUpdates offset and the group migration map
+	// durably; nil keeps them in memory.
+	Cursors Cursors
+	// Status receives the adapter's state; nil reports nowhere.
+	Status StatusReporter
 	// Mount mounts the webhook endpoint on the web listener; required in
 	// webhook mode.
 	Mount func(pattern string, h http.Handler)
@@ -72,7 +78,8 @@ type Adapter struct {
 	cfg     config.Telegram
 	opts    Options
 	api     *botAPI
-	rt      *hub.Runtime
+	hub     Intake
+	cursors Cursors
 	clk     clock.Clock
 	log     *slog.Logger
 	lim     *limiter
@@ -93,6 +100,27 @@ type Adapter struct {
 }
 
 var _ hub.Adapter = (*Adapter)(nil)
+
+// Intake is the hub as the Telegram adapter uses it.
+type Intake interface {
+	// Handle runs a turn; the update is confirmed only after it returns.
+	Handle(ctx context.Context, in *chat.Inbound) (*hub.TurnResult, error)
+	// RenameChannel moves a migrated group's channel-directory entries.
+	RenameChannel(from, to chat.ChannelKey)
+	// VerbsFor lists the verbs the identities may run (the command menu).
+	VerbsFor(ids []string) []executor.Info
+}
+
+// Cursors is the adapter's own durable store of named positions.
+type Cursors interface {
+	Cursor(name string) (string, error)
+	SetCursor(name, value string) error
+}
+
+// StatusReporter receives the adapter's state for the status page.
+type StatusReporter interface {
+	Report(state, detail string)
+}
 
 // New builds the adapter from its configuration. It does not touch the
 // network; in webhook mode it mounts the webhook endpoint.
@@ -127,18 +155,17 @@ func New(opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{
-		cfg: cfg, opts: opts, api: api, rt: opts.Runtime, clk: opts.Clock, log: opts.Logger.With("adapter", "telegram"),
+		cfg: cfg, opts: opts, api: api, hub: opts.Intake, cursors: opts.Cursors, clk: opts.Clock, log: opts.Logger.With("adapter", "telegram"),
 		mode: mode, recent: newRecentIDs(4096),
 	}
 	a.lim = newLimiter(a.clk, Limits{
 		PerChat: cfg.Rate.PerChat, PerChatBurst: cfg.Rate.PerChatBurst,
 		PerGroupPerMinute: cfg.Rate.PerGroupPerMinute, GlobalPerSecond: cfg.Rate.GlobalPerSecond,
 	})
-	var st cursorStore
-	if a.rt != nil && a.rt.Ledger != nil {
-		st = a.rt.Ledger
+	if a.cursors == nil {
+		a.cursors = &memoryCursors{}
 	}
-	if a.mig, err = loadMigrations(st); err != nil {
+	if a.mig, err = loadMigrations(a.cursors); err != nil {
 		return nil, err
 	}
 	a.send = &sender{a: a}
@@ -180,8 +207,8 @@ func (a *Adapter) Sender() outbox.Sender { return a.send }
 // (after setWebhook). It returns nil when ctx ends, and an error only when
 // the adapter cannot work at all (the token is refused).
 func (a *Adapter) Run(ctx context.Context) error {
-	if a.rt == nil || a.rt.Hub == nil {
-		return errors.New("telegram: Run needs Options.Runtime")
+	if a.hub == nil {
+		return errors.New("telegram: Run needs Options.Intake")
 	}
 	a.board("starting", "connecting to the Bot API")
 	defer a.board("stopped", "")
@@ -238,7 +265,7 @@ func (a *Adapter) setCommands(ctx context.Context) {
 	if a.cfg.SetCommands != nil && !*a.cfg.SetCommands {
 		return
 	}
-	menu := CommandMenu(a.rt.Hub.Access().VerbsFor(nil))
+	menu := CommandMenu(a.hub.VerbsFor(nil))
 	data, err := json.Marshal(menu)
 	if err != nil {
 		a.log.Warn("telegram: could not build the command menu", "err", err)
@@ -269,7 +296,7 @@ func (a *Adapter) deleteWebhook(ctx context.Context) {
 func (a *Adapter) turn(ctx context.Context, in *chat.Inbound) (*hub.TurnResult, error) {
 	stop := a.startTyping(in.ChatID, in.ThreadID)
 	defer stop()
-	return a.rt.Hub.Handle(ctx, in)
+	return a.hub.Handle(ctx, in)
 }
 
 // applyMigration records a group's migration from a service message or a
@@ -283,8 +310,8 @@ func (a *Adapter) applyMigration(m migration) {
 		return
 	}
 	a.log.Info("telegram: group migrated to a supergroup", "from", m.from, "to", m.to)
-	if a.rt != nil {
-		a.rt.Hub.RenameChannel(
+	if a.hub != nil {
+		a.hub.RenameChannel(
 			chat.ChannelKey{Platform: chat.Telegram, ChatID: m.from},
 			chat.ChannelKey{Platform: chat.Telegram, ChatID: m.to},
 		)
@@ -293,8 +320,8 @@ func (a *Adapter) applyMigration(m migration) {
 
 // board reports the adapter's state.
 func (a *Adapter) board(state, detail string) {
-	if a.rt != nil && a.rt.Board != nil {
-		a.rt.Board.Set(a.Name(), state, detail)
+	if a.opts.Status != nil {
+		a.opts.Status.Report(state, detail)
 	}
 }
 

@@ -18,16 +18,6 @@ func newFakeBot(t testing.TB) *telegramtest.Server {
 
 // waitFor polls cond until it holds; it fails the test after a generous
 // deadline (a hang detector, not a timing assertion).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // withTimeout is a context for one direct call in a test.
 func withTimeout(t testing.TB) context.Context {

@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -16,16 +15,13 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
-	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
-// testLogger discards logs unless TELEGRAM_TEST_LOG is set.
-func testLogger() *slog.Logger {
-	if os.Getenv("TELEGRAM_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+// testLogger discards logs unless HUB_TEST_LOG is set.
+func testLogger() *slog.Logger { return testkit.Discard() }
 
 // testVerbs are verbs only the tests register: test.count records each
 // call by id (across restarts: the counter outlives runtimes), test.block
@@ -99,6 +95,7 @@ type harness struct {
 	t      testing.TB
 	fake   *telegramtest.Server
 	cfg    *config.Config
+	he     *hubtest.Env
 	rt     *hub.Runtime
 	ad     *Adapter
 	ws     string
@@ -129,11 +126,7 @@ type hopts struct {
 
 func testTelegramConfig(t testing.TB, f *telegramtest.Server, o hopts, ws, state string) *config.Config {
 	t.Helper()
-	cfg, err := config.LoadWith("", func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Workspace, cfg.StateDir = ws, state
+	cfg := hubtest.Config(t, ws, state)
 	cfg.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*"}}}
 	cfg.Access.Grants = map[string][]string{"telegram:1": {"admin"}, "telegram:2": {"reader"}}
 	cfg.Access.DefaultRoles = o.defaults
@@ -163,23 +156,6 @@ func testTelegramConfig(t testing.TB, f *telegramtest.Server, o hopts, ws, state
 	return cfg
 }
 
-func buildExecutor(cfg *config.Config, tv *testVerbs) (*executor.Executor, func() error, error) {
-	ws, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{Deny: []string{".hub"}})
-	if err != nil {
-		return nil, nil, err
-	}
-	reg := executor.NewRegistry()
-	if err := verbs.Register(reg, ws, verbs.DefaultOptions(cfg.StateDir)); err != nil {
-		ws.Close()
-		return nil, nil, err
-	}
-	if err := tv.register(reg); err != nil {
-		ws.Close()
-		return nil, nil, err
-	}
-	return executor.New(reg, executor.Options{}), ws.Close, nil
-}
-
 // startHarness opens a Runtime, builds the adapter, registers its sender,
 // starts the runtime and runs the adapter.
 func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
@@ -197,20 +173,23 @@ func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 		o.clk = clock.Real{}
 	}
 	cfg := testTelegramConfig(t, f, o, ws, state)
-	x, closeWS, err := buildExecutor(cfg, o.tv)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logger := o.logger
 	if logger == nil {
 		logger = testLogger()
 	}
-	rt, err := hub.Open(cfg, x, hub.RuntimeOptions{Logger: logger, LockTimeout: 5 * time.Second})
-	if err != nil {
-		closeWS()
-		t.Fatal(err)
-	}
-	h := &harness{t: t, fake: f, cfg: cfg, rt: rt, ws: ws, state: state, tv: o.tv, clk: o.clk, done: make(chan error, 1), mounts: map[string]http.Handler{}}
+	he := hubtest.Open(t, cfg, hubtest.Options{
+		Runtime: hub.RuntimeOptions{Logger: logger},
+		Register: func(reg *executor.Registry, cfg *config.Config, st *store.State) error {
+			ws, err := hubtest.RealVerbs(reg, cfg)
+			if err != nil {
+				return err
+			}
+			t.Cleanup(func() { ws.Close() })
+			return o.tv.register(reg)
+		},
+	})
+	rt := he.Runtime
+	h := &harness{t: t, he: he, fake: f, cfg: cfg, rt: rt, ws: ws, state: state, tv: o.tv, clk: o.clk, done: make(chan error, 1), mounts: map[string]http.Handler{}}
 	mount := func(pattern string, hd http.Handler) { h.mounts[pattern] = hd }
 	if o.mount != nil {
 		mount = o.mount
@@ -219,13 +198,13 @@ func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 	if public == "" {
 		public = "https://hub.invalid"
 	}
+	var err error
 	h.ad, err = New(Options{
-		Config: cfg.Telegram, PublicURL: public, Runtime: rt, Clock: o.clk, Logger: logger,
+		Config: cfg.Telegram, PublicURL: public, Clock: o.clk, Logger: logger,
+		Intake: rt.Hub, Cursors: rt.State.Cursors("telegram"), Status: rt.Board.Reporter("telegram"),
 		Mount: mount,
 	})
 	if err != nil {
-		rt.Close(context.Background())
-		closeWS()
 		t.Fatal(err)
 	}
 	if err := rt.Mux.Handle("chat:telegram", h.ad.Sender()); err != nil {
@@ -234,10 +213,7 @@ func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		h.stop()
-		closeWS()
-	})
+	t.Cleanup(h.stop)
 	if !o.noStart {
 		h.run()
 	}
@@ -267,9 +243,7 @@ func (h *harness) stop() {
 			h.t.Errorf("adapter Run did not return after cancel")
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := h.rt.Close(ctx); err != nil {
+	if err := h.he.Close(); err != nil {
 		h.t.Errorf("runtime close: %v", err)
 	}
 }
@@ -287,7 +261,7 @@ func (h *harness) boardState() string {
 // waitRunning waits until the adapter has connected and polls.
 func (h *harness) waitRunning() {
 	h.t.Helper()
-	waitFor(h.t, "adapter running", func() bool { return h.boardState() == "running" })
+	testkit.WaitFor(h.t, "adapter running", func() bool { return h.boardState() == "running" })
 }
 
 // autoAdvance moves a fake clock to each timer as it is armed, so code that

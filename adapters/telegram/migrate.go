@@ -6,33 +6,47 @@ import (
 	"sync"
 )
 
-// cursorStore is the part of hub.Ledger the adapter keeps its state in.
-type cursorStore interface {
-	Cursor(name string) (string, error)
-	SetCursor(name, value string) error
+// memoryCursors keeps cursors for an adapter given no store: they last as
+// long as the adapter.
+type memoryCursors struct {
+	mu sync.Mutex
+	m  map[string]string
 }
 
-// migrationsCursor names the ledger cursor holding the migration map.
-const migrationsCursor = "telegram.migrations"
+func (c *memoryCursors) Cursor(name string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[name], nil
+}
+
+func (c *memoryCursors) SetCursor(name, value string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]string{}
+	}
+	c.m[name] = value
+	return nil
+}
+
+// migrationsCursor names the cursor holding the migration map.
+const migrationsCursor = "migrations"
 
 // maxMigrationHops bounds the chain old → … → new that resolve follows.
 const maxMigrationHops = 8
 
 // migrations maps the chat ids of groups that became supergroups to their
 // new ids, so that chunks queued for the old chat go to the new one. The map
-// is kept in hub.db (a ledger cursor) when a store is given.
+// is kept in the adapter's cursor store.
 type migrations struct {
-	store cursorStore // nil: memory only
+	store Cursors
 
 	mu sync.Mutex
 	m  map[string]string
 }
 
-func loadMigrations(st cursorStore) (*migrations, error) {
+func loadMigrations(st Cursors) (*migrations, error) {
 	mg := &migrations{store: st, m: map[string]string{}}
-	if st == nil {
-		return mg, nil
-	}
 	v, err := st.Cursor(migrationsCursor)
 	if err != nil {
 		return nil, fmt.Errorf("telegram: read migrated chats: %w", err)
@@ -70,9 +84,6 @@ func (mg *migrations) record(from, to string) (bool, error) {
 		return false, nil
 	}
 	mg.m[from] = to
-	if mg.store == nil {
-		return true, nil
-	}
 	data, _ := json.Marshal(mg.m)
 	if err := mg.store.SetCursor(migrationsCursor, string(data)); err != nil {
 		return true, fmt.Errorf("telegram: save migrated chat %s → %s: %w", from, to, err)

@@ -30,8 +30,8 @@ const (
 	staleOffset = 6 * 24 * time.Hour
 )
 
-// offsetCursor is the ledger cursor of a bot's getUpdates offset.
-func offsetCursor(botID int64) string { return "telegram." + strconv.FormatInt(botID, 10) + ".offset" }
+// offsetCursor is the cursor of a bot's getUpdates offset.
+func offsetCursor(botID int64) string { return strconv.FormatInt(botID, 10) + ".offset" }
 
 // savedOffset is the value of the offset cursor.
 type savedOffset struct {
@@ -76,7 +76,7 @@ func newPoller(a *Adapter, botID int64) *poller {
 
 // load reads the stored offset; a stale or unreadable one is dropped.
 func (p *poller) load() {
-	v, err := p.a.rt.Ledger.Cursor(p.cursor)
+	v, err := p.a.cursors.Cursor(p.cursor)
 	if err != nil {
 		p.a.log.Error("telegram: read the stored getUpdates offset; starting from Telegram's unconfirmed updates", "err", err)
 		return
@@ -108,7 +108,7 @@ func (p *poller) persist() {
 		return
 	}
 	data, _ := json.Marshal(s)
-	if err := p.a.rt.Ledger.SetCursor(p.cursor, string(data)); err != nil {
+	if err := p.a.cursors.SetCursor(p.cursor, string(data)); err != nil {
 		// Not fatal: Telegram keeps what it has not been told to forget,
 		// and the turn ledger answers repeats without running them.
 		p.a.log.Error("telegram: store the getUpdates offset", "err", err)

@@ -3,6 +3,8 @@ package telegram
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+	"github.com/a6afc2ce/hermes-hub/store"
 	"os"
 	"path/filepath"
 
@@ -13,12 +15,11 @@ import (
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
-	"github.com/a6afc2ce/hermes-hub/hub"
 )
 
 func storedOffset(t testing.TB, h *harness) int64 {
 	t.Helper()
-	v, err := h.rt.Ledger.Cursor(offsetCursor(h.fake.BotID()))
+	v, err := h.rt.State.Cursors("telegram").Cursor(offsetCursor(h.fake.BotID()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,16 +38,16 @@ func TestPollingTurnAndReply(t *testing.T) {
 	h := startHarness(t, f, hopts{})
 	id := telegramtest.NextUpdateID()
 	f.Push(telegramtest.TextUpdate(id, 1, 1, 10, "/fs_listdir@HermesTestBot ."))
-	waitFor(t, "the listing", func() bool { return len(f.MessagesTo("1")) == 1 })
+	testkit.WaitFor(t, "the listing", func() bool { return len(f.MessagesTo("1")) == 1 })
 	m := f.MessagesTo("1")[0]
 	if !strings.Contains(m.Text, "README.md") || m.ReplyTo != "10" || m.ParseMode != "HTML" || m.ThreadID != "" {
 		t.Fatalf("reply %+v", m)
 	}
 	// The offset moves past the update once the turn is recorded, and is
 	// stored before the next getUpdates.
-	waitFor(t, "the stored offset", func() bool { return storedOffset(t, h) == int64(id)+1 })
+	testkit.WaitFor(t, "the stored offset", func() bool { return storedOffset(t, h) == int64(id)+1 })
 	rec, err := h.rt.Ledger.Get("telegram.1.10")
-	if err != nil || rec == nil || rec.State != hub.TurnDone {
+	if err != nil || rec == nil || rec.State != store.TurnDone {
 		t.Fatalf("ledger record %+v, %v", rec, err)
 	}
 	calls := f.CallsOf("getUpdates")
@@ -68,13 +69,13 @@ func TestPollingDuplicateUpdateIDs(t *testing.T) {
 	f.Push(u, u)
 	f.DuplicateNextUpdates() // and the whole answer repeated once more
 	h.run()
-	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) >= 1 })
-	waitFor(t, "the stored offset", func() bool { return storedOffset(t, h) == int64(id)+1 })
+	testkit.WaitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) >= 1 })
+	testkit.WaitFor(t, "the stored offset", func() bool { return storedOffset(t, h) == int64(id)+1 })
 	// Telegram sending it again later (a lost acknowledgement) changes nothing.
 	f.Push(u)
 	next := telegramtest.NextUpdateID()
 	f.Push(telegramtest.TextUpdate(next, 1, 1, 12, "/test_count after"))
-	waitFor(t, "the next reply", func() bool { return h.tv.count("after") == 1 && len(f.MessagesTo("1")) >= 2 })
+	testkit.WaitFor(t, "the next reply", func() bool { return h.tv.count("after") == 1 && len(f.MessagesTo("1")) >= 2 })
 	if n := h.tv.count("dup"); n != 1 {
 		t.Fatalf("the duplicated update ran %d times", n)
 	}
@@ -98,11 +99,11 @@ func TestPolling5xxBurstBacksOff(t *testing.T) {
 	f.Inject("getUpdates", telegramtest.Fault{HTMLStatus: 502}, telegramtest.Fault{HTMLStatus: 502}, telegramtest.Fault{Code: 500, Description: "Internal Server Error"}, telegramtest.Fault{HTMLStatus: 503})
 	h := startHarness(t, f, hopts{clk: clk, noStart: true})
 	h.run()
-	waitFor(t, "backoff after a failed getUpdates", func() bool { return clk.Pending() > 0 && h.boardState() == "degraded" })
+	testkit.WaitFor(t, "backoff after a failed getUpdates", func() bool { return clk.Pending() > 0 && h.boardState() == "degraded" })
 	autoAdvance(t, clk)
 	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 13, "/whoami"))
-	waitFor(t, "the reply after the burst", func() bool { return len(f.MessagesTo("1")) == 1 })
-	waitFor(t, "running again", func() bool { return h.boardState() == "running" })
+	testkit.WaitFor(t, "the reply after the burst", func() bool { return len(f.MessagesTo("1")) == 1 })
+	testkit.WaitFor(t, "running again", func() bool { return h.boardState() == "running" })
 	if n := len(f.CallsOf("getUpdates")); n < 5 {
 		t.Fatalf("%d getUpdates calls, want the 4 failures and a success", n)
 	}
@@ -117,7 +118,7 @@ func TestPollingSlowGetUpdatesDoesNotBlockShutdown(t *testing.T) {
 	f := newFakeBot(t)
 	f.SetPollDelay(time.Hour)
 	h := startHarness(t, f, hopts{})
-	waitFor(t, "a getUpdates in flight", func() bool { return len(f.CallsOf("getUpdates")) > 0 })
+	testkit.WaitFor(t, "a getUpdates in flight", func() bool { return len(f.CallsOf("getUpdates")) > 0 })
 	stopped := make(chan struct{})
 	go func() {
 		h.stop()
@@ -144,7 +145,7 @@ func TestPollingForumTopicAndGroups(t *testing.T) {
 	f.Push(telegramtest.TextUpdate(other, -100300, 1, 20, "/verbs@OtherBot", telegramtest.InTopic(44, "Deploys")))
 	topic := telegramtest.NextUpdateID()
 	f.Push(telegramtest.TextUpdate(topic, -100300, 1, 21, "/fs_listdir .", telegramtest.InTopic(44, "Deploys")))
-	waitFor(t, "the topic reply", func() bool { return len(f.MessagesTo("-100300")) == 1 })
+	testkit.WaitFor(t, "the topic reply", func() bool { return len(f.MessagesTo("-100300")) == 1 })
 	m := f.MessagesTo("-100300")[0]
 	if m.ThreadID != "44" || m.ReplyTo != "21" || !strings.Contains(m.Text, "README.md") {
 		t.Fatalf("topic reply %+v", m)
@@ -155,7 +156,7 @@ func TestPollingForumTopicAndGroups(t *testing.T) {
 	if rec, _ := h.rt.Ledger.Get("telegram.-100300.20"); rec != nil {
 		t.Fatalf("a command for another bot reached the hub: %+v", rec)
 	}
-	waitFor(t, "the offset past both", func() bool { return storedOffset(t, h) == int64(topic)+1 })
+	testkit.WaitFor(t, "the offset past both", func() bool { return storedOffset(t, h) == int64(topic)+1 })
 	if h.rt.Directory() == nil {
 		t.Fatal("no channel directory")
 	}
@@ -165,7 +166,7 @@ func TestPollingForumTopicAndGroups(t *testing.T) {
 	}
 
 	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 99, 99, 22, "/fs_listdir ."))
-	waitFor(t, "the denial", func() bool { return len(f.MessagesTo("99")) == 1 })
+	testkit.WaitFor(t, "the denial", func() bool { return len(f.MessagesTo("99")) == 1 })
 	if d := f.MessagesTo("99")[0].Text; !strings.Contains(d, "telegram:99") || strings.Contains(d, "README.md") {
 		t.Fatalf("denial %q", d)
 	}
@@ -181,7 +182,7 @@ func TestPollingEditedMessage(t *testing.T) {
 	delete(edit, "message")
 	edit["edited_message"].(map[string]any)["edit_date"] = time.Now().Unix()
 	f.Push(edit)
-	waitFor(t, "two replies", func() bool { return len(f.MessagesTo("1")) == 2 })
+	testkit.WaitFor(t, "two replies", func() bool { return len(f.MessagesTo("1")) == 2 })
 }
 
 // TestTypingIndicator: a turn running longer than a second shows "typing…"
@@ -206,8 +207,8 @@ func TestTypingIndicator(t *testing.T) {
 		t.Fatalf("%d chat actions after renewal, want 2", n)
 	}
 	close(h.tv.release)
-	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("-100300")) == 1 })
-	waitFor(t, "the typing indicator stopped", func() bool { return h.ad.typers.Load() == 0 })
+	testkit.WaitFor(t, "the reply", func() bool { return len(f.MessagesTo("-100300")) == 1 })
+	testkit.WaitFor(t, "the typing indicator stopped", func() bool { return h.ad.typers.Load() == 0 })
 	clk.Advance(time.Minute)
 	if n := len(f.CallsOf("sendChatAction")); n != 2 {
 		t.Fatalf("typing continued after the turn ended: %d actions", n)
@@ -247,7 +248,7 @@ func TestSetMyCommandsFailureIsNotFatal(t *testing.T) {
 	f.Inject("setMyCommands", telegramtest.Fault{HTMLStatus: 500})
 	startHarness(t, f, hopts{})
 	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 50, "/whoami"))
-	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) == 1 })
+	testkit.WaitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) == 1 })
 }
 
 // TestGetMeRetriesWhileTheAPIIsDown: getMe failing keeps the adapter
@@ -257,7 +258,7 @@ func TestGetMeRetriesWhileTheAPIIsDown(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	f.Inject("getMe", telegramtest.Fault{HTMLStatus: 502}, telegramtest.Fault{Code: 500, Description: "Internal Server Error"})
 	h := startHarness(t, f, hopts{clk: clk})
-	waitFor(t, "degraded while getMe fails", func() bool { return h.boardState() == "degraded" && clk.Pending() > 0 })
+	testkit.WaitFor(t, "degraded while getMe fails", func() bool { return h.boardState() == "degraded" && clk.Pending() > 0 })
 	autoAdvance(t, clk)
 	h.waitRunning()
 	if n := len(f.CallsOf("getMe")); n != 3 {
@@ -298,7 +299,7 @@ func TestStopWaitsForTheTurnInFlight(t *testing.T) {
 	}
 	h.cancel = nil
 	rec, err := h.rt.Ledger.Get("telegram.1.60")
-	if err != nil || rec == nil || rec.State != hub.TurnDone || rec.Code != "" {
+	if err != nil || rec == nil || rec.State != store.TurnDone || rec.Code != "" {
 		t.Fatalf("the turn in flight: %+v, %v", rec, err)
 	}
 	if got := storedOffset(t, h); got != int64(id)+1 {
@@ -320,7 +321,7 @@ func TestOverflowAsDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -100300, 1, 95, "/fs_readfile big.txt", telegramtest.InTopic(44, "Deploys")))
-	waitFor(t, "head and document", func() bool { return len(f.MessagesTo("-100300")) == 2 })
+	testkit.WaitFor(t, "head and document", func() bool { return len(f.MessagesTo("-100300")) == 2 })
 	got := f.MessagesTo("-100300")
 	head, doc := got[0], got[1]
 	if head.Method != "sendMessage" || head.ReplyTo != "95" || head.ThreadID != "44" || !strings.Contains(head.Text, "line 0000 &lt;xxx") {

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"fmt"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestRestartMidBacklog(t *testing.T) {
 	tv := newTestVerbs()
 	h := startHarness(t, f, hopts{tv: tv})
 	// Stop once part of the backlog is done.
-	waitFor(t, "part of the backlog", func() bool {
+	testkit.WaitFor(t, "part of the backlog", func() bool {
 		tv.mu.Lock()
 		defer tv.mu.Unlock()
 		return len(tv.counts) >= len(ids)/3
@@ -49,12 +50,12 @@ func TestRestartMidBacklog(t *testing.T) {
 	}
 
 	h2 := startHarness(t, f, hopts{ws: h.ws, tv: tv})
-	waitFor(t, "the whole backlog", func() bool {
+	testkit.WaitFor(t, "the whole backlog", func() bool {
 		tv.mu.Lock()
 		defer tv.mu.Unlock()
 		return len(tv.counts) == len(ids)
 	})
-	waitFor(t, "every reply", func() bool { return len(f.Messages()) >= len(ids) })
+	testkit.WaitFor(t, "every reply", func() bool { return len(f.Messages()) >= len(ids) })
 	h2.stop()
 	for _, id := range ids {
 		if n := tv.count(id); n != 1 {
@@ -86,11 +87,11 @@ func TestMigratedGroup(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{})
 	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -555, 1, 80, "/whoami"))
-	waitFor(t, "the first reply", func() bool { return len(f.MessagesTo("-555")) == 1 })
+	testkit.WaitFor(t, "the first reply", func() bool { return len(f.MessagesTo("-555")) == 1 })
 
 	f.Migrate("-555", -1009990)
 	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -555, 1, 81, "/whoami"))
-	waitFor(t, "the reply in the supergroup", func() bool { return len(f.MessagesTo("-1009990")) == 1 })
+	testkit.WaitFor(t, "the reply in the supergroup", func() bool { return len(f.MessagesTo("-1009990")) == 1 })
 	if m := f.MessagesTo("-1009990")[0]; m.ReplyTo != "" || !strings.Contains(m.Text, "telegram:1") {
 		t.Fatalf("re-sent chunk %+v (message ids do not carry over: no reply_to)", m)
 	}
@@ -124,11 +125,11 @@ func TestMigrationServiceMessage(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{})
 	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -777, 1, 90, "/whoami"))
-	waitFor(t, "the first reply", func() bool { return len(f.MessagesTo("-777")) == 1 })
+	testkit.WaitFor(t, "the first reply", func() bool { return len(f.MessagesTo("-777")) == 1 })
 	f.Push(map[string]any{"update_id": telegramtest.NextUpdateID(), "message": map[string]any{
 		"message_id": 91, "date": 1, "chat": map[string]any{"id": -777, "type": "group"}, "migrate_to_chat_id": -1007770,
 	}})
-	waitFor(t, "the migration", func() bool { return h.ad.mig.resolve("-777") == "-1007770" })
+	testkit.WaitFor(t, "the migration", func() bool { return h.ad.mig.resolve("-777") == "-1007770" })
 	if _, err := h.ad.Sender().Send(withTimeout(t), entryFor("chat:telegram:-777", "moved", 0, 1, nil)); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"log/slog"
 	"net"
 	"net/http"
@@ -242,7 +243,7 @@ func TestLogsNeverCarryTheToken(t *testing.T) {
 	h := startHarness(t, f, hopts{clk: clk, logger: logger})
 	autoAdvance(t, clk)
 	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 10, "/whoami"))
-	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) == 1 })
+	testkit.WaitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) == 1 })
 	h.stop()
 	out := logs.String()
 	if !strings.Contains(out, "getUpdates failed") || !strings.Contains(out, "command menu") {

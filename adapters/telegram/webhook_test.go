@@ -3,6 +3,7 @@ package telegram
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -63,7 +64,7 @@ func TestWebhookMode(t *testing.T) {
 	if codes := f.Push(u); len(codes) != 1 || codes[0] != http.StatusOK {
 		t.Fatalf("webhook answered %v", codes)
 	}
-	waitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) == 1 })
+	testkit.WaitFor(t, "the reply", func() bool { return len(f.MessagesTo("1")) == 1 })
 	// A repeat of the same update is acknowledged and not run again.
 	if codes := f.Push(u); codes[0] != http.StatusOK {
 		t.Fatalf("repeat answered %v", codes)
@@ -104,7 +105,7 @@ func TestWebhookMode(t *testing.T) {
 	h2 := startHarness(t, f, hopts{ws: h.ws, tv: h.tv})
 	h2.waitRunning()
 	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 1, 1, 72, "/test_count polled"))
-	waitFor(t, "the polled reply", func() bool { return h2.tv.count("polled") == 1 && len(f.MessagesTo("1")) == 2 })
+	testkit.WaitFor(t, "the polled reply", func() bool { return h2.tv.count("polled") == 1 && len(f.MessagesTo("1")) == 2 })
 	if len(f.CallsOf("deleteWebhook")) == 0 {
 		t.Fatal("polling mode did not delete the webhook")
 	}

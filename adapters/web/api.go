@@ -90,7 +90,7 @@ func (s *Server) apiHandler() http.Handler {
 // the runtime started; unknown paths get a JSON 404.
 func (s *Server) adminHandler() http.Handler {
 	s.adminOnce.Do(func() {
-		a := s.rt.Admin()
+		a := s.opts.Admin()
 		if a.MaxBody <= 0 || a.MaxBody > s.maxBody {
 			a.MaxBody = s.maxBody
 		}
@@ -224,7 +224,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := s.rt.Hub.Execute(r.Context(), hub.APIRequest{Identity: Identity, Session: session, Input: body})
+	out := s.hub.Execute(r.Context(), hub.APIRequest{Identity: Identity, Session: session, Input: body})
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(out.JSON(), '\n'))
@@ -297,14 +297,9 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		TurnID: "web." + req.ClientTurnID, Platform: chat.Web, ChatID: "web", ChatType: "web",
 		MessageID: req.ClientTurnID, UserID: "web", UserName: "web", Text: req.Text, Time: now,
 	}
-	// Show the message before its reply can arrive; a resubmission of a
-	// turn the hub already knows is not shown again.
-	if prev, err := s.rt.Ledger.Get(in.TurnID); err == nil && prev == nil {
-		s.events.publishInbound(Event{Type: EventInbound, TurnID: in.TurnID, Text: in.Text, TS: now})
-	}
 	// A client that goes away must not cut a turn in half: the turn runs to
 	// its end (bounded by the verb timeout) and its reply is enqueued.
-	res, err := s.rt.Hub.Handle(context.WithoutCancel(r.Context()), in)
+	res, err := s.hub.Handle(context.WithoutCancel(r.Context()), in)
 	if err != nil {
 		s.log.Error("web turn failed", "turn", in.TurnID, "err", err)
 		hub.WriteError(w, http.StatusInternalServerError, "turn %s: %v", in.TurnID, err)
@@ -351,17 +346,16 @@ type VerbsResponse struct {
 }
 
 func (s *Server) verbs(w http.ResponseWriter, r *http.Request) {
-	x := s.rt.Hub.Executor()
 	allowed := map[string]bool{}
-	for _, v := range s.rt.Hub.Access().VerbsFor([]string{Identity}) {
+	for _, v := range s.hub.VerbsFor([]string{Identity}) {
 		allowed[v.Name] = true
 	}
 	res := VerbsResponse{Verbs: []VerbView{}, Builtins: append([]string(nil), executor.Builtins...)}
-	for _, sc := range x.Registry().Schemas() {
+	for _, sc := range s.hub.Registry().Schemas() {
 		if !allowed[sc.Name] {
 			continue
 		}
-		usage, _ := x.Usage(sc.Name)
+		usage, _ := s.hub.Usage(sc.Name)
 		if sc.Arguments.Fields == nil {
 			sc.Arguments.Fields = []executor.Field{}
 		}

@@ -329,7 +329,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"half TLS", config.Web{Listen: "127.0.0.1:0", TLSCert: "c.pem"}, "tls"},
 	}
 	for _, tc := range cases {
-		_, err := New(Options{Runtime: e.rt, Config: tc.web, Logger: quietLogger()})
+		_, err := New(serverOptions(e.rt, tc.web))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want one mentioning %q", tc.name, err, tc.want)
 		}
@@ -337,7 +337,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if _, err := New(Options{Config: config.Web{Listen: "127.0.0.1:0"}}); err == nil {
 		t.Error("New without a runtime succeeded")
 	}
-	s, err := New(Options{Runtime: e.rt, Config: config.Web{Listen: "10.1.2.3:8080", Token: config.NewSecret("a-configured-token-1234")}, Logger: quietLogger()})
+	s, err := New(serverOptions(e.rt, config.Web{Listen: "10.1.2.3:8080", Token: config.NewSecret("a-configured-token-1234")}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/a6afc2ce/hermes-hub/clock"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
 
@@ -49,6 +49,7 @@ const (
 type broker struct {
 	epoch  string
 	bufLen int
+	clk    clock.Clock
 
 	mu       sync.Mutex
 	seq      uint64
@@ -66,7 +67,7 @@ type subscriber struct {
 	gone chan struct{} // closed when the broker dropped the client
 }
 
-func newBroker(history, bufLen int) *broker {
+func newBroker(history, bufLen int, clk clock.Clock) *broker {
 	if history <= 0 {
 		history = DefaultHistory
 	}
@@ -78,6 +79,7 @@ func newBroker(history, bufLen int) *broker {
 	return &broker{
 		epoch:    hex.EncodeToString(b[:]),
 		bufLen:   bufLen,
+		clk:      clk,
 		ring:     make([]Event, 0, history),
 		byOutbox: map[string]string{},
 		inbound:  map[string]bool{},
@@ -98,7 +100,7 @@ func (b *broker) publishLocked(ev Event) Event {
 	ev.seq = b.seq
 	ev.ID = b.epoch + "-" + strconv.FormatUint(b.seq, 10)
 	if ev.TS.IsZero() {
-		ev.TS = time.Now().UTC()
+		ev.TS = b.clk.Now().UTC()
 	}
 	if len(b.ring) < cap(b.ring) {
 		b.ring = append(b.ring, ev)
@@ -251,36 +253,20 @@ func (b *broker) stats() brokerStats {
 	return st
 }
 
-// sender is the outbox.Sender of the "web" target: a chunk is delivered
-// once it is an event in the ring.
-type sender struct{ b *broker }
+// sender is the outbox.Sender of the "web" target. The panel's view is
+// built from what the hub records (Server.follow), so delivering a chunk
+// only checks it: the chunk shows once the hub has recorded it delivered.
+type sender struct{}
 
 var _ outbox.Sender = sender{}
 
-// Send publishes the chunk; the receipt's MessageID is the event id.
-func (s sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
+// Send accepts a chunk for the web conversation.
+func (sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
 	if err := ctx.Err(); err != nil {
 		return outbox.Receipt{}, err
 	}
 	if e.Target != "web" {
 		return outbox.Receipt{}, outbox.Permanent(fmt.Errorf("web sender: target %q is not web", e.Target))
 	}
-	ev := s.b.publishChunk(Event{Type: eventTypeOf(e.Kind), TurnID: e.TurnID, Text: chunkText(e), OutboxID: e.ID})
-	return outbox.Receipt{MessageID: ev.ID}, nil
-}
-
-// chunkText is the text shown for a chunk; an overflow attachment (which
-// web replies do not produce, as they are never split) is shown inline.
-func chunkText(e *outbox.Entry) string {
-	if e.Attachment == nil {
-		return e.Text
-	}
-	return e.Text + "\n" + hub.Fence(string(e.Attachment.Data), "")
-}
-
-func eventTypeOf(k outbox.Kind) string {
-	if k == outbox.KindReply {
-		return EventReply
-	}
-	return EventNotice
+	return outbox.Receipt{}, nil
 }

@@ -17,17 +17,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
-	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/outbox"
-	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
-// waitFor bounds every wait in these tests. It guards against a hang; it is
-// never a pass/fail threshold on speed.
-const waitFor = 20 * time.Second
+// waitFor bounds every wait in these tests.
+const waitFor = testkit.Wait
 
 // testEnv is a real hub runtime on temp directories with a web Server in
 // front of it, served by an httptest server on 127.0.0.1.
@@ -37,7 +37,7 @@ type testEnv struct {
 	rt    *hub.Runtime
 	srv   *Server
 	ts    *httptest.Server
-	ws    *verbs.Workspace
+	he    *hubtest.Env
 	token string
 	once  sync.Once
 }
@@ -52,28 +52,27 @@ type envConfig struct {
 	beforeStart func(*hub.Runtime)
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLogger() *slog.Logger { return testkit.Discard() }
+
+// serverOptions are the options cmd/hub gives the web server over rt.
+func serverOptions(rt *hub.Runtime, cfg config.Web) Options {
+	return Options{
+		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: rt.Admin,
+		Status: rt.Board.Reporter("web"), Config: cfg, Logger: quietLogger(),
+	}
+}
 
 // testConfig is the default configuration with temp dirs and the web
 // identity granted every verb.
 func testConfig(t testing.TB, workspace, state string) *config.Config {
 	t.Helper()
-	cfg, err := config.LoadWith("", func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if workspace == "" {
-		workspace = t.TempDir()
-	}
 	if state == "" {
 		state = t.TempDir()
 	}
-	cfg.Workspace, cfg.StateDir = workspace, state
+	cfg := hubtest.Config(t, workspace, state)
 	cfg.Web.Listen = "127.0.0.1:0"
 	cfg.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*"}}}
 	cfg.Access.Grants = map[string][]string{"web": {"admin"}}
-	cfg.Outbox.BackoffBase = config.Duration(10 * time.Millisecond)
-	cfg.Outbox.BackoffMax = config.Duration(50 * time.Millisecond)
 	return cfg
 }
 
@@ -83,28 +82,14 @@ func newEnv(t testing.TB, ec envConfig) *testEnv {
 	if ec.mod != nil {
 		ec.mod(cfg)
 	}
-	ws, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := executor.NewRegistry()
-	if err := verbs.Register(reg, ws, verbs.DefaultOptions(cfg.StateDir)); err != nil {
-		t.Fatal(err)
-	}
-	x := executor.New(reg, executor.Options{Logger: quietLogger()})
-	rt, err := hub.Open(cfg, x, hub.RuntimeOptions{Logger: quietLogger(), LockTimeout: 5 * time.Second})
-	if err != nil {
-		ws.Close()
-		t.Fatal(err)
-	}
-	opts := Options{Runtime: rt, Config: cfg.Web, Logger: quietLogger()}
+	he := hubtest.Open(t, cfg, hubtest.Options{})
+	rt := he.Runtime
+	opts := serverOptions(rt, cfg.Web)
 	if ec.opts != nil {
 		ec.opts(&opts)
 	}
 	srv, err := New(opts)
 	if err != nil {
-		rt.Close(context.Background())
-		ws.Close()
 		t.Fatal(err)
 	}
 	if err := rt.Mux.Handle("web", srv.Sender()); err != nil {
@@ -116,7 +101,7 @@ func newEnv(t testing.TB, ec envConfig) *testEnv {
 	if err := rt.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e := &testEnv{t: t, cfg: cfg, rt: rt, srv: srv, ws: ws, token: srv.Token()}
+	e := &testEnv{t: t, cfg: cfg, he: he, rt: rt, srv: srv, token: srv.Token()}
 	if !ec.noServer {
 		e.ts = httptest.NewServer(srv.Handler())
 	}
@@ -132,15 +117,12 @@ func (e *testEnv) close() {
 		if e.ts != nil {
 			e.ts.Close()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
 		// hub.Runtime reports outbox.ErrClosed when it is closed before its
 		// dispatcher goroutine got to run; a test that is over in
 		// microseconds can see that, and nothing is lost by it.
-		if err := e.rt.Close(ctx); err != nil && !errors.Is(err, outbox.ErrClosed) {
+		if err := e.he.Close(); err != nil && !errors.Is(err, outbox.ErrClosed) {
 			e.t.Errorf("close runtime: %v", err)
 		}
-		e.ws.Close()
 	})
 }
 

@@ -107,7 +107,7 @@ func boardState(e *testEnv) string {
 func TestRunReportsListenErrors(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	// The httptest listener's port is taken.
-	s, err := New(Options{Runtime: e.rt, Config: e.cfg.Web, Logger: quietLogger()})
+	s, err := New(serverOptions(e.rt, e.cfg.Web))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestRunReportsListenErrors(t *testing.T) {
 	if err := s.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Errorf("Run on a busy port: %v", err)
 	}
-	s2, _ := New(Options{Runtime: e.rt, Config: e.cfg.Web, Logger: quietLogger()})
+	s2, _ := New(serverOptions(e.rt, e.cfg.Web))
 	s2.cfg.TLSCert, s2.cfg.TLSKey = "/nonexistent/cert.pem", "/nonexistent/key.pem"
 	if err := s2.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "TLS") {
 		t.Errorf("Run with a missing certificate: %v", err)

@@ -16,8 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
@@ -38,10 +40,18 @@ const (
 
 // Options configure a Server.
 type Options struct {
-	// Runtime is the hub the server talks to; required.
-	Runtime *hub.Runtime
-	Config  config.Web
-	Logger  *slog.Logger
+	// Intake is the hub the server talks to; required.
+	Intake Intake
+	// Conversation is the web conversation's history and live feed: the
+	// panel's view is built from it alone. Nil: no history, no live view.
+	Conversation Conversation
+	// Admin returns the admin API mounted under /api (targets, channels,
+	// outbox, mirror, deliver, status); nil serves none of it.
+	Admin func() *hub.Admin
+	// Status receives the adapter's state; nil reports nowhere.
+	Status StatusReporter
+	Config config.Web
+	Logger *slog.Logger
 	// Clock paces the SSE heartbeats and dates cookies; default real.
 	Clock clock.Clock
 	// Heartbeat is the SSE keep-alive interval; default 15 s.
@@ -53,7 +63,8 @@ type Options struct {
 
 // Server is the web panel and HTTP API. It implements hub.Adapter.
 type Server struct {
-	rt           *hub.Runtime
+	hub          Intake
+	opts         Options
 	cfg          config.Web
 	log          *slog.Logger
 	clk          clock.Clock
@@ -74,20 +85,45 @@ type Server struct {
 	adminOnce sync.Once
 	admin     http.Handler
 
-	addr    atomic.Value // string
-	running atomic.Bool
-	closing chan struct{}
-	closeMu sync.Once
+	addr     atomic.Value // string
+	running  atomic.Bool
+	closing  chan struct{}
+	closeMu  sync.Once
+	stopFeed func() // stops following the conversation; nil when not following
 }
 
 var _ hub.Adapter = (*Server)(nil)
+
+// Intake is the hub as the web panel and API use it.
+type Intake interface {
+	// Handle runs a chat turn from the panel.
+	Handle(ctx context.Context, in *chat.Inbound) (*hub.TurnResult, error)
+	// Execute runs one envelope for an API caller.
+	Execute(ctx context.Context, req hub.APIRequest) *executor.Outcome
+	// VerbsFor, Registry and Usage describe the verbs for the panel.
+	VerbsFor(ids []string) []executor.Info
+	Registry() *executor.Registry
+	Usage(verb string) (string, bool)
+}
+
+// Conversation is the web conversation as the hub recorded it: the last
+// exchanges, and every new one as it is recorded.
+type Conversation interface {
+	Recent(n int) ([]hub.Exchange, error)
+	Listen(f func(hub.Exchange)) (stop func())
+}
+
+// StatusReporter receives the adapter's state for the status page.
+type StatusReporter interface {
+	Report(state, detail string)
+}
 
 // New builds a Server: it picks the token (the configured one, or a
 // generated one on a loopback listener) and seeds the event ring from the
 // web records of the mirrors, so the conversation survives restarts.
 func New(opts Options) (*Server, error) {
-	if opts.Runtime == nil || opts.Runtime.Hub == nil {
-		return nil, errors.New("web: Options.Runtime is required")
+	if opts.Intake == nil {
+		return nil, errors.New("web: Options.Intake is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -100,9 +136,9 @@ func New(opts Options) (*Server, error) {
 	}
 	cfg := opts.Config
 	s := &Server{
-		rt: opts.Runtime, cfg: cfg, log: opts.Logger.With("adapter", "web"), clk: opts.Clock,
+		hub: opts.Intake, opts: opts, cfg: cfg, log: opts.Logger.With("adapter", "web"), clk: opts.Clock,
 		heartbeat: opts.Heartbeat, maxBody: int64(cfg.MaxBodyBytes),
-		events: newBroker(cfg.History, opts.ClientBuffer), allowOrigins: map[string]bool{},
+		events: newBroker(cfg.History, opts.ClientBuffer, opts.Clock), allowOrigins: map[string]bool{},
 		mounts: http.NewServeMux(), closing: make(chan struct{}),
 	}
 	if s.maxBody <= 0 {
@@ -145,9 +181,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.auth = newAuthenticator(s.token, s.clk.Now)
 	s.logins = newLoginLimiter(s.clk.Now)
-	if err := s.seed(); err != nil {
+	if err := s.follow(opts.Conversation); err != nil {
 		// History is a convenience: a damaged mirror must not stop the panel.
-		s.log.Warn("could not seed the web history from the mirrors", "err", err)
+		s.log.Warn("could not read the web history back from the mirrors", "err", err)
 	}
 	s.handler = s.buildHandler()
 	return s, nil
@@ -158,7 +194,7 @@ func (s *Server) Name() string { return "web" }
 
 // Sender returns the outbox.Sender of the "web" target. Register it with
 // Runtime.Mux.Handle("web", …) before Runtime.Start.
-func (s *Server) Sender() outbox.Sender { return sender{b: s.events} }
+func (s *Server) Sender() outbox.Sender { return sender{} }
 
 // Token returns the token that authenticates API clients and logins.
 func (s *Server) Token() string { return s.token }
@@ -230,7 +266,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("web: Run called twice")
 	}
-	board := s.rt.Board
+	board := func(state, detail string) {
+		if s.opts.Status != nil {
+			s.opts.Status.Report(state, detail)
+		}
+	}
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -241,18 +281,18 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
 		if err != nil {
-			board.Set("web", "stopped", "TLS certificate: "+err.Error())
+			board("stopped", "TLS certificate: "+err.Error())
 			return fmt.Errorf("web: load TLS certificate %s: %w", s.cfg.TLSCert, err)
 		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
-		board.Set("web", "stopped", err.Error())
+		board("stopped", err.Error())
 		return fmt.Errorf("web: listen on %s: %w", s.cfg.Listen, err)
 	}
 	s.addr.Store(ln.Addr().String())
-	board.Set("web", "running", "listening on "+ln.Addr().String())
+	board("running", "listening on "+ln.Addr().String())
 	s.log.Info("web panel listening", "addr", ln.Addr().String(), "tls", srv.TLSConfig != nil)
 
 	errc := make(chan error, 1)
@@ -266,7 +306,7 @@ func (s *Server) Run(ctx context.Context) error {
 	select {
 	case err := <-errc:
 		s.stopStreams()
-		board.Set("web", "stopped", err.Error())
+		board("stopped", err.Error())
 		return fmt.Errorf("web: serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -278,14 +318,19 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = srv.Close()
 	}
 	<-errc
-	board.Set("web", "stopped", "")
+	board("stopped", "")
 	return nil
 }
 
 // stopStreams ends every SSE stream (http.Server.Shutdown does not wait
 // for them to end by themselves).
 func (s *Server) stopStreams() {
-	s.closeMu.Do(func() { close(s.closing) })
+	s.closeMu.Do(func() {
+		close(s.closing)
+		if s.stopFeed != nil {
+			s.stopFeed()
+		}
+	})
 }
 
 // buildHandler assembles the top-level handler: security headers and the

@@ -3,15 +3,14 @@ package web
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/hub"
-	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/outbox"
 )
 
 // stream serves GET /api/events: Server-Sent Events of the web
@@ -105,67 +104,60 @@ func writeEvent(bw *bufio.Writer, ev Event) {
 	fmt.Fprintf(bw, "data: %s\n\n", data)
 }
 
-// seed fills the ring with the last web records of the mirrors: inbound
-// messages and delivered reply and notice chunks, newest runs first until
-// the ring is full.
-func (s *Server) seed() error {
-	if s.rt.State == nil {
+// follow fills the ring with the last exchanges of the web conversation
+// and keeps it up to date with every new one: the panel's one source of
+// truth is what the hub recorded. Inbound messages show once (a
+// resubmission is not recorded as new) and a chunk sent again after a crash
+// keeps its first event.
+func (s *Server) follow(c Conversation) error {
+	if c == nil {
 		return nil
 	}
-	flows := s.rt.State.Path(store.FlowsDir)
-	want := cap(s.events.ring)
-	var picked [][]store.MirrorRecord // per run, newest run first
-	n := 0
-	runs := store.ListRuns(flows)
-	var errs []error
-	for i := len(runs) - 1; i >= 0 && n < want; i-- {
-		var recs []store.MirrorRecord
-		err := store.ReadMirror(flows, store.MirrorFilter{RunID: runs[i]}, func(rec store.MirrorRecord) error {
-			if webRecord(rec) {
-				recs = append(recs, rec)
-			}
-			return nil
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("run %s: %w", runs[i], err))
-			continue
+	// Listen first, so nothing recorded while the history is read is lost;
+	// what is both read and heard is published once.
+	var mu sync.Mutex
+	var early []hub.Exchange
+	seeded := false
+	stop := c.Listen(func(x hub.Exchange) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seeded {
+			early = append(early, x)
+			return
 		}
-		if len(recs) > want-n {
-			recs = recs[len(recs)-(want-n):]
-		}
-		n += len(recs)
-		picked = append(picked, recs)
+		s.publishExchange(x)
+	})
+	s.stopFeed = stop
+	recent, err := c.Recent(cap(s.events.ring))
+	mu.Lock()
+	defer mu.Unlock()
+	for _, x := range recent {
+		s.publishExchange(x)
 	}
-	for i := len(picked) - 1; i >= 0; i-- {
-		for _, rec := range picked[i] {
-			ev := Event{TurnID: rec.Meta["turn_id"], Text: rec.Text, TS: rec.TS}
-			switch rec.Direction {
-			case store.DirectionInbound:
-				ev.Type = EventInbound
-				s.events.publishInbound(ev)
-			default:
-				ev.Type, ev.OutboxID = EventNotice, rec.Meta[store.MetaOutboxID]
-				if rec.Kind == store.KindReply {
-					ev.Type = EventReply
-				}
-				if ev.OutboxID != "" {
-					s.events.publishChunk(ev)
-				} else {
-					s.events.publish(ev)
-				}
-			}
-		}
+	for _, x := range early {
+		s.publishExchange(x)
 	}
-	return errors.Join(errs...)
+	seeded = true
+	return err
 }
 
-// webRecord selects the mirror records that belong in the web history.
-func webRecord(rec store.MirrorRecord) bool {
-	if rec.Platform != "web" {
-		return false
+// publishExchange turns a recorded exchange into an event of the ring and
+// returns it (for a chunk already there, its first event).
+func (s *Server) publishExchange(x hub.Exchange) Event {
+	ev := Event{TurnID: x.TurnID, Text: x.Text, TS: x.TS, OutboxID: x.OutboxID}
+	switch {
+	case x.Inbound:
+		ev.Type = EventInbound
+		s.events.publishInbound(ev)
+		return ev
+	case x.OutboxID != "":
+		ev.Type = EventNotice
+		if x.Kind == string(outbox.KindReply) {
+			ev.Type = EventReply
+		}
+		return s.events.publishChunk(ev)
+	default:
+		ev.Type = EventNotice
+		return s.events.publish(ev)
 	}
-	if rec.Direction == store.DirectionInbound {
-		return rec.Meta["duplicate"] == "" && strings.TrimSpace(rec.Text) != ""
-	}
-	return rec.Kind != store.KindDead
 }

@@ -39,12 +39,17 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 	}
 	// The admin API runs no verb: it needs the state, not the workspace,
 	// so it works while the workspace or a mount root is missing.
-	x := executor.New(executor.NewRegistry(), executor.Options{})
-	rt, err := hub.Open(cfg, x, hub.RuntimeOptions{Offline: true, LockTimeout: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	st, err := store.Open(cfg.StateDir, store.Options{LockTimeout: 500 * time.Millisecond})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return nil, fmt.Errorf("%w; its admin socket %s does not answer", err, sock)
 		}
+		return nil, err
+	}
+	x := executor.New(executor.NewRegistry(), executor.Options{})
+	rt, err := hub.Open(cfg, st, x, hub.RuntimeOptions{Offline: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		st.Close()
 		return nil, err
 	}
 	ln := newPipeListener()
@@ -54,7 +59,7 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 		http: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial() }}},
 		close: func() error {
 			srv.Close()
-			return rt.Close(context.Background())
+			return errors.Join(rt.Close(context.Background()), st.Close())
 		},
 	}
 	return c, nil

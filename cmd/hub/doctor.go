@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/config"
-	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -155,7 +154,7 @@ func doctorState(r *doctorReport, cfg *config.Config) (running bool) {
 	defer st.Close()
 	if _, err := outbox.NewBoltStore(st.DB()); err != nil {
 		r.fail("database", err.Error(), "run a newer hub binary, or move hub.db aside")
-	} else if _, err := hub.OpenLedger(st.DB()); err != nil {
+	} else if _, err := store.OpenLedger(st.DB()); err != nil {
 		r.fail("database", err.Error(), "run a newer hub binary, or move hub.db aside")
 	} else {
 		r.ok("database", filepath.Join(abs, store.DBFile))

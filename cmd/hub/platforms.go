@@ -21,7 +21,10 @@ func platformAdapters(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, l
 		if webSrv != nil {
 			mount = webSrv.Mount
 		}
-		ad, err := telegram.New(telegram.Options{Config: cfg.Telegram, PublicURL: cfg.Web.PublicURL, Runtime: rt, Mount: mount, Logger: logger})
+		ad, err := telegram.New(telegram.Options{
+			Config: cfg.Telegram, PublicURL: cfg.Web.PublicURL, Mount: mount, Logger: logger,
+			Intake: rt.Hub, Cursors: rt.State.Cursors("telegram"), Status: rt.Board.Reporter("telegram"),
+		})
 		if err != nil {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}
@@ -31,7 +34,7 @@ func platformAdapters(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, l
 		out = append(out, ad)
 	}
 	if cfg.Discord.Enabled {
-		ad, err := discord.New(discord.Options{Config: cfg.Discord, Runtime: rt, Logger: logger})
+		ad, err := discord.New(discord.Options{Config: cfg.Discord, Intake: rt.Hub, Status: rt.Board.Reporter("discord"), Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("discord: %w", err)
 		}

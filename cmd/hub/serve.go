@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/web"
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/verbs/boltmeta"
 )
 
 const serveUsage = `hub serve [--config FILE] [--state DIR] [--workspace DIR]
@@ -68,12 +70,26 @@ func runServe(env *cliEnv, args []string) error {
 // serve runs the hub until ctx is done, then shuts down in order.
 func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.Writer) error {
 	started := time.Now()
+	// The composition, in order: the state root, the verbs (whose session
+	// metadata lives in it) and their executor, then the hub around them.
+	st, err := store.Open(cfg.StateDir, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close() // last: after the runtime and the sweeper
+	meta, err := boltmeta.Open(st.DB())
+	if err != nil {
+		return err
+	}
 	tc, err := newToolchain(cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	rt, err := hub.Open(cfg, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions)})
+	if err := tc.registerVerbs(cfg, meta, cfg.SessionsDir(), true, logger); err != nil {
+		return err
+	}
+	rt, err := hub.Open(cfg, st, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions)})
 	if err != nil {
 		return err
 	}
@@ -88,15 +104,6 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 		}
 	}()
 
-	// The verbs need the file metadata store in hub.db: register them now,
-	// before anything can deliver a turn.
-	meta, err := store.OpenFileMeta(rt.State.DB())
-	if err != nil {
-		return err
-	}
-	if err := tc.registerVerbs(cfg, meta, cfg.SessionsDir(), true, logger); err != nil {
-		return err
-	}
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep() // before the database closes
 	go tc.sessions.RunSweeper(sweepCtx, cfg.Sessions.SweepInterval.D())
@@ -104,7 +111,10 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	var adapters []hub.Adapter
 	var webSrv *web.Server
 	if *cfg.Web.Enabled {
-		webSrv, err = web.New(web.Options{Runtime: rt, Config: cfg.Web, Logger: logger})
+		webSrv, err = web.New(web.Options{
+			Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: rt.Admin,
+			Status: rt.Board.Reporter("web"), Config: cfg.Web, Logger: logger,
+		})
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,6 @@
-package store
+// Package boltmeta keeps the file metadata of session workspaces
+// (verbs.FileMeta) in hub.db, the state root's database.
+package boltmeta
 
 import (
 	"bytes"
@@ -8,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
@@ -33,10 +36,10 @@ type fileMetaRecord struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// OpenFileMeta creates the bucket (schema version 1) if needed.
-func OpenFileMeta(db *bolt.DB) (*FileMetaStore, error) {
+// Open creates the bucket (schema version 1) if needed.
+func Open(db *bolt.DB) (*FileMetaStore, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
-		_, _, err := EnsureBucket(tx, FileMetaBucket, fileMetaVersion)
+		_, _, err := store.EnsureBucket(tx, FileMetaBucket, fileMetaVersion)
 		return err
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package hub
+package store
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
-	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // Turn states in the ledger.
@@ -54,10 +53,10 @@ type Ledger struct{ db *bolt.DB }
 // OpenLedger creates the ledger's buckets.
 func OpenLedger(db *bolt.DB) (*Ledger, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
-		if _, _, err := store.EnsureBucket(tx, ledgerBucket, ledgerVersion); err != nil {
+		if _, _, err := EnsureBucket(tx, ledgerBucket, ledgerVersion); err != nil {
 			return err
 		}
-		_, _, err := store.EnsureBucket(tx, denialBucket, denialVersion)
+		_, _, err := EnsureBucket(tx, denialBucket, denialVersion)
 		return err
 	})
 	if err != nil {
@@ -266,33 +265,4 @@ func (l *Ledger) ShouldNotifyDenial(identity string, now time.Time, interval tim
 		return b.Put([]byte(identity), t)
 	})
 	return ok, err
-}
-
-const (
-	cursorBucket  = "cursors"
-	cursorVersion = 1
-)
-
-// Cursor returns a named adapter cursor (the Telegram getUpdates offset,
-// say), or "" when none is stored.
-func (l *Ledger) Cursor(name string) (string, error) {
-	var v string
-	err := l.db.View(func(tx *bolt.Tx) error {
-		if b := tx.Bucket([]byte(cursorBucket)); b != nil {
-			v = string(b.Get([]byte(name)))
-		}
-		return nil
-	})
-	return v, err
-}
-
-// SetCursor stores a named adapter cursor durably.
-func (l *Ledger) SetCursor(name, value string) error {
-	return l.db.Update(func(tx *bolt.Tx) error {
-		b, _, err := store.EnsureBucket(tx, cursorBucket, cursorVersion)
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte(name), []byte(value))
-	})
 }

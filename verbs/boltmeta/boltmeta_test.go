@@ -1,4 +1,4 @@
-package store
+package boltmeta
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
@@ -17,12 +18,12 @@ import (
 // in-memory one, so both keep the same contract.
 func fileMetaImpls(t *testing.T, f func(t *testing.T, m verbs.FileMeta)) {
 	t.Run("bolt", func(t *testing.T) {
-		st, err := Open(t.TempDir(), Options{})
+		st, err := store.Open(t.TempDir(), store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		fm, err := OpenFileMeta(st.DB())
+		fm, err := Open(st.DB())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,11 +150,11 @@ func TestFileMetaContract(t *testing.T) {
 func TestFileMetaPersistsAndIsVersioned(t *testing.T) {
 	dir := t.TempDir()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
-	st, err := Open(dir, Options{})
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm, err := OpenFileMeta(st.DB())
+	fm, err := Open(st.DB())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +162,12 @@ func TestFileMetaPersistsAndIsVersioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	st, err = Open(dir, Options{})
+	st, err = store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	fm, err = OpenFileMeta(st.DB())
+	fm, err = Open(st.DB())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,16 +177,16 @@ func TestFileMetaPersistsAndIsVersioned(t *testing.T) {
 	}
 	// A bucket written by a newer hub is refused, not misread.
 	if err := st.DB().Update(func(tx *bolt.Tx) error {
-		_, _, err := EnsureBucket(tx, FileMetaBucket, fileMetaVersion+1)
+		_, _, err := store.EnsureBucket(tx, FileMetaBucket, fileMetaVersion+1)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenFileMeta(st.DB()); !errors.Is(err, ErrSchemaTooNew) {
+	if _, err := Open(st.DB()); !errors.Is(err, store.ErrSchemaTooNew) {
 		t.Fatalf("newer schema: %v", err)
 	}
 	// A store over a database without the bucket says so.
-	other, err := Open(filepath.Join(dir, "other"), Options{})
+	other, err := store.Open(filepath.Join(dir, "other"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,12 +197,12 @@ func TestFileMetaPersistsAndIsVersioned(t *testing.T) {
 }
 
 func BenchmarkFileMetaPut(b *testing.B) {
-	st, err := Open(b.TempDir(), Options{})
+	st, err := store.Open(b.TempDir(), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	fm, err := OpenFileMeta(st.DB())
+	fm, err := Open(st.DB())
 	if err != nil {
 		b.Fatal(err)
 	}

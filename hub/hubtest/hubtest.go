@@ -1,0 +1,233 @@
+// Package hubtest is the one test harness of a hub runtime on temporary
+// directories: a real state root (bbolt file, mirrors), the real verbs over a
+// real workspace, and a recording sender for fake platforms. Every package
+// whose tests need a runtime uses it.
+package hubtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+	"github.com/a6afc2ce/hermes-hub/outbox"
+	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/verbs"
+)
+
+// Config is config.Default() on a workspace and a state directory (temporary
+// ones when empty; the state defaults to <workspace>/.hub), with fast outbox
+// retries.
+func Config(t testing.TB, workspace, state string) *config.Config {
+	t.Helper()
+	cfg := config.Default()
+	if workspace == "" {
+		workspace = t.TempDir()
+	}
+	if state == "" {
+		state = filepath.Join(workspace, ".hub")
+	}
+	cfg.Workspace, cfg.StateDir = workspace, state
+	cfg.Outbox.BackoffBase = config.Duration(10 * time.Millisecond)
+	cfg.Outbox.BackoffMax = config.Duration(50 * time.Millisecond)
+	return cfg
+}
+
+// Options adjust an Env.
+type Options struct {
+	Clock clock.Clock // default real
+	// Register adds verbs to the registry, after the state root is open (so
+	// verbs may keep metadata in it); nil registers the real verbs over the
+	// configured workspace (with the state directory denied).
+	Register func(reg *executor.Registry, cfg *config.Config, st *store.State) error
+	// Runtime is passed to hub.Open (Clock and Logger are filled in).
+	Runtime hub.RuntimeOptions
+}
+
+// Env is a runtime on a real state root. Close (also run at cleanup) closes
+// the runtime, then the state and the workspace.
+type Env struct {
+	Config    *config.Config
+	State     *store.State
+	Runtime   *hub.Runtime
+	Workspace *verbs.Workspace // nil with Options.Register
+	once      sync.Once
+	closeErr  error
+}
+
+// Open opens the state root of cfg, builds the executor and opens a runtime;
+// it does not start it (register senders, then Start).
+func Open(t testing.TB, cfg *config.Config, o Options) *Env {
+	t.Helper()
+	e, err := New(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil && !errors.Is(err, outbox.ErrClosed) {
+			t.Errorf("close the hub runtime: %v", err)
+		}
+	})
+	return e
+}
+
+// New is Open for code that has no testing.TB (a child process of a test):
+// the caller closes the Env.
+func New(cfg *config.Config, o Options) (e *Env, err error) {
+	if o.Runtime.Logger == nil {
+		o.Runtime.Logger = testkit.Discard()
+	}
+	if o.Clock != nil {
+		o.Runtime.Clock = o.Clock
+	}
+	e = &Env{Config: cfg}
+	e.State, err = store.Open(cfg.StateDir, store.Options{LockTimeout: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			e.State.Close()
+			if e.Workspace != nil {
+				e.Workspace.Close()
+			}
+		}
+	}()
+	reg := executor.NewRegistry()
+	if o.Register != nil {
+		err = o.Register(reg, cfg, e.State)
+	} else {
+		e.Workspace, err = RealVerbs(reg, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.Runtime, err = hub.Open(cfg, e.State, executor.New(reg, executor.Options{Logger: o.Runtime.Logger}), o.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// RealVerbs registers the hub's verbs over cfg's workspace, with the state
+// directory denied when it lies inside it, and returns the workspace.
+func RealVerbs(reg *executor.Registry, cfg *config.Config) (*verbs.Workspace, error) {
+	var deny []string
+	if rel, err := filepath.Rel(cfg.Workspace, cfg.StateDir); err == nil && filepath.IsLocal(rel) {
+		deny = []string{rel}
+	}
+	ws, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{Deny: deny})
+	if err != nil {
+		return nil, err
+	}
+	if err := verbs.Register(reg, ws, verbs.DefaultOptions(cfg.StateDir)); err != nil {
+		ws.Close()
+		return nil, err
+	}
+	return ws, nil
+}
+
+// Start starts the runtime (register every sender first).
+func (e *Env) Start(t testing.TB) {
+	t.Helper()
+	if err := e.Runtime.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Close closes the runtime, the state and the workspace, once; it may be
+// called early (to reopen the same directories) and again at cleanup.
+func (e *Env) Close() error {
+	e.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
+		defer cancel()
+		errs := []error{e.Runtime.Close(ctx), e.State.Close()}
+		if e.Workspace != nil {
+			errs = append(errs, e.Workspace.Close())
+		}
+		e.closeErr = errors.Join(errs...)
+	})
+	return e.closeErr
+}
+
+// WriteFile writes a file in the workspace for a test.
+func (e *Env) WriteFile(t testing.TB, name, content string) {
+	t.Helper()
+	p := filepath.Join(e.Config.Workspace, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Recorder is a fake platform: an outbox.Sender that records every chunk
+// sent, per target, and answers with a message id counting from 1.
+type Recorder struct {
+	mu    sync.Mutex
+	sent  map[string][]*outbox.Entry
+	count int
+}
+
+var _ outbox.Sender = (*Recorder)(nil)
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder { return &Recorder{sent: map[string][]*outbox.Entry{}} }
+
+// Send records a copy of e.
+func (r *Recorder) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cp := *e
+	r.sent[e.Target] = append(r.sent[e.Target], &cp)
+	r.count++
+	return outbox.Receipt{MessageID: fmt.Sprint(r.count)}, nil
+}
+
+// Sent returns the chunks sent to target so far.
+func (r *Recorder) Sent(target string) []*outbox.Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*outbox.Entry(nil), r.sent[target]...)
+}
+
+// Wait waits until target has at least n chunks and returns them.
+func (r *Recorder) Wait(t testing.TB, target string, n int) []*outbox.Entry {
+	t.Helper()
+	var got []*outbox.Entry
+	testkit.WaitFor(t, fmt.Sprintf("%d chunks for %s", n, target), func() bool {
+		got = r.Sent(target)
+		return len(got) >= n
+	})
+	return got
+}
+
+// HandleAll registers r as the sender of every chat platform and the web.
+func (r *Recorder) HandleAll(t testing.TB, rt *hub.Runtime) {
+	t.Helper()
+	for _, p := range []string{"chat:" + string(chat.Telegram), "chat:" + string(chat.Discord), "web"} {
+		if err := rt.Mux.Handle(p, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Texts returns the texts of the chunks sent to target so far.
+func (r *Recorder) Texts(target string) []string {
+	var out []string
+	for _, e := range r.Sent(target) {
+		out = append(out, e.Text)
+	}
+	return out
+}
