@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
 
@@ -275,7 +275,7 @@ func chunkText(e *outbox.Entry) string {
 	if e.Attachment == nil {
 		return e.Text
 	}
-	return e.Text + "\n" + hub.Fence(string(e.Attachment.Data), "")
+	return e.Text + "\n" + executor.Fence(string(e.Attachment.Data), "")
 }
 
 func eventTypeOf(k outbox.Kind) string {
