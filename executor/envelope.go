@@ -58,6 +58,10 @@ type Outcome struct {
 	Verb string
 	// ID is the envelope's id, echoed.
 	ID json.RawMessage
+	// Args is the decoded arguments (a pointer to the verb's argument
+	// struct), nil when the verb was unknown or they did not decode; a
+	// Renderer reads them.
+	Args any
 	// Value is the typed result (a pointer to the verb's result struct) on
 	// success, nil on failure.
 	Value any
@@ -173,6 +177,7 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 		out.Err = ErrorFrom(err)
 		return out
 	}
+	out.Args = args
 	if x.opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, x.opts.Timeout)

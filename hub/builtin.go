@@ -64,5 +64,12 @@ func (h *Hub) verbHelp(name string, ids []string) string {
 	if !h.opts.Access.Allowed(ids, s.Name) {
 		allowed = "\n(You may not run it.)"
 	}
-	return fmt.Sprintf("%s — %s%s\nUsage: %s\n%s", s.Name, s.Summary, allowed, usage, Fence(s.IDL, ""))
+	return fmt.Sprintf("%s — %s%s\nUsage: %s\n%s", s.Name, s.Summary, allowed, usage, executor.Fence(s.IDL, ""))
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

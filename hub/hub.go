@@ -227,7 +227,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 	case perr != nil:
 		res.Status = StatusRejected
 		e := executor.ErrorFrom(perr)
-		text, code, private = RenderError(e), string(e.Code), true
+		text, code, private = executor.RenderError(e), string(e.Code), true
 	case cmd.Builtin != "":
 		res.Status = StatusBuiltin
 		text = h.builtin(cmd, in, ids, roles)
@@ -241,7 +241,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 		res.Verb = cmd.Verb
 		out := h.run(ctx, in, roles, cmd)
 		res.Outcome = out
-		text = Render(cmd.Verb, cmd.Arguments, out, cmd.JSON)
+		text = executor.RenderText(out, cmd.JSON)
 		if !out.Succeeded() {
 			code = string(out.Err.Code)
 			private = true
@@ -294,7 +294,7 @@ func (h *Hub) deny(ctx context.Context, in *chat.Inbound, res *TurnResult, now t
 	if !ok {
 		return res, h.opts.Ledger.Finish(in.TurnID, store.TurnDone, string(executor.CodeForbidden), nil, now)
 	}
-	text := fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds this line under access.grants in the configuration:\n%s", in.Identity(), Fence(GrantLine(in.Identity(), ReaderRole), "yaml"))
+	text := fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds this line under access.grants in the configuration:\n%s", in.Identity(), executor.Fence(GrantLine(in.Identity(), ReaderRole), "yaml"))
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), replyMeta(in, true))
 	added, err := h.opts.Outbox.Enqueue(ctx, entries)
 	if err != nil {

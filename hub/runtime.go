@@ -384,7 +384,7 @@ func (m *mirrorEvents) append(e *outbox.Entry, rec store.MirrorRecord) {
 	}
 	if e.Attachment != nil {
 		// A conversation shows an overflow attachment inline.
-		rec.Text += "\n" + Fence(string(e.Attachment.Data), "")
+		rec.Text += "\n" + executor.Fence(string(e.Attachment.Data), "")
 	}
 	m.conv.record(rec)
 }

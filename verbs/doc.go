@@ -25,7 +25,8 @@
 // the vfs.* verbs take, list and restore snapshots and reset the workspace.
 // In the host workspace results carry no versions or times: other programs
 // change host files without the hub knowing. AgentMarkdown renders the
-// instructions an agent needs to use the registered verbs.
+// instructions an agent needs to use the registered verbs. Every result type
+// renders itself for chat (executor.Renderer, in render.go).
 //
 // proc.run runs a program without a shell in its own process group with an
 // allow-listed environment; a timeout kills the whole group. The package

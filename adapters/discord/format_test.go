@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
-	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
 
@@ -37,7 +37,7 @@ func TestDiscordText(t *testing.T) {
 // zero-width spaces removed, is the output.
 func TestDiscordTextOfHubFences(t *testing.T) {
 	content := "before\n```go\nfunc main() {}\n```\nafter ````` five"
-	out := discordText(hub.Fence(content, "md"))
+	out := discordText(executor.Fence(content, "md"))
 	if !strings.HasPrefix(out, "```md\n") || !strings.HasSuffix(out, "\n```") {
 		t.Fatalf("not a ``` block: %q", out)
 	}

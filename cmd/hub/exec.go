@@ -112,7 +112,7 @@ func runExec(env *cliEnv, args []string) error {
 		return err
 	}
 	if *deliver {
-		if err := deliverOutcome(cfg, envelope.Arguments, o, env); err != nil {
+		if err := deliverOutcome(cfg, o, env); err != nil {
 			return err
 		}
 	}
@@ -278,8 +278,8 @@ func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error
 
 // deliverOutcome renders the result as in chat and fans it out to the
 // delivery targets, through the running hub or the state directory.
-func deliverOutcome(cfg *config.Config, args json.RawMessage, o *executor.Outcome, env *cliEnv) error {
-	text := hub.Render(o.Verb, args, o, false)
+func deliverOutcome(cfg *config.Config, o *executor.Outcome, env *cliEnv) error {
+	text := executor.RenderText(o, false)
 	c, err := openAdmin(cfg)
 	if err != nil {
 		return fmt.Errorf("deliver: %w", err)
