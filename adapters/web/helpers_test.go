@@ -17,11 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
+	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
@@ -77,6 +79,26 @@ func testConfig(t testing.TB, workspace, state string) *config.Config {
 	return cfg
 }
 
+// adminAPI builds the admin API over rt's parts as `hub serve` does.
+func adminAPI(rt *hub.Runtime) *admin.API {
+	return &admin.API{
+		Outbox:           rt.Outbox,
+		Targets:          rt.Targets,
+		Directory:        rt.Directory,
+		SetDirectory:     rt.SetDirectory,
+		DirectoryPath:    rt.State.Path(store.ChannelDirectory),
+		DirectoryOptions: rt.DirectoryOptions(),
+		FlowsDir:         rt.State.Path(store.FlowsDir),
+		Deliver:          rt.Hub.Deliver,
+		NewTurnID:        hub.NewTurnID,
+		Status:           rt.Status,
+		Running:          rt.Running,
+		Off:              rt.PlatformOff,
+		MaxBody:          int64(rt.Config.Web.MaxBodyBytes),
+		Clock:            rt.Clock(),
+	}
+}
+
 func newEnv(t testing.TB, ec envConfig) *testEnv {
 	t.Helper()
 	cfg := testConfig(t, ec.workspace, ec.state)
@@ -97,7 +119,7 @@ func newEnv(t testing.TB, ec envConfig) *testEnv {
 		ws.Close()
 		t.Fatal(err)
 	}
-	opts := Options{Runtime: rt, Config: cfg.Web, Logger: quietLogger()}
+	opts := Options{Runtime: rt, Admin: adminAPI(rt), Config: cfg.Web, Logger: quietLogger()}
 	if ec.opts != nil {
 		ec.opts(&opts)
 	}
@@ -183,7 +205,7 @@ func (r response) json(t testing.TB, v any) {
 // the body is not one.
 func (r response) errorText(t testing.TB) string {
 	t.Helper()
-	var e hub.APIError
+	var e admin.APIError
 	r.json(t, &e)
 	if e.Error == "" {
 		t.Fatalf("response %d has no error message: %s", r.status, r.body)

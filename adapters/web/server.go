@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -42,6 +43,10 @@ type Options struct {
 	Runtime *hub.Runtime
 	Config  config.Web
 	Logger  *slog.Logger
+	// Admin is the operator's admin API, served under /api/ behind this
+	// server's authentication with its body limit and the panel's stats
+	// added; nil serves no admin endpoints.
+	Admin *admin.API
 	// Clock paces the SSE heartbeats and dates cookies; default real.
 	Clock clock.Clock
 	// Heartbeat is the SSE keep-alive interval; default 15 s.
@@ -54,6 +59,7 @@ type Options struct {
 // Server is the web panel and HTTP API. It implements hub.Adapter.
 type Server struct {
 	rt           *hub.Runtime
+	adminAPI     *admin.API
 	cfg          config.Web
 	log          *slog.Logger
 	clk          clock.Clock
@@ -100,7 +106,7 @@ func New(opts Options) (*Server, error) {
 	}
 	cfg := opts.Config
 	s := &Server{
-		rt: opts.Runtime, cfg: cfg, log: opts.Logger.With("adapter", "web"), clk: opts.Clock,
+		rt: opts.Runtime, adminAPI: opts.Admin, cfg: cfg, log: opts.Logger.With("adapter", "web"), clk: opts.Clock,
 		heartbeat: opts.Heartbeat, maxBody: int64(cfg.MaxBodyBytes),
 		events: newBroker(cfg.History, opts.ClientBuffer), allowOrigins: map[string]bool{},
 		mounts: http.NewServeMux(), closing: make(chan struct{}),
@@ -303,7 +309,7 @@ func (s *Server) buildHandler() http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		if r.ContentLength > s.maxBody {
-			hub.WriteError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
+			admin.WriteError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
 			return
 		}
 		if r.Body != nil {
@@ -322,7 +328,7 @@ func (s *Server) buildHandler() http.Handler {
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h.Set("Allow", "GET, HEAD")
-			hub.WriteError(w, http.StatusMethodNotAllowed, "%s is not accepted here (accepted: GET, HEAD)", r.Method)
+			admin.WriteError(w, http.StatusMethodNotAllowed, "%s is not accepted here (accepted: GET, HEAD)", r.Method)
 			return
 		}
 		h.Set("Cache-Control", "no-cache")

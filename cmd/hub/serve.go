@@ -101,10 +101,11 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer stopSweep() // before the database closes
 	go tc.sessions.RunSweeper(sweepCtx, cfg.Sessions.SweepInterval.D())
 
+	api := newAdminAPI(rt)
 	var adapters []hub.Adapter
 	var webSrv *web.Server
 	if *cfg.Web.Enabled {
-		webSrv, err = web.New(web.Options{Runtime: rt, Config: cfg.Web, Logger: logger})
+		webSrv, err = web.New(web.Options{Runtime: rt, Admin: api, Config: cfg.Web, Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -126,10 +127,10 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if err != nil {
 		return err
 	}
-	admin := &http.Server{Handler: rt.Admin().Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go admin.Serve(sock)
+	adminSrv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go adminSrv.Serve(sock)
 	defer func() {
-		admin.Close()
+		adminSrv.Close()
 		os.Remove(sock.Addr().String())
 	}()
 
