@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
@@ -39,6 +40,7 @@ type Runtime struct {
 	log           *slog.Logger
 
 	dispatchDone chan error
+	running      atomic.Bool
 	closeOnce    sync.Once
 	clock        clock.Clock
 	prune        struct {
@@ -105,7 +107,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		}
 		closers = append(closers, rt.Mirror.Close)
 	}
-	dir, err := store.OpenDirectory(rt.State.Path(store.ChannelDirectory), store.DirectoryOptions{Clock: opts.Clock, Logger: opts.Logger})
+	dir, err := store.OpenDirectory(rt.State.Path(store.ChannelDirectory), rt.DirectoryOptions())
 	if err != nil {
 		// The directory is a derived cache: a corrupt file must not stop the
 		// hub. It is left untouched and the hub runs without a directory.
@@ -177,6 +179,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	rt.stopDispatch = cancel
 	rt.dispatchDone = make(chan error, 1)
 	go func() { rt.dispatchDone <- rt.Outbox.Run(dctx) }()
+	rt.running.Store(true)
 	if len(pending) > 0 {
 		// Turns accepted before the last stop and never run: run them now,
 		// in the order they arrived, until the runtime closes.
@@ -237,35 +240,33 @@ func (rt *Runtime) stopPruning() {
 	p.wg.Wait()
 }
 
-// Admin returns the admin API over this runtime.
-func (rt *Runtime) Admin() *Admin {
-	return &Admin{
-		Outbox:        rt.Outbox,
-		Targets:       rt.Targets,
-		Directory:     rt.Directory,
-		SetDirectory:  rt.installDirectory,
-		DirectoryPath: rt.State.Path(store.ChannelDirectory),
-		// A rebuilt directory keeps the runtime's clock and logger.
-		DirectoryOptions: store.DirectoryOptions{Clock: rt.clock, Logger: rt.log},
-		FlowsDir:         rt.State.Path(store.FlowsDir),
-		Deliver:          rt.Hub.Deliver,
-		Running:          rt.dispatchDone != nil,
-		Off:              rt.platformOff,
-		MaxBody:          int64(rt.Config.Web.MaxBodyBytes),
-		Status: func() map[string]any {
-			return map[string]any{
-				"run_id":   rt.RunID,
-				"uptime_s": int64(rt.clock.Now().Sub(rt.Started).Seconds()),
-				"adapters": rt.Board.All(),
-				"pid":      strconv.Itoa(os.Getpid()),
-			}
-		},
+// Status is the running hub's state for GET /api/status: the run, its
+// uptime by the runtime's clock, the adapters and the process.
+func (rt *Runtime) Status() map[string]any {
+	return map[string]any{
+		"run_id":   rt.RunID,
+		"uptime_s": int64(rt.clock.Now().Sub(rt.Started).Seconds()),
+		"adapters": rt.Board.All(),
+		"pid":      strconv.Itoa(os.Getpid()),
 	}
 }
 
-// platformOff says why chunks for k cannot be sent with this configuration,
+// Running reports whether Start has started the dispatcher, so chunks
+// enqueued now are sent now.
+func (rt *Runtime) Running() bool { return rt.running.Load() }
+
+// Clock is the runtime's clock.
+func (rt *Runtime) Clock() clock.Clock { return rt.clock }
+
+// DirectoryOptions are the options of this runtime's channel directory (its
+// clock and logger), for one rebuilt from the mirrors.
+func (rt *Runtime) DirectoryOptions() store.DirectoryOptions {
+	return store.DirectoryOptions{Clock: rt.clock, Logger: rt.log}
+}
+
+// PlatformOff says why chunks for k cannot be sent with this configuration,
 // or "" when they can.
-func (rt *Runtime) platformOff(k chat.Key) string {
+func (rt *Runtime) PlatformOff(k chat.Key) string {
 	switch {
 	case k.Kind == chat.KindWeb && !*rt.Config.Web.Enabled:
 		return "the web panel is not enabled in the configuration (web.enabled)"
@@ -281,9 +282,9 @@ func (rt *Runtime) platformOff(k chat.Key) string {
 // the hub's, which a rebuild replaces.
 func (rt *Runtime) Directory() *store.Directory { return rt.Hub.Directory() }
 
-// installDirectory replaces the channel directory (after a rebuild) for the
-// router and for Close.
-func (rt *Runtime) installDirectory(d *store.Directory) {
+// SetDirectory replaces the channel directory (after a rebuild) for the
+// router and for Close, and closes the one it replaces.
+func (rt *Runtime) SetDirectory(d *store.Directory) {
 	if old := rt.Hub.SetDirectory(d); old != nil && old != d {
 		_ = old.Close()
 	}

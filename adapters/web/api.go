@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -32,7 +33,7 @@ type route struct {
 }
 
 // apiHandler serves /api/: the Origin check on state-changing requests,
-// authentication, then this package's endpoints or hub.Admin's.
+// authentication, then this package's endpoints or the admin API's.
 func (s *Server) apiHandler() http.Handler {
 	routes := map[string][]route{
 		"/api/login":    {{method: http.MethodPost, h: s.login, public: true}},
@@ -50,10 +51,10 @@ func (s *Server) apiHandler() http.Handler {
 			ok, present := s.originOK(r)
 			switch {
 			case present && !ok:
-				hub.WriteError(w, http.StatusForbidden, "cross-origin request refused: Origin %q is not this hub's origin (add it to web.allowed_origins to allow it)", r.Header.Get("Origin"))
+				admin.WriteError(w, http.StatusForbidden, "cross-origin request refused: Origin %q is not this hub's origin (add it to web.allowed_origins to allow it)", r.Header.Get("Origin"))
 				return
 			case !present && method == authCookie:
-				hub.WriteError(w, http.StatusForbidden, "a request authenticated by the login cookie must carry an Origin header; API clients use Authorization: Bearer <token>")
+				admin.WriteError(w, http.StatusForbidden, "a request authenticated by the login cookie must carry an Origin header; API clients use Authorization: Bearer <token>")
 				return
 			}
 		}
@@ -67,7 +68,7 @@ func (s *Server) apiHandler() http.Handler {
 		}
 		if method == authNone && !public {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hub"`)
-			hub.WriteError(w, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>, or log in with POST /api/login")
+			admin.WriteError(w, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>, or log in with POST /api/login")
 			return
 		}
 		switch {
@@ -79,36 +80,39 @@ func (s *Server) apiHandler() http.Handler {
 				allow = append(allow, rt.method)
 			}
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			hub.WriteError(w, http.StatusMethodNotAllowed, "%s %s is not accepted (accepted: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))
+			admin.WriteError(w, http.StatusMethodNotAllowed, "%s %s is not accepted (accepted: %s)", r.Method, r.URL.Path, strings.Join(allow, ", "))
 		default:
 			s.adminHandler().ServeHTTP(w, r)
 		}
 	})
 }
 
-// adminHandler is hub.Admin's handler, built on first use so that it sees
-// the runtime started; unknown paths get a JSON 404.
+// adminHandler is the admin API's handler (Options.Admin), built on first
+// use; unknown paths, and every path without an admin API, get a JSON 404.
 func (s *Server) adminHandler() http.Handler {
 	s.adminOnce.Do(func() {
-		a := s.opts.Admin()
-		if a.MaxBody <= 0 || a.MaxBody > s.maxBody {
-			a.MaxBody = s.maxBody
-		}
-		base := a.Status
-		a.Status = func() map[string]any {
-			m := map[string]any{}
-			if base != nil {
-				m = base()
+		var h http.Handler = http.NewServeMux()
+		if s.adminAPI != nil {
+			a := *s.adminAPI // the caller's stays as it is
+			if a.MaxBody <= 0 || a.MaxBody > s.maxBody {
+				a.MaxBody = s.maxBody
 			}
-			m["web"] = s.events.stats()
-			return m
+			base := a.Status
+			a.Status = func() map[string]any {
+				m := map[string]any{}
+				if base != nil {
+					m = base()
+				}
+				m["web"] = s.events.stats()
+				return m
+			}
+			h = a.Handler()
 		}
-		h := a.Handler()
 		mux, _ := h.(*http.ServeMux)
 		s.admin = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if mux != nil {
 				if _, pattern := mux.Handler(r); pattern == "" {
-					hub.WriteError(w, http.StatusNotFound, "no API endpoint %s %s (see GET /api/verbs, POST /api/execute, POST /api/messages, GET /api/events, /api/targets, /api/channels, /api/outbox, /api/mirror, /api/status)", r.Method, r.URL.Path)
+					admin.WriteError(w, http.StatusNotFound, "no API endpoint %s %s (see GET /api/verbs, POST /api/execute, POST /api/messages, GET /api/events, /api/targets, /api/channels, /api/outbox, /api/mirror, /api/status)", r.Method, r.URL.Path)
 					return
 				}
 			}
@@ -125,10 +129,10 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			hub.WriteError(w, http.StatusRequestEntityTooLarge, "request body is over the limit of %d bytes (web.max_body_bytes)", mbe.Limit)
+			admin.WriteError(w, http.StatusRequestEntityTooLarge, "request body is over the limit of %d bytes (web.max_body_bytes)", mbe.Limit)
 			return nil, false
 		}
-		hub.WriteError(w, http.StatusBadRequest, "read request body: %v", err)
+		admin.WriteError(w, http.StatusBadRequest, "read request body: %v", err)
 		return nil, false
 	}
 	return body, true
@@ -143,11 +147,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		hub.WriteError(w, http.StatusBadRequest, "request body is not the expected JSON object: %v", err)
+		admin.WriteError(w, http.StatusBadRequest, "request body is not the expected JSON object: %v", err)
 		return false
 	}
 	if dec.More() {
-		hub.WriteError(w, http.StatusBadRequest, "request body has data after the JSON object")
+		admin.WriteError(w, http.StatusBadRequest, "request body has data after the JSON object")
 		return false
 	}
 	return true
@@ -163,7 +167,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if d := s.logins.wait(addr); d > 0 {
 		secs := int(d.Round(time.Second) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-		hub.WriteError(w, http.StatusTooManyRequests, "too many wrong tokens from %s: try again in %d s", addr, max(secs, 1))
+		admin.WriteError(w, http.StatusTooManyRequests, "too many wrong tokens from %s: try again in %d s", addr, max(secs, 1))
 		return
 	}
 	var req loginRequest
@@ -172,19 +176,19 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.auth.checkToken(req.Token) {
 		s.logins.fail(addr)
-		hub.WriteError(w, http.StatusUnauthorized, "wrong token: use the token printed by `hub serve` or set as web.token")
+		admin.WriteError(w, http.StatusUnauthorized, "wrong token: use the token printed by `hub serve` or set as web.token")
 		return
 	}
 	val, exp, err := s.auth.issue()
 	if err != nil {
-		hub.WriteError(w, http.StatusInternalServerError, "issue login cookie: %v", err)
+		admin.WriteError(w, http.StatusInternalServerError, "issue login cookie: %v", err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: val, Path: "/", Expires: exp, MaxAge: int(SessionTTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.secureCookie,
 	})
-	hub.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "expires": exp.UTC()})
+	admin.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "expires": exp.UTC()})
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
@@ -195,7 +199,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		Name: CookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.secureCookie,
 	})
-	hub.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
+	admin.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
 // envelopeTypes are the accepted Content-Types of POST /api/execute.
@@ -211,13 +215,13 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !envelopeTypes[mt] {
-			hub.WriteError(w, http.StatusUnsupportedMediaType, "Content-Type %q is not accepted (accepted: application/json, application/yaml, text/plain)", ct)
+			admin.WriteError(w, http.StatusUnsupportedMediaType, "Content-Type %q is not accepted (accepted: application/json, application/yaml, text/plain)", ct)
 			return
 		}
 	}
 	session := r.URL.Query().Get("session")
 	if err := validSession(session); err != nil {
-		hub.WriteError(w, http.StatusBadRequest, "%v", err)
+		admin.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	body, ok := readBody(w, r)
@@ -281,7 +285,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.TrimSpace(req.Text) == "" {
-		hub.WriteError(w, http.StatusBadRequest, "text is empty: send a command such as /fs.listDir .")
+		admin.WriteError(w, http.StatusBadRequest, "text is empty: send a command such as /fs.listDir .")
 		return
 	}
 	if req.ClientTurnID == "" {
@@ -289,7 +293,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		_, _ = rand.Read(b[:])
 		req.ClientTurnID = hex.EncodeToString(b[:])
 	} else if err := validClientTurnID(req.ClientTurnID); err != nil {
-		hub.WriteError(w, http.StatusBadRequest, "%v", err)
+		admin.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	now := s.clk.Now().UTC()
@@ -302,14 +306,14 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	res, err := s.hub.Handle(context.WithoutCancel(r.Context()), in)
 	if err != nil {
 		s.log.Error("web turn failed", "turn", in.TurnID, "err", err)
-		hub.WriteError(w, http.StatusInternalServerError, "turn %s: %v", in.TurnID, err)
+		admin.WriteError(w, http.StatusInternalServerError, "turn %s: %v", in.TurnID, err)
 		return
 	}
 	out := MessageResponse{TurnID: res.TurnID, Status: string(res.Status), Outbox: res.Outbox}
 	if out.Outbox == nil {
 		out.Outbox = []string{}
 	}
-	hub.WriteJSON(w, http.StatusAccepted, out)
+	admin.WriteJSON(w, http.StatusAccepted, out)
 }
 
 // HistoryResponse is GET /api/history: the ring, oldest first.
@@ -324,7 +328,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	if len(evs) > 0 {
 		res.LastID = evs[len(evs)-1].ID
 	}
-	hub.WriteJSON(w, http.StatusOK, res)
+	admin.WriteJSON(w, http.StatusOK, res)
 }
 
 // VerbView is one verb of GET /api/verbs.
@@ -362,7 +366,7 @@ func (s *Server) verbs(w http.ResponseWriter, r *http.Request) {
 		res.Verbs = append(res.Verbs, VerbView{Name: sc.Name, Summary: sc.Summary, ReadOnly: sc.ReadOnly, Usage: usage, Arguments: sc.Arguments, Result: sc.Result, IDL: sc.IDL})
 	}
 	sort.Slice(res.Verbs, func(i, j int) bool { return res.Verbs[i].Name < res.Verbs[j].Name })
-	hub.WriteJSON(w, http.StatusOK, res)
+	admin.WriteJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,7 @@
 // embedded in the binary), the HTTP API that agents use (POST /api/execute),
 // chat messages from the panel (POST /api/messages), a Server-Sent Events
 // stream of the web conversation (GET /api/events), and the admin endpoints
-// of hub.Admin behind the same authentication.
+// of the admin API (package admin) behind the same authentication.
 //
 // Every /api/ route but /api/login needs the bearer token or the login
 // cookie; state-changing requests must come from the listener's own origin.

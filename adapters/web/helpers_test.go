@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -57,7 +58,7 @@ func quietLogger() *slog.Logger { return testkit.Discard() }
 // serverOptions are the options cmd/hub gives the web server over rt.
 func serverOptions(rt *hub.Runtime, cfg config.Web) Options {
 	return Options{
-		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: rt.Admin,
+		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: hubtest.AdminAPI(rt),
 		Status: rt.Board.Reporter("web"), Config: cfg, Logger: quietLogger(),
 	}
 }
@@ -165,7 +166,7 @@ func (r response) json(t testing.TB, v any) {
 // the body is not one.
 func (r response) errorText(t testing.TB) string {
 	t.Helper()
-	var e hub.APIError
+	var e admin.APIError
 	r.json(t, &e)
 	if e.Error == "" {
 		t.Fatalf("response %d has no error message: %s", r.status, r.body)

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -45,9 +46,10 @@ type Options struct {
 	// Conversation is the web conversation's history and live feed: the
 	// panel's view is built from it alone. Nil: no history, no live view.
 	Conversation Conversation
-	// Admin returns the admin API mounted under /api (targets, channels,
-	// outbox, mirror, deliver, status); nil serves none of it.
-	Admin func() *hub.Admin
+	// Admin is the operator's admin API, served under /api/ behind this
+	// server's authentication with its body limit and the panel's stats
+	// added; nil serves no admin endpoints.
+	Admin *admin.API
 	// Status receives the adapter's state; nil reports nowhere.
 	Status StatusReporter
 	Config config.Web
@@ -65,6 +67,7 @@ type Options struct {
 type Server struct {
 	hub          Intake
 	opts         Options
+	adminAPI     *admin.API
 	cfg          config.Web
 	log          *slog.Logger
 	clk          clock.Clock
@@ -136,7 +139,7 @@ func New(opts Options) (*Server, error) {
 	}
 	cfg := opts.Config
 	s := &Server{
-		hub: opts.Intake, opts: opts, cfg: cfg, log: opts.Logger.With("adapter", "web"), clk: opts.Clock,
+		hub: opts.Intake, opts: opts, adminAPI: opts.Admin, cfg: cfg, log: opts.Logger.With("adapter", "web"), clk: opts.Clock,
 		heartbeat: opts.Heartbeat, maxBody: int64(cfg.MaxBodyBytes),
 		events: newBroker(cfg.History, opts.ClientBuffer, opts.Clock), allowOrigins: map[string]bool{},
 		mounts: http.NewServeMux(), closing: make(chan struct{}),
@@ -348,7 +351,7 @@ func (s *Server) buildHandler() http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		if r.ContentLength > s.maxBody {
-			hub.WriteError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
+			admin.WriteError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
 			return
 		}
 		if r.Body != nil {
@@ -367,7 +370,7 @@ func (s *Server) buildHandler() http.Handler {
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h.Set("Allow", "GET, HEAD")
-			hub.WriteError(w, http.StatusMethodNotAllowed, "%s is not accepted here (accepted: GET, HEAD)", r.Method)
+			admin.WriteError(w, http.StatusMethodNotAllowed, "%s is not accepted here (accepted: GET, HEAD)", r.Method)
 			return
 		}
 		h.Set("Cache-Control", "no-cache")

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
@@ -25,7 +26,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		last = r.URL.Query().Get("last_event_id")
 	}
 	if len(last) > 128 {
-		hub.WriteError(w, http.StatusBadRequest, "Last-Event-ID is longer than 128 bytes")
+		admin.WriteError(w, http.StatusBadRequest, "Last-Event-ID is longer than 128 bytes")
 		return
 	}
 	sub, replay, reset := s.events.subscribe(last)

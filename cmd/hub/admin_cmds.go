@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -64,7 +64,7 @@ func runTargets(env *cliEnv, args []string) error {
 		}
 		switch pos[0] {
 		case "list", "ls":
-			var v hub.TargetsView
+			var v admin.TargetsView
 			if err := c.do("GET", "/api/targets", nil, nil, &v); err != nil {
 				return err
 			}
@@ -90,10 +90,10 @@ func runTargets(env *cliEnv, args []string) error {
 			if len(pos) != 2 {
 				return usagef("%s takes one TARGET", pos[0])
 			}
-			var res hub.ChangeResult
+			var res admin.ChangeResult
 			var err error
 			if pos[0] == "add" {
-				err = c.do("POST", "/api/targets", nil, hub.TargetRequest{Target: pos[1]}, &res)
+				err = c.do("POST", "/api/targets", nil, admin.TargetRequest{Target: pos[1]}, &res)
 			} else {
 				err = c.do("DELETE", "/api/targets", url.Values{"target": {pos[1]}}, nil, &res)
 			}
@@ -117,7 +117,7 @@ func runTargets(env *cliEnv, args []string) error {
 			}
 			return nil
 		case "clear":
-			var res hub.ChangeResult
+			var res admin.ChangeResult
 			if err := c.do("POST", "/api/targets/clear", nil, struct{}{}, &res); err != nil {
 				return err
 			}
@@ -164,7 +164,7 @@ func runChannels(env *cliEnv, args []string) error {
 			}
 			return tw.Flush()
 		case "rebuild":
-			var res hub.ChangeResult
+			var res admin.ChangeResult
 			if err := c.do("POST", "/api/channels/rebuild", nil, struct{}{}, &res); err != nil {
 				return err
 			}
@@ -274,7 +274,7 @@ func runOutbox(env *cliEnv, args []string) error {
 				Entry outbox.Entry `json:"entry"`
 				Note  string       `json:"note"`
 			}
-			if err := c.do("POST", "/api/outbox/retry", nil, hub.IDRequest{ID: pos[1]}, &res); err != nil {
+			if err := c.do("POST", "/api/outbox/retry", nil, admin.IDRequest{ID: pos[1]}, &res); err != nil {
 				return err
 			}
 			if *asJSON {
@@ -287,8 +287,8 @@ func runOutbox(env *cliEnv, args []string) error {
 			}
 			return nil
 		case "purge":
-			var res hub.ChangeResult
-			if err := c.do("POST", "/api/outbox/purge", nil, hub.PurgeRequest{Target: *target, TurnID: *turn}, &res); err != nil {
+			var res admin.ChangeResult
+			if err := c.do("POST", "/api/outbox/purge", nil, admin.PurgeRequest{Target: *target, TurnID: *turn}, &res); err != nil {
 				return err
 			}
 			if *asJSON {
@@ -379,8 +379,8 @@ func runSend(env *cliEnv, args []string) error {
 		if strings.TrimSpace(text) == "" {
 			return usagef("give the TEXT to send")
 		}
-		var res hub.DeliverResult
-		if err := c.do("POST", "/api/deliver", nil, hub.DeliverRequest{Text: text, TurnID: *turn}, &res); err != nil {
+		var res admin.DeliverResult
+		if err := c.do("POST", "/api/deliver", nil, admin.DeliverRequest{Text: text, TurnID: *turn}, &res); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "Turn %s: %d %s enqueued\n", res.TurnID, len(res.Outbox), plural(len(res.Outbox), "chunk", "chunks"))

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -53,7 +54,7 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 		return nil, err
 	}
 	ln := newPipeListener()
-	srv := &http.Server{Handler: rt.Admin().Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: newAdminAPI(rt).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	c := &adminClient{
 		http: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial() }}},
@@ -125,7 +126,7 @@ func (c *adminClient) stream(method, path string, query url.Values, body any) (*
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		var e hub.APIError
+		var e admin.APIError
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			return nil, errors.New(e.Error)

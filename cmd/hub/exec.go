@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -285,8 +286,8 @@ func deliverOutcome(cfg *config.Config, o *executor.Outcome, env *cliEnv) error 
 		return fmt.Errorf("deliver: %w", err)
 	}
 	defer c.Close()
-	var res hub.DeliverResult
-	if err := c.do("POST", "/api/deliver", nil, hub.DeliverRequest{Text: text}, &res); err != nil {
+	var res admin.DeliverResult
+	if err := c.do("POST", "/api/deliver", nil, admin.DeliverRequest{Text: text}, &res); err != nil {
 		return fmt.Errorf("deliver: %w", err)
 	}
 	fmt.Fprintf(env.stderr, "delivered as turn %s: %d %s enqueued\n", res.TurnID, len(res.Outbox), plural(len(res.Outbox), "chunk", "chunks"))

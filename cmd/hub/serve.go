@@ -108,11 +108,12 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer stopSweep() // before the database closes
 	go tc.sessions.RunSweeper(sweepCtx, cfg.Sessions.SweepInterval.D())
 
+	api := newAdminAPI(rt)
 	var adapters []hub.Adapter
 	var webSrv *web.Server
 	if *cfg.Web.Enabled {
 		webSrv, err = web.New(web.Options{
-			Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: rt.Admin,
+			Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: api,
 			Status: rt.Board.Reporter("web"), Config: cfg.Web, Logger: logger,
 		})
 		if err != nil {
@@ -136,10 +137,10 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if err != nil {
 		return err
 	}
-	admin := &http.Server{Handler: rt.Admin().Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go admin.Serve(sock)
+	adminSrv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go adminSrv.Serve(sock)
 	defer func() {
-		admin.Close()
+		adminSrv.Close()
 		os.Remove(sock.Addr().String())
 	}()
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -230,4 +231,25 @@ func (r *Recorder) Texts(target string) []string {
 		out = append(out, e.Text)
 	}
 	return out
+}
+
+// AdminAPI builds the admin API over rt's parts as `hub serve` does
+// (cmd/hub's newAdminAPI, which tests cannot import).
+func AdminAPI(rt *hub.Runtime) *admin.API {
+	return &admin.API{
+		Outbox:           rt.Outbox,
+		Targets:          rt.Targets,
+		Directory:        rt.Directory,
+		SetDirectory:     rt.SetDirectory,
+		DirectoryPath:    rt.State.Path(store.ChannelDirectory),
+		DirectoryOptions: rt.DirectoryOptions(),
+		FlowsDir:         rt.State.Path(store.FlowsDir),
+		Deliver:          rt.Hub.Deliver,
+		NewTurnID:        hub.NewTurnID,
+		Status:           rt.Status,
+		Running:          rt.Running,
+		Off:              rt.PlatformOff,
+		MaxBody:          int64(rt.Config.Web.MaxBodyBytes),
+		Clock:            rt.Clock(),
+	}
 }

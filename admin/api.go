@@ -1,4 +1,4 @@
-package hub
+package admin
 
 import (
 	"context"
@@ -12,42 +12,47 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
-// Admin is the operator's view of the state: delivery targets, the channel
-// directory, the outbox, the mirrors and hub-level delivery. Its HTTP
-// handler serves the web panel, the admin socket of a running hub, and the
-// CLI in-process when no hub runs, so every surface shares one
-// implementation.
-type Admin struct {
+// API is the operator's view of the state: delivery targets, the channel
+// directory, the outbox, the mirrors and hub-level delivery. Its fields are
+// the parts of the hub it works on; nil funcs are unavailable features.
+type API struct {
 	Outbox  *outbox.Outbox
 	Targets *store.Targets
 	// Directory returns the channel directory in use (nil when it is
 	// unavailable) and SetDirectory installs one rebuilt from the mirrors,
-	// so every Admin of a hub (the socket's, the panel's) sees the same one.
+	// so every API of a hub (the socket's, the panel's) sees the same one.
 	Directory    func() *store.Directory
 	SetDirectory func(*store.Directory)
 	// DirectoryPath and DirectoryOptions are used to rebuild the directory.
 	DirectoryPath    string
 	DirectoryOptions store.DirectoryOptions
 	FlowsDir         string
-	// Deliver fans text out to the delivery targets (Hub.Deliver).
-	Deliver func(ctx context.Context, turnID, text string) ([]string, error)
+	// Deliver fans text out to the delivery targets (Hub.Deliver), and
+	// NewTurnID names a delivery sent without a turn id (hub.NewTurnID);
+	// delivery needs both.
+	Deliver   func(ctx context.Context, turnID, text string) ([]string, error)
+	NewTurnID func(prefix string) string
 	// Status adds the running hub's state to GET /api/status.
 	Status func() map[string]any
-	// Running is true inside hub serve: offline changes say they wait for it.
-	Running bool
+	// Running is true inside hub serve once the dispatcher runs: offline
+	// changes say they wait for it. Nil is offline.
+	Running func() bool
 	// Off says why chunks for a target's platform cannot be sent with this
 	// configuration ("" when they can); a target added for it gets a note.
 	Off func(chat.Key) string
-	// MaxBody caps request bodies.
+	// MaxBody caps request bodies; default 1 MiB.
 	MaxBody int64
+	// Clock dates GET /api/status; default real.
+	Clock clock.Clock
 }
 
 // Handler serves the admin API under /api/.
-func (a *Admin) Handler() http.Handler {
+func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/targets", a.listTargets)
 	mux.HandleFunc("POST /api/targets", a.addTarget)
@@ -65,26 +70,11 @@ func (a *Admin) Handler() http.Handler {
 	return mux
 }
 
-// APIError is the body of every error response.
-type APIError struct {
-	Error string `json:"error"`
-}
+// running is whether the hub serves: changes take effect now rather than
+// when `hub serve` next runs.
+func (a *API) running() bool { return a.Running != nil && a.Running() }
 
-// WriteJSON writes v as the JSON body of a response with status code.
-func WriteJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
-
-// WriteError writes an APIError response with status code.
-func WriteError(w http.ResponseWriter, code int, format string, args ...any) {
-	WriteJSON(w, code, APIError{Error: fmt.Sprintf(format, args...)})
-}
-
-func (a *Admin) readBody(w http.ResponseWriter, r *http.Request, v any) bool {
+func (a *API) readBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	max := a.MaxBody
 	if max <= 0 {
 		max = 1 << 20
@@ -109,7 +99,7 @@ type TargetsView struct {
 	LastDelivery map[string]string `json:"last_delivery_by_target"`
 }
 
-func (a *Admin) listTargets(w http.ResponseWriter, r *http.Request) {
+func (a *API) listTargets(w http.ResponseWriter, r *http.Request) {
 	if a.Targets == nil {
 		WriteError(w, http.StatusServiceUnavailable, "delivery targets are unavailable")
 		return
@@ -137,7 +127,7 @@ type ChangeResult struct {
 	Note    string `json:"note,omitempty"`
 }
 
-func (a *Admin) addTarget(w http.ResponseWriter, r *http.Request) {
+func (a *API) addTarget(w http.ResponseWriter, r *http.Request) {
 	var req TargetRequest
 	if !a.readBody(w, r, &req) {
 		return
@@ -161,7 +151,7 @@ func (a *Admin) addTarget(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, res)
 }
 
-func (a *Admin) removeTarget(w http.ResponseWriter, r *http.Request) {
+func (a *API) removeTarget(w http.ResponseWriter, r *http.Request) {
 	k, err := chat.ParseTarget(r.URL.Query().Get("target"))
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, "%v", err)
@@ -175,7 +165,7 @@ func (a *Admin) removeTarget(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, ChangeResult{Target: k.String(), Changed: removed})
 }
 
-func (a *Admin) clearTargets(w http.ResponseWriter, r *http.Request) {
+func (a *API) clearTargets(w http.ResponseWriter, r *http.Request) {
 	n, err := a.Targets.Clear()
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "%v", err)
@@ -184,7 +174,7 @@ func (a *Admin) clearTargets(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, ChangeResult{Changed: n > 0, Count: n})
 }
 
-func (a *Admin) listChannels(w http.ResponseWriter, r *http.Request) {
+func (a *API) listChannels(w http.ResponseWriter, r *http.Request) {
 	dir := a.Directory()
 	if dir == nil {
 		WriteError(w, http.StatusServiceUnavailable, "the channel directory is unavailable (rebuild it from the mirrors with `hub channels rebuild`)")
@@ -197,8 +187,8 @@ func (a *Admin) listChannels(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, entries)
 }
 
-func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
-	if dir := a.Directory(); dir != nil && a.Running {
+func (a *API) rebuildChannels(w http.ResponseWriter, r *http.Request) {
+	if dir := a.Directory(); dir != nil && a.running() {
 		// The live directory is in use: merge every sighting from the mirrors.
 		n, err := dir.MergeMirrors(a.FlowsDir)
 		if err != nil {
@@ -217,7 +207,7 @@ func (a *Admin) rebuildChannels(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: n})
 }
 
-func (a *Admin) listOutbox(w http.ResponseWriter, r *http.Request) {
+func (a *API) listOutbox(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := outbox.Filter{State: outbox.State(q.Get("state")), Target: q.Get("target"), TurnID: q.Get("turn"), Kind: outbox.Kind(q.Get("kind"))}
 	if f.State == "" {
@@ -248,7 +238,7 @@ func (a *Admin) listOutbox(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, entries)
 }
 
-func (a *Admin) showEntry(w http.ResponseWriter, r *http.Request) {
+func (a *API) showEntry(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
 	e, err := a.Outbox.Store().Get(r.Context(), id)
 	if errors.Is(err, outbox.ErrNotFound) {
@@ -267,7 +257,7 @@ type IDRequest struct {
 	ID string `json:"id"`
 }
 
-func (a *Admin) retryEntry(w http.ResponseWriter, r *http.Request) {
+func (a *API) retryEntry(w http.ResponseWriter, r *http.Request) {
 	var req IDRequest
 	if !a.readBody(w, r, &req) {
 		return
@@ -282,7 +272,7 @@ func (a *Admin) retryEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	note := ""
-	if !a.Running {
+	if !a.running() {
 		note = "queued; it is sent when `hub serve` runs"
 	}
 	WriteJSON(w, http.StatusOK, struct {
@@ -297,7 +287,7 @@ type PurgeRequest struct {
 	TurnID string `json:"turn_id,omitempty"`
 }
 
-func (a *Admin) purgeOutbox(w http.ResponseWriter, r *http.Request) {
+func (a *API) purgeOutbox(w http.ResponseWriter, r *http.Request) {
 	var req PurgeRequest
 	if !a.readBody(w, r, &req) {
 		return
@@ -312,7 +302,7 @@ func (a *Admin) purgeOutbox(w http.ResponseWriter, r *http.Request) {
 
 // tailMirror returns the last n records, or with follow=1 streams new ones
 // as JSON lines until the client goes away.
-func (a *Admin) tailMirror(w http.ResponseWriter, r *http.Request) {
+func (a *API) tailMirror(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.MirrorFilter{RunID: q.Get("run"), Direction: q.Get("direction")}
 	switch f.Direction {
@@ -382,18 +372,18 @@ type DeliverResult struct {
 	Note   string   `json:"note,omitempty"`
 }
 
-func (a *Admin) deliver(w http.ResponseWriter, r *http.Request) {
+func (a *API) deliver(w http.ResponseWriter, r *http.Request) {
 	var req DeliverRequest
 	if !a.readBody(w, r, &req) {
 		return
 	}
-	if a.Deliver == nil {
+	if a.Deliver == nil || a.NewTurnID == nil {
 		WriteError(w, http.StatusServiceUnavailable, "delivery is unavailable")
 		return
 	}
 	turn := req.TurnID
 	if turn == "" {
-		turn = NewTurnID("send")
+		turn = a.NewTurnID("send")
 	} else if strings.ContainsAny(turn, ":/\x00") || len(turn) > 128 {
 		WriteError(w, http.StatusBadRequest, "turn_id %q may not contain ':', '/' or NUL, and has at most 128 characters", turn)
 		return
@@ -410,14 +400,18 @@ func (a *Admin) deliver(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case a.Targets != nil && len(a.Targets.List()) == 0:
 		res.Note = "no delivery targets: add one with `hub targets add`"
-	case !a.Running:
+	case !a.running():
 		res.Note = "queued; it is sent when `hub serve` runs"
 	}
 	WriteJSON(w, http.StatusOK, res)
 }
 
-func (a *Admin) status(w http.ResponseWriter, r *http.Request) {
-	st := map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "running": a.Running}
+func (a *API) status(w http.ResponseWriter, r *http.Request) {
+	clk := a.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	st := map[string]any{"time": clk.Now().UTC().Format(time.RFC3339), "running": a.running()}
 	if a.Outbox != nil {
 		st["outbox"] = a.Outbox.Stats()
 	}

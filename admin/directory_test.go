@@ -1,4 +1,4 @@
-package hub_test
+package admin_test
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // TestEveryAdminSeesARebuiltDirectory: a running hub serves the admin API
-// twice (the admin socket, the web panel). A channel directory rebuilt
+// twice (the admin socket, the web panel), each built over its runtime. A channel directory rebuilt
 // through one of them is the one both list from.
 func TestEveryAdminSeesARebuiltDirectory(t *testing.T) {
 	ws := t.TempDir()
@@ -25,11 +26,16 @@ func TestEveryAdminSeesARebuiltDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, store.ChannelDirectory), []byte("not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := openEnv(t, ws, state, clock.Real{})
-	if _, err := e.rt.Hub.Handle(context.Background(), tgMsg(1, 1, "/whoami")); err != nil {
+	clk := clock.Real{}
+	rt := openRuntime(t, ws, state, clk)
+	in := &chat.Inbound{
+		TurnID: "telegram.100.1", Platform: chat.Telegram, ChatID: "100", MessageID: "1",
+		UserID: "1", UserName: "u", ChatType: "private", Text: "/whoami", Time: clk.Now(),
+	}
+	if _, err := rt.Hub.Handle(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
-	socket, panel := e.rt.Admin().Handler(), e.rt.Admin().Handler()
+	socket, panel := newAPI(rt).Handler(), newAPI(rt).Handler()
 	do := func(h http.Handler, method, path string) (int, string) {
 		var body *strings.Reader
 		if method == http.MethodPost {

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"github.com/a6afc2ce/hermes-hub/admin"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// newAdminAPI builds the admin API over rt's parts. The admin socket, the
+// web panel and the CLI without a running hub all serve one built here, so
+// they share the channel directory in use and answer alike.
+func newAdminAPI(rt *hub.Runtime) *admin.API {
+	return &admin.API{
+		Outbox:       rt.Outbox,
+		Targets:      rt.Targets,
+		Directory:    rt.Directory,
+		SetDirectory: rt.SetDirectory,
+		// A rebuilt directory keeps the runtime's clock and logger.
+		DirectoryPath:    rt.State.Path(store.ChannelDirectory),
+		DirectoryOptions: rt.DirectoryOptions(),
+		FlowsDir:         rt.State.Path(store.FlowsDir),
+		Deliver:          rt.Hub.Deliver,
+		NewTurnID:        hub.NewTurnID,
+		Status:           rt.Status,
+		Running:          rt.Running,
+		Off:              rt.PlatformOff,
+		MaxBody:          int64(rt.Config.Web.MaxBodyBytes),
+		Clock:            rt.Clock(),
+	}
+}
