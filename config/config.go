@@ -636,6 +636,9 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if err := CheckStateDir(c.Workspace, c.StateDir); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Outbox.Concurrency < 1 || c.Outbox.Concurrency > 10000 {
 		bad("outbox.concurrency: %d is out of range (1 to 10000)", c.Outbox.Concurrency)
 	}
@@ -652,6 +655,34 @@ func (c *Config) Validate() error {
 		bad("mirror.rotate_bytes: %s is too small (at least 4KiB)", c.Mirror.RotateBytes)
 	}
 	return errors.Join(errs...)
+}
+
+// CheckStateDir refuses a state directory that is the workspace or
+// contains it: the verbs could then reach nothing but the hub's state, or the
+// state's protection would cover the whole workspace. A state directory
+// inside the workspace (the default, .hub) or outside it is accepted. Paths
+// are compared absolute, and again with their symbolic links resolved when
+// they exist.
+func CheckStateDir(workspace, stateDir string) error {
+	ws, err1 := filepath.Abs(workspace)
+	st, err2 := filepath.Abs(stateDir)
+	if err1 != nil || err2 != nil {
+		return nil // reported when the directories are opened
+	}
+	holds := func(dir, p string) bool {
+		rel, err := filepath.Rel(dir, p)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
+	bad := holds(st, ws)
+	if rws, err := filepath.EvalSymlinks(ws); err == nil {
+		if rst, err := filepath.EvalSymlinks(st); err == nil {
+			bad = bad || holds(rst, rws)
+		}
+	}
+	if !bad {
+		return nil
+	}
+	return fmt.Errorf("state_dir: %s is the workspace (%s) or contains it, so the verbs could reach the hub's own state (accepted: a directory inside the workspace, such as the default .hub, or one outside it)", stateDir, workspace)
 }
 
 // IsLoopback reports whether host (a name or an IP) is a loopback address.

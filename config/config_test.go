@@ -259,3 +259,56 @@ func TestDocumentedConfigurationsLoad(t *testing.T) {
 		t.Fatal("no YAML blocks found in the README and docs/")
 	}
 }
+
+// TestStateDirPlacement: a state directory that is the workspace or holds
+// it is refused, by its spelling and through symbolic links; one inside the
+// workspace (the default) or beside it is accepted.
+func TestStateDirPlacement(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, ".hub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ws, filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	up := filepath.Join(t.TempDir(), "up")
+	if err := os.Symlink(base, up); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, workspace, state string
+		ok                     bool
+	}{
+		{"default inside", ws, filepath.Join(ws, ".hub"), true},
+		{"relative inside", ".", ".hub", true},
+		{"beside", ws, filepath.Join(base, "state"), true},
+		{"not yet created inside", ws, filepath.Join(ws, "var", "hub"), true},
+		{"equal", ws, ws, false},
+		{"equal with a trailing slash", ws, ws + "/", false},
+		{"relative equal", ".", ".", false},
+		{"parent", ws, base, false},
+		{"root", ws, "/", false},
+		{"equal through a link", filepath.Join(base, "link"), ws, false},
+		{"parent of the link's target", filepath.Join(base, "link"), base, false},
+		{"parent through a link", ws, up, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "hub.yml")
+			os.WriteFile(p, []byte(fmt.Sprintf("workspace: %q\nstate_dir: %q\n", tc.workspace, tc.state)), 0o600)
+			_, err := LoadWith(p, env(nil))
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			for _, want := range []string{"state_dir: ", "is the workspace", "or contains it", "accepted: a directory inside the workspace"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("got %v, want a message with %q", err, want)
+				}
+			}
+		})
+	}
+}

@@ -6,11 +6,14 @@
 // guard: CleanPath refuses empty, absolute, backslashed, NUL, non-ASCII and
 // control-character paths, "." and ".." segments, more than MaxDepth
 // segments and segments over MaxSegment bytes; then symbolic links are
-// resolved inside the root (one leading outside is refused) and the
-// deny list (the hub's state, when it lives in the workspace) is applied to
-// both the given and the resolved path. Refusals carry the code
-// forbidden_path. Writes go through a temporary file in the same directory,
-// fsync and rename; fs.moveFile and fs.copyFile never replace a file.
+// resolved inside the root (one leading outside is refused), and the path is
+// opened from the root's descriptor one element at a time without following
+// links, refusing the protected directories (the hub's state) by their
+// identity, so a path changed while a verb runs cannot redirect it (see
+// protect.go). The deny list is only an early refusal by spelling. Refusals
+// carry the code forbidden_path. Writes go through a temporary file in the
+// same directory, fsync and rename; fs.moveFile and fs.copyFile never
+// replace a file.
 //
 // Verbs get their workspace from a WorkspaceSource, so a per-conversation
 // workspace can be plugged in without touching them; *Workspace is a source

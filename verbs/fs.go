@@ -9,11 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
@@ -47,20 +48,20 @@ func (s *Set) use(ctx context.Context, write bool) (*Workspace, func(), error) {
 	return nil, nil, executor.Errorf(executor.CodeIOError, "The session workspace was removed while the verb started; try again")
 }
 
-// usePath is use followed by the path guard, the prologue of every verb
-// that takes one path: the workspace, the guarded name to operate on, the
-// clean name for messages, and the release of the session lock.
-func (s *Set) usePath(ctx context.Context, write bool, p string, mode pathMode) (w *Workspace, name, show string, release func(), err error) {
-	w, release, err = s.use(ctx, write)
+// usePath is use followed by locate, the prologue of every verb that takes
+// one path: the workspace, the located path, and the release of the path's
+// descriptor and of the session lock.
+func (s *Set) usePath(ctx context.Context, write bool, p string, mode pathMode) (w *Workspace, l *loc, release func(), err error) {
+	w, unlock, err := s.use(ctx, write)
 	if err != nil {
-		return nil, "", "", nil, err
+		return nil, nil, nil, err
 	}
-	name, show, err = w.guard(p, mode)
+	l, err = w.locate(p, mode)
 	if err != nil {
-		release()
-		return nil, "", "", nil, err
+		unlock()
+		return nil, nil, nil, err
 	}
-	return w, name, show, release, nil
+	return w, l, func() { l.close(); unlock() }, nil
 }
 
 // session reports whether w is a session workspace (file versions kept).
@@ -81,17 +82,21 @@ func (w *Workspace) vfsFile(show string, enc FileEncoding, size int64, m *Meta) 
 	return f
 }
 
-// openRegular opens name for reading, refusing directories and special files
-// (a named pipe would block the hub).
-func (w *Workspace) openRegular(name, show string) (*os.File, fs.FileInfo, error) {
-	fi, err := w.root.Stat(name)
+// openRegular opens the located file for reading, refusing directories and
+// special files (a named pipe would block the hub).
+func openRegular(l *loc) (*os.File, fs.FileInfo, error) {
+	show := l.show
+	fi, err := l.stat()
 	if err != nil {
 		return nil, nil, fsError(err, show, "stat")
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, nil, fsError(errChanged, show, "open")
 	}
 	if err := needRegular(fi, show); err != nil {
 		return nil, nil, err
 	}
-	f, err := w.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := l.open(unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fsError(err, show, "open")
 	}
@@ -144,44 +149,33 @@ func (w *Workspace) checkWriteSize(content, verb string) error {
 	return nil
 }
 
-// mkdirParents creates the directories above name.
-func (w *Workspace) mkdirParents(name, show string) error {
-	dir := path.Dir(name)
-	if dir == "." {
-		return nil
-	}
-	if err := w.root.MkdirAll(dir, 0o755); err != nil {
-		return w.mkdirError(err, dir, show)
-	}
-	return nil
-}
-
-// mkdirError explains a failed MkdirAll of dir, naming the file in the way.
-func (w *Workspace) mkdirError(err error, dir, show string) error {
-	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
-		segs := strings.Split(dir, "/")
-		for i := range segs {
-			p := strings.Join(segs[:i+1], "/")
-			if fi, serr := w.root.Stat(p); serr == nil && !fi.IsDir() {
-				return executor.Errorf(executor.CodeNotADirectory, "Cannot create directory for %s: %s is a file, not a directory", show, p)
-			}
-		}
+// mkdirError explains a failed creation of the directories of show,
+// naming the file in the way.
+func mkdirError(err error, show string) error {
+	var we *walkErr
+	if errors.As(err, &we) && (errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist)) {
+		return executor.Errorf(executor.CodeNotADirectory, "Cannot create directory for %s: %s is a file, not a directory", show, we.at)
 	}
 	return fsError(err, show, "create directory for")
 }
 
-// atomicWrite writes name through a temporary file in the same directory:
-// fill writes the content, the file is synced, then renamed over name (or,
-// with noReplace, linked to name, failing if name exists). Nothing is left
-// behind on failure. With keepPerm, perm is applied exactly; otherwise the
-// file is created with perm less the umask.
-func (w *Workspace) atomicWrite(name, show string, perm fs.FileMode, keepPerm, noReplace bool, fill func(*os.File) error) (err error) {
-	dir, base := path.Split(name)
+// atomicWrite writes the located file through a temporary file in the same
+// directory: fill writes the content, the file is synced, then renamed over
+// the name (or, with noReplace, linked to it, failing if it exists). Nothing
+// is left behind on failure. With keepPerm, perm is applied exactly;
+// otherwise the file is created with perm less the umask. The parent must
+// be open (loc.makeParents).
+func atomicWrite(l *loc, perm fs.FileMode, keepPerm, noReplace bool, fill func(*os.File) error) (err error) {
+	show, dir := l.show, l.fd()
 	var tmp string
 	var f *os.File
 	for range 10 {
-		tmp = dir + "." + base + ".tmp-" + randHex(6)
-		f, err = w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		tmp = "." + l.base + ".tmp-" + randHex(6)
+		var fd int
+		fd, err = unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+		if err == nil {
+			f = os.NewFile(uintptr(fd), tmp)
+		}
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -193,7 +187,7 @@ func (w *Workspace) atomicWrite(name, show string, perm fs.FileMode, keepPerm, n
 	defer func() {
 		if !committed {
 			f.Close()
-			_ = w.root.Remove(tmp)
+			_ = unix.Unlinkat(dir, tmp, 0)
 		}
 	}()
 	if err := fill(f); err != nil {
@@ -214,52 +208,39 @@ func (w *Workspace) atomicWrite(name, show string, perm fs.FileMode, keepPerm, n
 		return fsError(err, show, "close")
 	}
 	if noReplace {
-		err = w.root.Link(tmp, name)
+		err = unix.Linkat(dir, tmp, dir, l.base, 0)
 		switch {
 		case errors.Is(err, fs.ErrExist):
 			return executor.Errorf(executor.CodeAlreadyExists, "File already exists: %s (it is never overwritten)", show)
 		case err != nil:
 			// Filesystems without hard links: check, then rename.
-			if _, lerr := w.root.Lstat(name); lerr == nil {
+			if _, lerr := l.lstat(); lerr == nil {
 				return executor.Errorf(executor.CodeAlreadyExists, "File already exists: %s (it is never overwritten)", show)
 			}
-			if err := w.root.Rename(tmp, name); err != nil {
+			if err := unix.Renameat(dir, tmp, dir, l.base); err != nil {
 				return fsError(err, show, "rename")
 			}
 		default:
-			_ = w.root.Remove(tmp)
+			_ = unix.Unlinkat(dir, tmp, 0)
 		}
-	} else if err := w.root.Rename(tmp, name); err != nil {
+	} else if err := unix.Renameat(dir, tmp, dir, l.base); err != nil {
 		return fsError(err, show, "rename")
 	}
 	committed = true
-	w.syncDir(dir)
+	_ = l.dir.Sync()
 	return nil
-}
-
-// syncDir makes a rename in dir durable. Some filesystems cannot sync a
-// directory; the rename has happened either way, so failures are ignored.
-func (w *Workspace) syncDir(dir string) {
-	if dir == "" {
-		dir = "."
-	}
-	d, err := w.root.Open(strings.TrimSuffix(dir, "/"))
-	if err != nil {
-		return
-	}
-	_ = d.Sync()
-	d.Close()
 }
 
 // Exists implements fs.exists.
 func (s *Set) Exists(ctx context.Context, a FsExistsArgs) (FsExistsResult, error) {
 	var res FsExistsResult
-	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal|allowRoot)
+	_, l, release, err := s.usePath(ctx, false, a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	_, err = w.root.Stat(name)
+	show := l.show
+	_, err = l.lstat()
 	switch {
 	case err == nil:
 		res.Exists = true
@@ -277,12 +258,13 @@ func (s *Set) Exists(ctx context.Context, a FsExistsArgs) (FsExistsResult, error
 // fs.writeFile can write can be read back.
 func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult, error) {
 	var res FsReadFileResult
-	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal)
+	w, l, release, err := s.usePath(ctx, false, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	f, fi, err := w.openRegular(name, show)
+	name, show := l.name, l.show
+	f, fi, err := openRegular(l)
 	if err != nil {
 		return res, err
 	}
@@ -353,11 +335,12 @@ func (s *Set) WriteFile(ctx context.Context, a FsWriteFileArgs) (FsWriteFileResu
 		return res, executor.Errorf(executor.CodeInvalidArguments,
 			"Encoding %q is not accepted (accepted: utf-8, base64)", a.Encoding)
 	}
-	w, name, show, release, err := s.usePath(ctx, true, a.Path, followFinal)
+	w, l, release, err := s.usePath(ctx, true, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
+	name, show := l.name, l.show
 	if a.Encoding == EncodingBase64 {
 		if len(content) > w.opts.MaxWriteChars {
 			return res, executor.Errorf(executor.CodeTooLarge,
@@ -369,8 +352,11 @@ func (s *Set) WriteFile(ctx context.Context, a FsWriteFileArgs) (FsWriteFileResu
 	}
 	perm, keep := fs.FileMode(0o666), false
 	var prev fs.FileInfo
-	switch fi, err := w.root.Stat(name); {
+	switch fi, err := l.stat(); {
 	case err == nil:
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return res, fsError(errChanged, show, "open")
+		}
 		if err := needRegular(fi, show); err != nil {
 			return res, err
 		}
@@ -387,17 +373,17 @@ func (s *Set) WriteFile(ctx context.Context, a FsWriteFileArgs) (FsWriteFileResu
 	default:
 		return res, fsError(err, show, "stat")
 	}
-	if err := w.mkdirParents(name, show); err != nil {
-		return res, err
+	if err := l.makeParents(); err != nil {
+		return res, mkdirError(err, show)
 	}
 	var old *os.File
 	if a.Mode == ModeAppend {
-		if old, _, err = w.openRegular(name, show); err != nil {
+		if old, _, err = openRegular(l); err != nil {
 			return res, err
 		}
 		defer old.Close()
 	}
-	err = w.atomicWrite(name, show, perm, keep, a.Mode == ModeCreate, func(f *os.File) error {
+	err = atomicWrite(l, perm, keep, a.Mode == ModeCreate, func(f *os.File) error {
 		if old != nil {
 			if _, err := io.Copy(f, ctxReader{ctx, old}); err != nil {
 				return fsError(err, show, "read")
@@ -410,7 +396,7 @@ func (s *Set) WriteFile(ctx context.Context, a FsWriteFileArgs) (FsWriteFileResu
 		return res, err
 	}
 	size := int64(len(content))
-	if fi, err := w.root.Stat(name); err == nil {
+	if fi, err := l.stat(); err == nil {
 		size = fi.Size()
 	}
 	enc := EncodingUTF8
@@ -464,23 +450,25 @@ func decodeBase64(s string) ([]byte, error) {
 // not its target.
 func (s *Set) DeleteFile(ctx context.Context, a FsDeleteFileArgs) (FsDeleteFileResult, error) {
 	var res FsDeleteFileResult
-	w, name, show, release, err := s.usePath(ctx, true, a.Path, 0)
+	w, l, release, err := s.usePath(ctx, true, a.Path, 0)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	fi, err := w.root.Lstat(name)
+	show := l.show
+	st, err := l.lstat()
 	if err != nil {
 		return res, fsError(err, show, "stat")
 	}
-	if fi.IsDir() {
+	if isDir(st) {
 		return res, executor.Errorf(executor.CodeIsADirectory, "Path is a directory: %s (use fs.deleteDirectory)", show)
 	}
-	if err := w.root.Remove(name); err != nil {
+	// Without AT_REMOVEDIR no directory can be removed, whatever is there now.
+	if err := unix.Unlinkat(l.fd(), l.base, 0); err != nil {
 		return res, fsError(err, show, "delete")
 	}
 	if w.session() {
-		return res, w.metaDelete(name, show, false)
+		return res, w.metaDelete(l.name, show, false)
 	}
 	return res, nil
 }
@@ -488,101 +476,124 @@ func (s *Set) DeleteFile(ctx context.Context, a FsDeleteFileArgs) (FsDeleteFileR
 // MoveFile implements fs.moveFile. It never replaces an existing destination.
 func (s *Set) MoveFile(ctx context.Context, a FsMoveFileArgs) (FsMoveFileResult, error) {
 	var res FsMoveFileResult
-	w, src, srcShow, release, err := s.usePath(ctx, true, a.SourcePath, 0)
+	w, sl, release, err := s.usePath(ctx, true, a.SourcePath, 0)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	dst, dstShow, err := w.guard(a.DestinationPath, 0)
+	dl, err := w.locate(a.DestinationPath, 0)
 	if err != nil {
 		return res, err
 	}
-	fi, err := w.root.Lstat(src)
+	defer dl.close()
+	st, err := sl.lstat()
 	if err != nil {
-		return res, fsError(err, srcShow, "stat")
+		return res, fsError(err, sl.show, "stat")
 	}
-	if fi.IsDir() {
-		return res, executor.Errorf(executor.CodeIsADirectory, "Path is a directory: %s (fs.moveFile moves files only)", srcShow)
+	if isDir(st) {
+		return res, executor.Errorf(executor.CodeIsADirectory, "Path is a directory: %s (fs.moveFile moves files only)", sl.show)
 	}
-	if err := w.checkFree(dst, dstShow); err != nil {
+	if err := checkFree(dl); err != nil {
 		return res, err
 	}
-	if err := w.mkdirParents(dst, dstShow); err != nil {
-		return res, err
+	if err := dl.makeParents(); err != nil {
+		return res, mkdirError(err, dl.show)
 	}
 	// A hard link fails if the destination appeared meanwhile, which a
-	// rename would silently replace.
-	switch err := w.root.Link(src, dst); {
+	// rename would silently replace; it never links a directory.
+	switch err := unix.Linkat(sl.fd(), sl.base, dl.fd(), dl.base, 0); {
 	case err == nil:
-		if err := w.root.Remove(src); err != nil {
-			return res, fsError(err, srcShow, "remove moved")
+		if err := unix.Unlinkat(sl.fd(), sl.base, 0); err != nil {
+			return res, fsError(err, sl.show, "remove moved")
 		}
 	case errors.Is(err, fs.ErrExist):
-		return res, executor.Errorf(executor.CodeAlreadyExists, "File already exists: %s (it is never overwritten)", dstShow)
+		return res, executor.Errorf(executor.CodeAlreadyExists, "File already exists: %s (it is never overwritten)", dl.show)
 	default:
-		if err := w.checkFree(dst, dstShow); err != nil {
+		if err := checkFree(dl); err != nil {
 			return res, err
 		}
-		if err := w.root.Rename(src, dst); err != nil {
-			return res, fsError(err, srcShow, "move")
+		if err := renameFile(sl, dl, idOf(st)); err != nil {
+			return res, err
 		}
 	}
-	w.syncDir(path.Dir(dst))
-	if path.Dir(src) != path.Dir(dst) {
-		w.syncDir(path.Dir(src))
+	_ = dl.dir.Sync()
+	if sl.pname != dl.pname {
+		_ = sl.dir.Sync()
 	}
 	if w.session() {
 		// The file keeps its version and times under its new name.
-		if err := w.sess.src.opts.Meta.Rename(w.sess.id, src, dst); err != nil {
-			return res, executor.Errorf(executor.CodeIOError, "Moved %s to %s but could not move its metadata: %v", srcShow, dstShow, err)
+		if err := w.sess.src.opts.Meta.Rename(w.sess.id, sl.name, dl.name); err != nil {
+			return res, executor.Errorf(executor.CodeIOError, "Moved %s to %s but could not move its metadata: %v", sl.show, dl.show, err)
 		}
 	}
 	return res, nil
 }
 
-// checkFree fails with already_exists when something is at name.
-func (w *Workspace) checkFree(name, show string) error {
-	_, err := w.root.Lstat(name)
+// renameFile renames the file src to dst (filesystems without hard links).
+// If what was renamed is not the file with identity want (a directory was
+// swapped in meanwhile), it is renamed back and the move refused: a rename
+// never moves a directory, nor anything holding the hub's state.
+func renameFile(src, dst *loc, want fileID) error {
+	if err := unix.Renameat(src.fd(), src.base, dst.fd(), dst.base); err != nil {
+		return fsError(err, src.show, "move")
+	}
+	st, err := dst.lstat()
+	if err == nil && idOf(st) == want {
+		return nil
+	}
+	if err == nil && isDir(st) {
+		if berr := unix.Renameat(dst.fd(), dst.base, src.fd(), src.base); berr != nil {
+			return fsError(berr, src.show, "move back")
+		}
+		return executor.Errorf(executor.CodeIsADirectory, "Path is a directory: %s (fs.moveFile moves files only)", src.show)
+	}
+	return nil // another file, swapped in by someone else: moved as asked
+}
+
+// checkFree fails with already_exists when something is at the located name.
+func checkFree(l *loc) error {
+	_, err := l.lstat()
 	switch {
 	case err == nil:
-		return executor.Errorf(executor.CodeAlreadyExists, "File already exists: %s (it is never overwritten)", show)
+		return executor.Errorf(executor.CodeAlreadyExists, "File already exists: %s (it is never overwritten)", l.show)
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case errors.Is(err, syscall.ENOTDIR):
-		return w.mkdirError(err, path.Dir(name), show)
+		return mkdirError(err, l.show)
 	}
-	return fsError(err, show, "stat")
+	return fsError(err, l.show, "stat")
 }
 
 // CopyFile implements fs.copyFile. It never replaces an existing destination.
 func (s *Set) CopyFile(ctx context.Context, a FsCopyFileArgs) (FsCopyFileResult, error) {
 	var res FsCopyFileResult
-	w, src, srcShow, release, err := s.usePath(ctx, true, a.SourcePath, followFinal)
+	w, sl, release, err := s.usePath(ctx, true, a.SourcePath, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	dst, dstShow, err := w.guard(a.DestinationPath, 0)
+	dl, err := w.locate(a.DestinationPath, 0)
 	if err != nil {
 		return res, err
 	}
-	f, fi, err := w.openRegular(src, srcShow)
+	defer dl.close()
+	f, fi, err := openRegular(sl)
 	if err != nil {
 		if e := executor.ErrorFrom(err); e.Code == executor.CodeIsADirectory {
-			return res, executor.Errorf(executor.CodeIsADirectory, "Path is a directory: %s (fs.copyFile copies files only)", srcShow)
+			return res, executor.Errorf(executor.CodeIsADirectory, "Path is a directory: %s (fs.copyFile copies files only)", sl.show)
 		}
 		return res, err
 	}
 	defer f.Close()
-	if err := w.checkFree(dst, dstShow); err != nil {
+	if err := checkFree(dl); err != nil {
 		return res, err
 	}
-	if err := w.mkdirParents(dst, dstShow); err != nil {
-		return res, err
+	if err := dl.makeParents(); err != nil {
+		return res, mkdirError(err, dl.show)
 	}
-	err = w.atomicWrite(dst, dstShow, fi.Mode().Perm(), true, true, func(out *os.File) error {
+	err = atomicWrite(dl, fi.Mode().Perm(), true, true, func(out *os.File) error {
 		if _, err := io.Copy(out, ctxReader{ctx, f}); err != nil {
-			return fsError(err, srcShow, "copy")
+			return fsError(err, sl.show, "copy")
 		}
 		return nil
 	})
@@ -590,35 +601,39 @@ func (s *Set) CopyFile(ctx context.Context, a FsCopyFileArgs) (FsCopyFileResult,
 		return res, err
 	}
 	// The copy is a new file (version 1) with the source's encoding hint.
-	sm, err := w.metaOf(src, fi)
+	sm, err := w.metaOf(sl.name, fi)
 	if err != nil {
 		return res, err
 	}
-	_, err = w.recordWrite(dst, dstShow, nil, sm.Encoding)
+	_, err = w.recordWrite(dl.name, dl.show, nil, sm.Encoding)
 	return res, err
 }
 
 // CreateDirectory implements fs.createDirectory.
 func (s *Set) CreateDirectory(ctx context.Context, a FsCreateDirectoryArgs) (FsCreateDirectoryResult, error) {
 	var res FsCreateDirectoryResult
-	w, name, show, release, err := s.usePath(ctx, true, a.Path, followFinal|allowRoot)
+	w, l, release, err := s.usePath(ctx, true, a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	switch fi, err := w.root.Stat(name); {
-	case err == nil && fi.IsDir():
-		return res, nil
+	switch st, err := l.lstat(); {
+	case err == nil && isDir(st):
+		return res, nil // locate refused it if it is protected
 	case err == nil:
-		return res, executor.Errorf(executor.CodeAlreadyExists, "File already exists: %s (it is a file, so no directory can be created there)", show)
+		return res, executor.Errorf(executor.CodeAlreadyExists, "File already exists: %s (it is a file, so no directory can be created there)", l.show)
 	}
-	if err := w.root.MkdirAll(name, 0o755); err != nil {
-		return res, w.mkdirError(err, name, show)
+	fd, err := descend(int(w.top.Fd()), l.name, true, w.prot)
+	if err != nil {
+		return res, mkdirError(err, l.show)
 	}
+	unix.Close(fd)
 	return res, nil
 }
 
-// DeleteDirectory implements fs.deleteDirectory, recursively.
+// DeleteDirectory implements fs.deleteDirectory, recursively. The tree is
+// removed by descriptors from the directory opened here: no link is
+// followed, and a directory that is or holds a protected one is refused.
 func (s *Set) DeleteDirectory(ctx context.Context, a FsDeleteDirectoryArgs) (FsDeleteDirectoryResult, error) {
 	var res FsDeleteDirectoryResult
 	w, release, err := s.use(ctx, true)
@@ -629,32 +644,78 @@ func (s *Set) DeleteDirectory(ctx context.Context, a FsDeleteDirectoryArgs) (FsD
 	if clean, err := CleanPath(a.Path, w.opts); err == nil && clean == "." {
 		return res, forbidden("Refusing to delete the workspace root; name a directory inside it")
 	}
-	name, show, err := w.guard(a.Path, 0)
+	l, err := w.locate(a.Path, 0)
 	if err != nil {
 		return res, err
 	}
-	if d, ok := w.deniedBelow(name); ok {
+	defer l.close()
+	show := l.show
+	if d, ok := w.deniedBelow(l.name); ok {
 		return res, forbidden("Directory %s holds %s, which is reserved for the hub's state; it cannot be deleted", show, d)
 	}
-	fi, err := w.root.Lstat(name)
+	st, err := l.lstat()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return res, executor.Errorf(executor.CodeNotFound, "Directory not found: %s", show)
 	case err != nil:
 		return res, fsError(err, show, "stat")
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case isLink(st):
 		return res, executor.Errorf(executor.CodeNotADirectory, "Path %s is a symbolic link, not a directory (delete the link with fs.deleteFile)", show)
-	case !fi.IsDir():
+	case !isDir(st):
 		return res, executor.Errorf(executor.CodeNotADirectory, "Path %s is a file, not a directory (use fs.deleteFile)", show)
 	}
-	if err := w.root.RemoveAll(name); err != nil {
+	d, err := l.openDir()
+	if err != nil {
+		return res, fsError(err, show, "open")
+	}
+	defer d.Close()
+	if err := w.refuseHolding(d, show, "deleted"); err != nil {
+		return res, err
+	}
+	id, err := fstatID(int(d.Fd()))
+	if err != nil {
+		return res, fsError(err, show, "stat")
+	}
+	err = removeTree(int(d.Fd()), l.name, w.prot)
+	if err == nil {
+		err = rmdirSame(l.fd(), l.base, id, l.name)
+	}
+	if err != nil {
+		var we *walkErr
+		if errors.As(err, &we) && we.at != l.name {
+			return res, fsError(err, we.at, "delete")
+		}
 		return res, fsError(err, show, "delete")
 	}
-	w.syncDir(path.Dir(name))
+	_ = l.dir.Sync()
 	if w.session() {
-		return res, w.metaDelete(name, show, true)
+		return res, w.metaDelete(l.name, show, true)
 	}
 	return res, nil
+}
+
+// refuseHolding refuses an operation on the whole directory d (shown as
+// show) when d is or holds a protected directory.
+func (w *Workspace) refuseHolding(d *os.File, show, what string) error {
+	g, err := w.prot.holding(int(d.Fd()), w.topID)
+	if err != nil {
+		return executor.Errorf(executor.CodeIOError, "Directory %s cannot be %s: %s", show, what, hostless(err))
+	}
+	if g != nil {
+		return forbidden("Directory %s holds %s, which is reserved for the hub's state; it cannot be %s", show, g.label(), what)
+	}
+	return nil
+}
+
+// statFollow describes the located target of the root-relative name, links
+// followed, with every check of locate.
+func (w *Workspace) statFollow(name string) (fs.FileInfo, error) {
+	l, err := w.locate(name, followFinal|allowRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	return l.stat()
 }
 
 // ListDir implements fs.listDir. Entries reserved for the hub's state are
@@ -662,21 +723,24 @@ func (s *Set) DeleteDirectory(ctx context.Context, a FsDeleteDirectoryArgs) (FsD
 // write time; host listings keep seed 000's shape (name, isDirectory).
 func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, error) {
 	var res FsListDirResult
-	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal|allowRoot)
+	w, l, release, err := s.usePath(ctx, false, a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	fi, err := w.root.Stat(name)
+	name, show := l.name, l.show
+	st, err := l.lstat()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return res, executor.Errorf(executor.CodeNotFound, "Directory not found: %s", show)
 	case err != nil:
 		return res, fsError(err, show, "stat")
-	case !fi.IsDir():
+	case isLink(st):
+		return res, fsError(errChanged, show, "open")
+	case !isDir(st):
 		return res, executor.Errorf(executor.CodeNotADirectory, "Path %s is a file, not a directory (use fs.readFile or fs.readRange)", show)
 	}
-	d, err := w.root.Open(name)
+	d, err := l.openDir()
 	if err != nil {
 		return res, fsError(err, show, "open")
 	}
@@ -685,21 +749,27 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 	if err != nil {
 		return res, fsError(err, show, "list")
 	}
+	dfd := int(d.Fd())
 	res.Entries = make([]DirEntry, 0, len(des))
 	for _, de := range des {
-		child := de.Name()
-		if name != "." {
-			child = name + "/" + child
-		}
+		child := joinRel(name, de.Name())
 		if _, ok := w.denied(child); ok {
 			continue
 		}
-		e := DirEntry{Name: de.Name(), IsDirectory: de.IsDir()}
 		var cfi fs.FileInfo
-		if de.Type()&fs.ModeSymlink != 0 {
-			cfi, _ = w.root.Stat(child)
-		} else if !de.IsDir() && w.session() {
-			cfi, _ = de.Info() // sizes and versions: session workspaces only
+		cst, err := lstatAt(dfd, de.Name())
+		if err != nil {
+			continue // removed meanwhile
+		}
+		if _, ok := w.prot.lookup(idOf(cst)); ok && isDir(cst) {
+			continue
+		}
+		e := DirEntry{Name: de.Name(), IsDirectory: isDir(cst)}
+		switch {
+		case isLink(cst):
+			cfi, _ = w.statFollow(child)
+		case !isDir(cst) && w.session():
+			cfi = newStatInfo(child, cst) // sizes and versions: session workspaces only
 		}
 		if cfi != nil {
 			e.IsDirectory = cfi.IsDir()

@@ -13,7 +13,7 @@ import (
 )
 
 // testEnv is a workspace in a temp directory with the hub's state inside it
-// (".hub", deny-listed, as in the default layout), a sentinel directory
+// (".hub", protected, as in the default layout), a sentinel directory
 // "outside" next to it, and the verbs registered in a real executor.
 type testEnv struct {
 	t       testing.TB
@@ -42,7 +42,7 @@ func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	writeFile(t, filepath.Join(e.outside, "sub", "deep.txt"), "deep\n")
 	writeFile(t, filepath.Join(e.state, "hub.db"), "state\n")
 	o := verbs.DefaultOptions(e.state)
-	wo := verbs.WorkspaceOptions{Deny: []string{".hub"}}
+	wo := verbs.WorkspaceOptions{Protect: []string{e.state}, Deny: []string{".hub"}}
 	for _, f := range opts {
 		f(&o, &wo)
 	}

@@ -142,12 +142,13 @@ var errLineTooLong = errors.New("line too long")
 // ReadRange implements fs.readRange.
 func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResult, error) {
 	var res FsReadRangeResult
-	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal)
+	w, l, release, err := s.usePath(ctx, false, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	f, _, err := w.openRegular(name, show)
+	show := l.show
+	f, _, err := openRegular(l)
 	if err != nil {
 		return res, err
 	}
@@ -219,12 +220,13 @@ func invalidInsert(start, n int) error {
 // LineCount implements fs.lineCount.
 func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResult, error) {
 	var res FsLineCountResult
-	w, name, show, release, err := s.usePath(ctx, false, a.Path, followFinal)
+	_, l, release, err := s.usePath(ctx, false, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	f, _, err := w.openRegular(name, show)
+	show := l.show
+	f, _, err := openRegular(l)
 	if err != nil {
 		return res, err
 	}
@@ -240,15 +242,16 @@ func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResu
 // WriteRange implements fs.writeRange.
 func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeResult, error) {
 	var res FsWriteRangeResult
-	w, name, show, release, err := s.usePath(ctx, true, a.Path, followFinal)
+	w, l, release, err := s.usePath(ctx, true, a.Path, followFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
+	name, show := l.name, l.show
 	if err := w.checkWriteSize(a.Content, "fs.writeRange"); err != nil {
 		return res, err
 	}
-	f, fi, err := w.openRegular(name, show)
+	f, fi, err := openRegular(l)
 	if err != nil {
 		return res, err
 	}
@@ -284,7 +287,7 @@ func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeR
 	}
 	newLines := splitLines(a.Content)
 
-	err = w.atomicWrite(name, show, fi.Mode().Perm(), true, false, func(tmp *os.File) error {
+	err = atomicWrite(l, fi.Mode().Perm(), true, false, func(tmp *os.File) error {
 		br := bufio.NewReaderSize(src, blockSize)
 		bw := bufio.NewWriterSize(tmp, blockSize)
 		cw := &tailWriter{w: bw}
@@ -346,7 +349,7 @@ func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeR
 		return res, err
 	}
 	var newSize int64
-	if nfi, err := w.root.Stat(name); err == nil {
+	if nfi, err := l.stat(); err == nil {
 		newSize = nfi.Size()
 	}
 	if !w.session() {

@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
@@ -41,7 +42,11 @@ import (
 // FollowSymlinks is set; even then a link whose target lies outside every
 // mount root is skipped with a warning. Files whose session path the path
 // guard would refuse (non-ASCII names, too deep, segments too long) are
-// skipped with a warning too.
+// skipped with a warning too. The hub's state directory (the host
+// workspace's protected directories) is never copied: a directory with its
+// identity is skipped with a warning, a host path inside it is refused, and
+// the copy itself opens every file from its mount root's descriptor without
+// following links, refusing the protected identities on the way.
 type Mount struct {
 	HostPath string
 	// MountPath is where the files appear in the session ("." is the
@@ -114,13 +119,19 @@ func inRoots(roots []string, p string) (int, string, bool) {
 
 // resolveMounts locates every mount's host path inside the roots and checks
 // its mount path and globs.
-func resolveMounts(mounts []Mount, roots []string, wo WorkspaceOptions) ([]resolvedMount, error) {
+func resolveMounts(mounts []Mount, roots []string, wo WorkspaceOptions, prot *protection) ([]resolvedMount, error) {
 	if len(mounts) > 0 && len(roots) == 0 {
 		return nil, errors.New("sessions: mounts need mount roots: list the host directories they may come from under sessions.mount_roots")
 	}
 	var out []resolvedMount
 	for i, m := range mounts {
 		rm, err := resolveMount(i, m, roots, wo)
+		if err == nil {
+			real := filepath.Join(roots[rm.root], filepath.FromSlash(rm.rel))
+			if g, ok := prot.holdingPath(real); ok {
+				err = fmt.Errorf("host_path lies inside %s, which is reserved for the hub's state", g.label())
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("sessions: mount %d (%s): %w", i+1, m.HostPath, err)
 		}
@@ -387,6 +398,10 @@ func (c *collector) dir(ri int, rel, inMount string) error {
 				c.skip(childIn, "a symbolic link whose target cannot be read")
 				continue
 			}
+			if g, ok := c.s.protection().holdingPath(target); ok {
+				c.skip(childIn, "a symbolic link into "+g.label()+", reserved for the hub's state")
+				continue
+			}
 			if fi.IsDir() {
 				if c.visited[target] {
 					c.skip(childIn, "a symbolic link loop")
@@ -415,6 +430,12 @@ func (c *collector) dir(ri int, rel, inMount string) error {
 		case de.IsDir():
 			if matchAny(c.m.Exclude, childIn) {
 				continue
+			}
+			if fi, err := os.Lstat(filepath.Join(abs, name)); err == nil {
+				if g, ok := c.s.protection().lookupInfo(fi); ok {
+					c.skip(childIn, "it is "+g.label()+", reserved for the hub's state")
+					continue
+				}
 			}
 			if err := c.dir(ri, childRel, childIn); err != nil {
 				return err
@@ -474,7 +495,7 @@ func (s *SessionSource) materialise(dir string) ([]Meta, error) {
 		return nil, err
 	}
 	defer dst.Close()
-	roots := make([]*os.Root, len(s.roots))
+	roots := make([]*os.File, len(s.roots))
 	defer func() {
 		for _, r := range roots {
 			if r != nil {
@@ -502,7 +523,7 @@ func (s *SessionSource) materialise(dir string) ([]Meta, error) {
 		e := p.files[sp]
 		m := &s.mounts[e.mount]
 		if roots[e.root] == nil {
-			if roots[e.root], err = os.OpenRoot(s.roots[e.root]); err != nil {
+			if roots[e.root], err = os.Open(s.roots[e.root]); err != nil {
 				return nil, fmt.Errorf("mount %s: %w", m.label, err)
 			}
 		}
@@ -521,12 +542,24 @@ func (s *SessionSource) materialise(dir string) ([]Meta, error) {
 
 var errOverBudget = errors.New("over the mount's budget")
 
-// copyMounted copies one planned file, reading at most budget bytes.
-func (s *SessionSource) copyMounted(src, dst *os.Root, e planEntry, budget int64) (int64, error) {
-	in, err := src.OpenFile(e.rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// copyMounted copies one planned file, reading at most budget bytes. The
+// file is opened from its mount root src by descriptors, following no link
+// (the plan resolved them) and refusing the hub's state directory.
+func (s *SessionSource) copyMounted(src *os.File, dst *os.Root, e planEntry, budget int64) (int64, error) {
+	dir, base := path.Split(e.rel)
+	if dir == "" {
+		dir = "."
+	}
+	dfd, err := descend(int(src.Fd()), strings.TrimSuffix(dir, "/"), false, s.protection())
 	if err != nil {
 		return 0, err
 	}
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unix.Close(dfd)
+	if err != nil {
+		return 0, err
+	}
+	in := os.NewFile(uintptr(fd), e.rel)
 	defer in.Close()
 	fi, err := in.Stat()
 	if err != nil {

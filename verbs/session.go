@@ -56,8 +56,11 @@ type SessionOptions struct {
 	// user (it may sit in a shared temporary directory), and is made
 	// owner-only.
 	Root string
-	// Workspace holds the limits of session workspaces (Deny is ignored:
-	// the hub's state never lies inside a session).
+	// Workspace holds the limits of session workspaces. Protect and Deny
+	// are ignored: session workspaces live inside the hub's state (its
+	// sessions directory), so they share the host workspace's protected
+	// identities instead, checked below their own root only. Nothing of
+	// the state lies inside a session; its root confines every path.
 	Workspace WorkspaceOptions
 	// Meta stores the files' versions and timestamps. Required.
 	Meta FileMeta
@@ -160,7 +163,7 @@ func OpenSessions(host *Workspace, opts SessionOptions) (*SessionSource, error) 
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	opts.Workspace.Deny = nil
+	opts.Workspace.Deny, opts.Workspace.Protect = nil, nil
 	wo, err := opts.Workspace.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)
@@ -177,7 +180,7 @@ func OpenSessions(host *Workspace, opts SessionOptions) (*SessionSource, error) 
 	if s.roots, err = resolveRoots(opts.MountRoots); err != nil {
 		return nil, err
 	}
-	if s.mounts, err = resolveMounts(opts.Mounts, s.roots, wo); err != nil {
+	if s.mounts, err = resolveMounts(opts.Mounts, s.roots, wo, s.protection()); err != nil {
 		return nil, err
 	}
 	p, err := s.plan()
@@ -225,6 +228,15 @@ func prepareRoot(dir string) (string, error) {
 	return abs, nil
 }
 
+// protection is the set of protected directories session workspaces share:
+// the host workspace's.
+func (s *SessionSource) protection() *protection {
+	if s.host != nil && s.host.prot != nil {
+		return s.host.prot
+	}
+	return &protection{}
+}
+
 // Root is the directory holding the sessions.
 func (s *SessionSource) Root() string { return s.root }
 
@@ -243,7 +255,7 @@ func (s *SessionSource) Close() error {
 	for _, se := range all {
 		se.mu.Lock()
 		if se.ws != nil {
-			errs = append(errs, se.ws.root.Close())
+			errs = append(errs, se.ws.Close())
 		}
 		se.dropped = true
 		se.mu.Unlock()
@@ -419,7 +431,7 @@ func (se *session) open() error {
 	} else if err != nil {
 		return sessionError(se.id, "open the workspace", err)
 	}
-	ws, err := OpenWorkspace(se.live(), se.src.opts.Workspace)
+	ws, err := openWorkspace(se.live(), se.src.opts.Workspace, se.src.protection())
 	if err != nil {
 		return sessionError(se.id, "open the workspace", err)
 	}
@@ -507,8 +519,12 @@ func (se *session) replaceLive(build func(tmp string) ([]Meta, error)) error {
 		os.RemoveAll(old)
 		return sessionError(se.id, "open the new workspace", err)
 	}
-	se.ws.root.Close()
-	se.ws.root = root
+	if err := se.ws.setRoot(root); err != nil {
+		root.Close()
+		se.drop()
+		os.RemoveAll(old)
+		return sessionError(se.id, "open the new workspace", err)
+	}
 	if err := os.RemoveAll(old); err != nil {
 		se.src.log.Warn("remove a replaced session workspace", "session", se.id, "err", err)
 	}
@@ -522,7 +538,7 @@ func (se *session) replaceLive(build func(tmp string) ([]Meta, error)) error {
 // opens it afresh. The caller holds se.mu for writing.
 func (se *session) drop() {
 	if se.ws != nil {
-		se.ws.root.Close()
+		se.ws.Close()
 	}
 	se.dropped = true
 	se.src.forget(se)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
@@ -28,8 +30,20 @@ const maxSymlinks = 8
 
 // WorkspaceOptions configure a Workspace. Zero fields take the defaults above.
 type WorkspaceOptions struct {
-	// Deny lists workspace-relative prefixes no verb may touch, such as ".hub"
-	// when the hub's state directory lives inside the workspace.
+	// Protect lists directories, as absolute host paths, that no verb may
+	// read, list, stat, write, create, move, copy or delete anything in,
+	// such as the hub's state directory. They must exist when the workspace
+	// opens: it records their identity (device and inode) and holds them
+	// open, and every verb checks the directories it actually opens against
+	// those identities, whatever the path looks like and whatever symbolic
+	// links change while it runs. A protected directory inside the
+	// workspace is also deny-listed by its path (see Deny); one that is the
+	// workspace or contains it is refused.
+	Protect []string
+	// Deny lists workspace-relative prefixes refused by their spelling,
+	// before anything is opened, with a message saying they are the hub's
+	// state; listings leave them out. An entry that is a directory when the
+	// workspace opens is protected by identity too, as with Protect.
 	Deny []string
 	// MaxWriteChars caps the characters (runes) one write may carry.
 	MaxWriteChars int
@@ -70,13 +84,25 @@ var _ WorkspaceSource = (*Workspace)(nil)
 
 // Workspace is a directory tree the fs verbs and proc.run are confined to.
 // Every path is checked by the guard (CleanPath plus the deny list), its
-// symbolic links are resolved inside the root, and the operation itself goes
-// through an os.Root, so nothing outside the directory is reachable.
+// symbolic links are resolved inside the root, and the path is then opened
+// from the root's descriptor one element at a time, following no link and
+// refusing protected directories by identity (see WorkspaceOptions.Protect),
+// so nothing outside the directory, and nothing in the hub's state, is
+// reachable.
 type Workspace struct {
-	dir  string
-	root *os.Root // swapped by vfs.restore and vfs.reset under sess.mu
-	opts WorkspaceOptions
-	deny []string
+	dir string
+	// root and top are the workspace directory, as an os.Root and as an
+	// open directory for descriptor-relative calls, with top's identity;
+	// vfs.restore and vfs.reset swap them under sess.mu.
+	root  *os.Root
+	top   *os.File
+	topID fileID
+	opts  WorkspaceOptions
+	deny  []string
+	// prot holds the protected directories; a session workspace shares
+	// its host workspace's (ownProt false).
+	prot    *protection
+	ownProt bool
 	// sess is the session a session workspace belongs to; nil for the host
 	// workspace. Verbs lock it around their work and record file metadata.
 	sess *session
@@ -84,35 +110,155 @@ type Workspace struct {
 
 // OpenWorkspace opens dir as a workspace.
 func OpenWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
-	opts, err := opts.withDefaults()
+	w, err := openWorkspace(dir, opts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace %s: %w", dir, err)
+	}
+	return w, nil
+}
+
+// openWorkspace opens dir; a session workspace passes its host's
+// protection, shared, and no Protect or Deny entries of its own.
+func openWorkspace(dir string, opts WorkspaceOptions, shared *protection) (*Workspace, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open workspace %s: %w", dir, err)
+		return nil, err
 	}
-	w := &Workspace{dir: abs, opts: opts}
+	w := &Workspace{dir: abs, opts: opts, prot: shared}
 	for _, d := range opts.Deny {
 		clean, err := CleanPath(d, opts)
 		if err != nil {
-			return nil, fmt.Errorf("open workspace %s: deny entry: %w", dir, err)
+			return nil, fmt.Errorf("deny entry: %w", err)
 		}
 		if clean == "." {
-			return nil, fmt.Errorf("open workspace %s: deny entry %q would deny the whole workspace", dir, d)
+			return nil, fmt.Errorf("deny entry %q would deny the whole workspace", d)
 		}
 		w.deny = append(w.deny, clean)
 	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
-		return nil, fmt.Errorf("open workspace: %w", err)
+		return nil, err
 	}
-	w.root = root
+	if err := w.setRoot(root); err != nil {
+		root.Close()
+		return nil, err
+	}
+	if shared != nil {
+		return w, nil
+	}
+	w.prot, w.ownProt = &protection{}, true
+	for _, p := range opts.Protect {
+		if err := w.protect(p); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	for _, d := range w.deny {
+		// A deny entry that is a directory now is protected by identity.
+		fd, err := descend(int(w.top.Fd()), d, false, nil)
+		if err != nil {
+			continue
+		}
+		id, err := fstatID(fd)
+		if err != nil {
+			unix.Close(fd)
+			continue
+		}
+		w.prot.add(&guardedDir{id: id, f: os.NewFile(uintptr(fd), d), show: d})
+	}
 	return w, nil
 }
 
-// Close releases the workspace's directory handle.
-func (w *Workspace) Close() error { return w.root.Close() }
+// protect adds the host directory p to the workspace's protected set and,
+// when it lies inside the workspace, its path to the deny list.
+func (w *Workspace) protect(p string) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("protected directory %q is not an absolute path", p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("protected directory (create it before opening the workspace): %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return fmt.Errorf("protected directory: %w", err)
+	}
+	if !isDir(&st) {
+		f.Close()
+		return fmt.Errorf("protected directory %s is not a directory", p)
+	}
+	g := &guardedDir{id: idOf(&st), f: f}
+	if g.id == w.topID {
+		f.Close()
+		return fmt.Errorf("protected directory %s is the workspace itself; nothing could be accessed", p)
+	}
+	contains := false
+	if err := ancestors(int(w.top.Fd()), func(id fileID) bool {
+		contains = id == g.id
+		return !contains
+	}); err != nil {
+		f.Close()
+		return fmt.Errorf("protected directory %s: %w", p, err)
+	}
+	if contains {
+		f.Close()
+		return fmt.Errorf("protected directory %s contains the workspace; nothing could be accessed", p)
+	}
+	// Its path inside the workspace, for messages and the deny list.
+	ws, rp := w.dir, filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = r
+	}
+	if r, err := filepath.EvalSymlinks(rp); err == nil {
+		rp = r
+	}
+	if rel, err := filepath.Rel(ws, rp); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		if clean, err := CleanPath(filepath.ToSlash(rel), w.opts); err == nil && clean != "." {
+			g.show = clean
+			if _, dup := w.denied(clean); !dup {
+				w.deny = append(w.deny, clean)
+			}
+		}
+	}
+	w.prot.add(g)
+	return nil
+}
+
+// setRoot makes root the workspace's directory.
+func (w *Workspace) setRoot(root *os.Root) error {
+	top, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	id, err := fstatID(int(top.Fd()))
+	if err != nil {
+		top.Close()
+		return err
+	}
+	if w.top != nil {
+		w.top.Close()
+	}
+	if w.root != nil && w.root != root {
+		w.root.Close()
+	}
+	w.root, w.top, w.topID = root, top, id
+	return nil
+}
+
+// Close releases the workspace's directory handles and, for a host
+// workspace, those of its protected directories.
+func (w *Workspace) Close() error {
+	errs := []error{w.root.Close(), w.top.Close()}
+	if w.ownProt {
+		errs = append(errs, w.prot.close())
+	}
+	return errors.Join(errs...)
+}
 
 // Dir is the workspace's absolute directory on the host.
 func (w *Workspace) Dir() string { return w.dir }
@@ -212,54 +358,216 @@ const (
 	allowRoot
 )
 
-// guard is the single gate every verb path goes through. It applies
-// CleanPath and the deny list, then resolves symbolic links inside the root
-// (the last element only with followFinal) and applies the deny list again to
-// the result. It returns the resolved root-relative name to operate on and
-// the clean name as given, for messages. Any refusal is an *executor.Error
-// with code forbidden_path. Even when the last element is not followed, a
-// link there that leads outside the root or into the deny list is refused.
+// maxTries bounds how often a path is resolved again when a symbolic link
+// appears in it while it is being opened.
+const maxTries = 3
+
+// loc is a path located for a verb: its parent directory is open (and was
+// checked against the protected directories on the way down), and the verb
+// acts on base relative to that descriptor, so a path that changes while
+// the verb runs cannot redirect it.
+type loc struct {
+	w     *Workspace
+	show  string   // the clean path as given, for messages
+	name  string   // root-relative, symbolic links resolved; "." for the root
+	pname string   // name's parent directory, "." at the top
+	base  string   // name's last element; "." for the root
+	dir   *os.File // pname, open; nil when it does not exist (yet)
+	dirEr error    // why dir is nil
+}
+
+func (l *loc) close() {
+	if l.dir != nil {
+		l.dir.Close()
+		l.dir = nil
+	}
+}
+
+func (l *loc) fd() int { return int(l.dir.Fd()) }
+
+// lstat describes base without following a link.
+func (l *loc) lstat() (*unix.Stat_t, error) {
+	if l.dir == nil {
+		return nil, l.dirEr
+	}
+	return lstatAt(l.fd(), l.base)
+}
+
+// stat is lstat as an fs.FileInfo.
+func (l *loc) stat() (fs.FileInfo, error) {
+	st, err := l.lstat()
+	if err != nil {
+		return nil, err
+	}
+	return newStatInfo(l.name, st), nil
+}
+
+// open opens base, never through a symbolic link (one found there is
+// errChanged: resolution saw none).
+func (l *loc) open(flag int, perm uint32) (*os.File, error) {
+	if l.dir == nil {
+		return nil, l.dirEr
+	}
+	fd, err := unix.Openat(l.fd(), l.base, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			if st, serr := l.lstat(); serr == nil && isLink(st) {
+				return nil, errChanged
+			}
+		}
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), l.name), nil
+}
+
+// openDir opens base as a directory and refuses a protected one.
+func (l *loc) openDir() (*os.File, error) {
+	if l.dir == nil {
+		return nil, l.dirEr
+	}
+	fd, err := openDirAt(l.fd(), l.base)
+	if err != nil {
+		return nil, err
+	}
+	id, err := fstatID(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if g, ok := l.w.prot.lookup(id); ok {
+		unix.Close(fd)
+		return nil, &protectedErr{dir: g}
+	}
+	return os.NewFile(uintptr(fd), l.name), nil
+}
+
+// makeParents creates the missing directories above base and opens its
+// parent, with the same checks as the descent that found it missing.
+func (l *loc) makeParents() error {
+	if l.dir != nil {
+		return nil
+	}
+	fd, err := descend(int(l.w.top.Fd()), l.pname, true, l.w.prot)
+	if err != nil {
+		return err
+	}
+	l.dir, l.dirEr = os.NewFile(uintptr(fd), l.pname), nil
+	return nil
+}
+
+// guard is the path check proc.run uses: locate, keeping only the resolved
+// name and the clean name as given.
 func (w *Workspace) guard(p string, mode pathMode) (name, show string, err error) {
-	show, err = CleanPath(p, w.opts)
+	l, err := w.locate(p, mode)
 	if err != nil {
 		return "", "", err
 	}
-	if show == "." {
-		if mode&allowRoot == 0 {
-			return "", "", forbidden("Path %q is the workspace root; name something inside it", p)
-		}
-		return show, show, nil
+	l.close()
+	return l.name, l.show, nil
+}
+
+// locate is the single gate every verb path goes through. It applies
+// CleanPath and the deny list (a fast refusal with a friendly message),
+// resolves symbolic links inside the root (the last element only with
+// followFinal) and applies the deny list again to the result. Then the
+// decision: the parent directory is opened from the root's descriptor one
+// element at a time without following links, every directory on the way
+// is refused if it is a protected one, and so is the last element when it
+// is one. A link met where resolution saw none means the path changed
+// meanwhile: it is resolved again, a few times at most. Even when the last
+// element is not followed, a link there that leads outside the root or into
+// the hub's state is refused. Refusals are *executor.Error with code
+// forbidden_path; a missing parent is not an error yet (see loc.dirEr).
+func (w *Workspace) locate(p string, mode pathMode) (*loc, error) {
+	show, err := CleanPath(p, w.opts)
+	if err != nil {
+		return nil, err
+	}
+	if show == "." && mode&allowRoot == 0 {
+		return nil, forbidden("Path %q is the workspace root; name something inside it", p)
 	}
 	if _, ok := w.denied(show); ok {
-		return "", "", forbidden("Path %s is reserved for the hub's state and cannot be accessed", show)
+		return nil, forbidden("Path %s is reserved for the hub's state and cannot be accessed", show)
 	}
-	full, err := w.resolve(show)
-	if err != nil {
-		return "", "", w.mapResolveErr(err, show)
+	for range maxTries {
+		l, err := w.locateOnce(show, mode)
+		if errors.Is(err, errChanged) {
+			continue
+		}
+		return l, err
 	}
-	if _, ok := w.denied(full); ok {
-		return "", "", forbidden("Path %s leads to %s, which is reserved for the hub's state and cannot be accessed", show, full)
+	return nil, fsError(errChanged, show, "open")
+}
+
+func (w *Workspace) locateOnce(show string, mode pathMode) (*loc, error) {
+	l := &loc{w: w, show: show, name: ".", pname: ".", base: "."}
+	if show != "." {
+		full, err := w.resolve(show)
+		if err != nil {
+			return nil, w.mapResolveErr(err, show)
+		}
+		if _, ok := w.denied(full); ok {
+			return nil, forbidden("Path %s leads to %s, which is reserved for the hub's state and cannot be accessed", show, full)
+		}
+		l.name = full
+		if mode&followFinal == 0 {
+			// Resolve the parent only, keeping the last element itself.
+			dir, base := path.Split(show)
+			l.name = base
+			if dir != "" {
+				pdir, err := w.resolve(strings.TrimSuffix(dir, "/"))
+				if err != nil {
+					return nil, w.mapResolveErr(err, show)
+				}
+				l.name = joinRel(pdir, base)
+			}
+			if _, ok := w.denied(l.name); ok {
+				return nil, forbidden("Path %s leads to %s, which is reserved for the hub's state and cannot be accessed", show, l.name)
+			}
+		}
+		if l.name != "." {
+			l.pname, l.base = path.Dir(l.name), path.Base(l.name)
+		}
 	}
-	if mode&followFinal != 0 {
-		return full, show, nil
+	fd, err := descend(int(w.top.Fd()), l.pname, false, w.prot)
+	switch {
+	case err == nil:
+		l.dir = os.NewFile(uintptr(fd), l.pname)
+	case errors.Is(err, errChanged):
+		return nil, errChanged
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+		l.dirEr = err
+		return l, nil
+	default:
+		return nil, fsError(err, show, "open")
 	}
-	// Resolve the parent only, keeping the last element itself.
-	dir, base := path.Split(show)
-	if dir == "" {
-		return base, show, nil
+	st, err := l.lstat()
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return l, nil
+	case err != nil:
+		l.close()
+		return nil, fsError(err, show, "stat")
+	case isLink(st) && mode&followFinal != 0:
+		l.close()
+		return nil, errChanged
+	case isLink(st):
+		// Not followed, but where it leads is checked as a followed path would be.
+		t, err := w.locateOnce(show, mode|followFinal)
+		if err != nil && executor.ErrorFrom(err).Code == executor.CodeForbiddenPath {
+			l.close()
+			return nil, err
+		}
+		if t != nil {
+			t.close()
+		}
+	case isDir(st):
+		if g, ok := w.prot.lookup(idOf(st)); ok {
+			l.close()
+			return nil, fsError(&protectedErr{dir: g}, show, "open")
+		}
 	}
-	pdir, err := w.resolve(strings.TrimSuffix(dir, "/"))
-	if err != nil {
-		return "", "", w.mapResolveErr(err, show)
-	}
-	name = base
-	if pdir != "." {
-		name = pdir + "/" + base
-	}
-	if _, ok := w.denied(name); ok {
-		return "", "", forbidden("Path %s leads to %s, which is reserved for the hub's state and cannot be accessed", show, name)
-	}
-	return name, show, nil
+	return l, nil
 }
 
 // errEscapes marks a symbolic link that leaves the root.
@@ -362,7 +670,12 @@ func fsError(err error, rel, op string) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	var pe *protectedErr
 	switch {
+	case errors.As(err, &pe):
+		return fail(executor.CodeForbiddenPath, err, "Path %s leads into %s, which is reserved for the hub's state and cannot be accessed", rel, pe.dir.label())
+	case errors.Is(err, errChanged):
+		return fail(executor.CodeIOError, err, "Path %s changed while it was being opened (a symbolic link appeared in it); try again", rel)
 	case isEscape(err):
 		return fail(executor.CodeForbiddenPath, err, "Path %s resolves outside the workspace", rel)
 	case errors.Is(err, syscall.ELOOP):

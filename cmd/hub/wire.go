@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -55,10 +54,21 @@ func newToolchain(cfg *config.Config, logger *slog.Logger) (*toolchain, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	wopts := workspaceOptions(cfg)
-	if rel, ok := within(cfg.Workspace, cfg.StateDir); ok {
-		wopts.Deny = append(wopts.Deny, rel)
+	// The state directory is protected by its identity, so it must exist
+	// before the workspace opens (on a first run too). Flags may have moved
+	// it after the configuration was validated: check its place again.
+	if err := config.CheckStateDir(cfg.Workspace, cfg.StateDir); err != nil {
+		return nil, err
 	}
+	state, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	wopts := workspaceOptions(cfg)
+	wopts.Protect = []string{state}
 	ws, err := verbs.OpenWorkspace(cfg.Workspace, wopts)
 	if err != nil {
 		return nil, err
@@ -139,28 +149,16 @@ func registryOnly() (*toolchain, error) {
 	if err != nil {
 		return nil, err
 	}
-	return buildExecutor(cfg, nil)
-}
-
-// within reports whether path lies inside (or is) dir, and its relative form.
-func within(dir, path string) (string, bool) {
-	ad, err1 := filepath.Abs(dir)
-	ap, err2 := filepath.Abs(path)
-	if err1 != nil || err2 != nil {
-		return "", false
+	state, err := os.MkdirTemp("", "hub-state-")
+	if err != nil {
+		return nil, err
 	}
-	if r, err := filepath.EvalSymlinks(ad); err == nil {
-		ad = r
+	cfg.StateDir = state
+	tc, err := buildExecutor(cfg, nil)
+	if err != nil {
+		os.RemoveAll(state)
+		return nil, err
 	}
-	if r, err := filepath.EvalSymlinks(ap); err == nil {
-		ap = r
-	}
-	rel, err := filepath.Rel(ad, ap)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", false
-	}
-	if rel == "." {
-		return "", false // the workspace is the state dir: nothing sensible to deny
-	}
-	return filepath.ToSlash(rel), true
+	tc.cleanup = append(tc.cleanup, func() error { return os.RemoveAll(state) })
+	return tc, nil
 }

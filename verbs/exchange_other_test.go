@@ -1,0 +1,8 @@
+//go:build !linux
+
+package verbs_test
+
+import "errors"
+
+// exchange is not available here: swappers fall back to three renames.
+func exchange(a, b string) error { return errors.ErrUnsupported }

@@ -1,0 +1,420 @@
+package verbs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The hub's state directory may lie inside the workspace (".hub" by
+// default). Whether a verb may act on a path is decided by the identity
+// (device and inode) of the directories it actually opens, never by the
+// path's spelling: a path is opened one element at a time from the
+// workspace root's descriptor, without following symbolic links (links are
+// resolved beforehand, inside the root, and a link that appears afterwards
+// makes the verb fail instead of being followed), and every directory on the
+// way, the final one included, is compared with the protected identities.
+// The final element is then acted on relative to the held descriptor of its
+// parent, so swapping a directory for a symbolic link while the verb runs
+// cannot redirect it. Operations on a whole directory also refuse a
+// directory that holds a protected one, found by walking ".." up from the
+// protected directory's own held descriptor.
+
+// fileID identifies a file on the host. While a descriptor of the file is
+// held open its identity cannot be given to another file.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(st *unix.Stat_t) fileID { return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)} }
+
+// guardedDir is one protected directory.
+type guardedDir struct {
+	id   fileID
+	f    *os.File // held open so the identity is not recycled
+	show string   // workspace-relative path for messages; "" when not inside the workspace
+}
+
+func (g *guardedDir) label() string {
+	if g.show == "" {
+		return "the hub's state directory"
+	}
+	return g.show
+}
+
+// protection is the set of protected directories. A host workspace owns
+// its set; its session workspaces share it.
+type protection struct {
+	dirs []*guardedDir
+}
+
+// lookup returns the protected directory with identity id.
+func (p *protection) lookup(id fileID) (*guardedDir, bool) {
+	if p == nil {
+		return nil, false
+	}
+	for _, g := range p.dirs {
+		if g.id == id {
+			return g, true
+		}
+	}
+	return nil, false
+}
+
+// lookupInfo is lookup by a host stat result.
+func (p *protection) lookupInfo(fi fs.FileInfo) (*guardedDir, bool) {
+	switch st := fi.Sys().(type) {
+	case *syscall.Stat_t:
+		return p.lookup(fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)})
+	case *unix.Stat_t:
+		return p.lookup(idOf(st))
+	}
+	return nil, false
+}
+
+// holdingPath returns the protected directory that the host path real (its
+// links resolved) is or lies in, checking it and each directory above it.
+// It is for configuration, checked once; verbs decide by descriptors.
+func (p *protection) holdingPath(real string) (*guardedDir, bool) {
+	if p == nil || len(p.dirs) == 0 {
+		return nil, false
+	}
+	for cur := filepath.Clean(real); ; cur = filepath.Dir(cur) {
+		if fi, err := os.Stat(cur); err == nil {
+			if g, ok := p.lookupInfo(fi); ok {
+				return g, true
+			}
+		}
+		if cur == filepath.Dir(cur) {
+			return nil, false
+		}
+	}
+}
+
+func (p *protection) add(g *guardedDir) {
+	if _, dup := p.lookup(g.id); dup {
+		g.f.Close()
+		return
+	}
+	p.dirs = append(p.dirs, g)
+}
+
+func (p *protection) close() error {
+	if p == nil {
+		return nil
+	}
+	var errs []error
+	for _, g := range p.dirs {
+		errs = append(errs, g.f.Close())
+	}
+	p.dirs = nil
+	return errors.Join(errs...)
+}
+
+// protectedErr is the refusal of a path that leads into a protected
+// directory; fsError turns it into forbidden_path.
+type protectedErr struct{ dir *guardedDir }
+
+func (e *protectedErr) Error() string { return "path leads into " + e.dir.label() }
+
+// errChanged reports a symbolic link found where the path's resolution,
+// just before, saw none: something swapped it in meanwhile.
+var errChanged = errors.New("a symbolic link appeared in the path while it was being opened")
+
+// walkErr is a failed descent, naming the root-relative prefix it stopped at.
+type walkErr struct {
+	at  string
+	err error
+}
+
+func (e *walkErr) Error() string { return e.at + ": " + e.err.Error() }
+func (e *walkErr) Unwrap() error { return e.err }
+
+func fstatID(fd int) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fileID{}, err
+	}
+	return idOf(&st), nil
+}
+
+func lstatAt(fd int, name string) (*unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func isLink(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFLNK }
+func isDir(st *unix.Stat_t) bool  { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
+
+// openDirAt opens directory name in dirfd without following a symbolic
+// link: a link there is errChanged, a file ENOTDIR.
+func openDirAt(dirfd int, name string) (int, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		return fd, nil
+	}
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		if st, serr := lstatAt(dirfd, name); serr == nil && isLink(st) {
+			return -1, errChanged
+		}
+		return -1, unix.ENOTDIR
+	}
+	return -1, err
+}
+
+// descend opens directory rel (clean, slash-separated, "." for top) below
+// the directory top, one element at a time, following no symbolic link and
+// refusing a directory of prot (top itself is not checked). With create,
+// missing directories are made. Errors are *walkErr, wrapping errChanged, a
+// *protectedErr or the system's error.
+func descend(top int, rel string, create bool, prot *protection) (int, error) {
+	fd, err := unix.Openat(top, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &walkErr{at: ".", err: err}
+	}
+	if rel == "." || rel == "" {
+		return fd, nil
+	}
+	done := 0
+	for seg := range strings.SplitSeq(rel, "/") {
+		done += len(seg) + 1
+		at := rel[:done-1]
+		next, err := openDirAt(fd, seg)
+		if errors.Is(err, unix.ENOENT) && create {
+			if err = unix.Mkdirat(fd, seg, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+				next, err = openDirAt(fd, seg)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, &walkErr{at: at, err: err}
+		}
+		fd = next
+		id, err := fstatID(fd)
+		if err != nil {
+			unix.Close(fd)
+			return -1, &walkErr{at: at, err: err}
+		}
+		if g, ok := prot.lookup(id); ok {
+			unix.Close(fd)
+			return -1, &walkErr{at: at, err: &protectedErr{dir: g}}
+		}
+	}
+	return fd, nil
+}
+
+// maxAncestors bounds the ".." walks.
+const maxAncestors = 4096
+
+// ancestors calls f with the identity of each directory above the
+// directory fd, nearest first, until f returns false or the filesystem's
+// root is passed.
+func ancestors(fd int, f func(fileID) bool) error {
+	cur, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	prev, err := fstatID(cur)
+	if err != nil {
+		unix.Close(cur)
+		return err
+	}
+	for range maxAncestors {
+		up, err := unix.Openat(cur, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(cur)
+		if err != nil {
+			return err
+		}
+		cur = up
+		id, err := fstatID(cur)
+		if err != nil {
+			unix.Close(cur)
+			return err
+		}
+		if id == prev { // "/" is its own parent
+			unix.Close(cur)
+			return nil
+		}
+		if !f(id) {
+			unix.Close(cur)
+			return nil
+		}
+		prev = id
+	}
+	unix.Close(cur)
+	return errors.New("too many directory levels")
+}
+
+// holding returns the protected directory that target (an open directory)
+// is or contains, by walking up from each protected directory's own
+// descriptor to stop (the workspace root) or the filesystem's root.
+func (p *protection) holding(target int, stop fileID) (*guardedDir, error) {
+	if p == nil {
+		return nil, nil
+	}
+	tid, err := fstatID(target)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range p.dirs {
+		if g.id == tid {
+			return g, nil
+		}
+		found := false
+		err := ancestors(int(g.f.Fd()), func(id fileID) bool {
+			if id == tid {
+				found = true
+			}
+			return !found && id != stop
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cannot tell whether it holds %s: %w", g.label(), err)
+		}
+		if found {
+			return g, nil
+		}
+	}
+	return nil, nil
+}
+
+// statInfo is an fs.FileInfo from a stat call on a descriptor.
+type statInfo struct {
+	name string
+	st   unix.Stat_t
+}
+
+func newStatInfo(name string, st *unix.Stat_t) *statInfo {
+	return &statInfo{name: path.Base(name), st: *st}
+}
+
+func (s *statInfo) Name() string       { return s.name }
+func (s *statInfo) Size() int64        { return s.st.Size }
+func (s *statInfo) ModTime() time.Time { return time.Unix(s.st.Mtim.Unix()) }
+func (s *statInfo) IsDir() bool        { return isDir(&s.st) }
+func (s *statInfo) Sys() any           { return &s.st }
+
+func (s *statInfo) Mode() fs.FileMode {
+	m := fs.FileMode(s.st.Mode & 0o777)
+	switch s.st.Mode & unix.S_IFMT {
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	}
+	if s.st.Mode&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if s.st.Mode&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if s.st.Mode&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+// removeTree empties the directory dir (an open descriptor) by descriptors:
+// subdirectories are opened without following links, a protected one stops
+// the removal, and nothing outside dir is reached.
+func removeTree(dir int, rel string, prot *protection) error {
+	for {
+		// Read a batch through a fresh descriptor, remove it, read again
+		// from the start: removals shift a directory's read offset.
+		fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &walkErr{at: rel, err: err}
+		}
+		f := os.NewFile(uintptr(fd), rel)
+		names, err := f.Readdirnames(1024)
+		f.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return &walkErr{at: rel, err: err}
+		}
+		removed := 0
+		for _, name := range names {
+			gone, err := removeEntry(dir, name, rel, prot)
+			if err != nil {
+				return err
+			}
+			if gone {
+				removed++
+			}
+		}
+		if removed == 0 {
+			return nil
+		}
+	}
+}
+
+// removeEntry removes one entry of the directory dir, recursively, and
+// reports whether it removed something.
+func removeEntry(dir int, name, rel string, prot *protection) (bool, error) {
+	child := joinRel(rel, name)
+	st, err := lstatAt(dir, name)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &walkErr{at: child, err: err}
+	}
+	if !isDir(st) {
+		err := unix.Unlinkat(dir, name, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return false, nil
+		}
+		if err != nil {
+			return false, &walkErr{at: child, err: err}
+		}
+		return true, nil
+	}
+	sub, err := openDirAt(dir, name)
+	if err != nil {
+		return false, &walkErr{at: child, err: err}
+	}
+	defer unix.Close(sub)
+	id, err := fstatID(sub)
+	if err != nil {
+		return false, &walkErr{at: child, err: err}
+	}
+	if g, ok := prot.lookup(id); ok {
+		return false, &walkErr{at: child, err: &protectedErr{dir: g}}
+	}
+	if err := removeTree(sub, child, prot); err != nil {
+		return false, err
+	}
+	return true, rmdirSame(dir, name, id, child)
+}
+
+// rmdirSame removes the empty directory name of dir if it is still the
+// directory with identity id.
+func rmdirSame(dir int, name string, id fileID, rel string) error {
+	st, err := lstatAt(dir, name)
+	if err != nil {
+		return &walkErr{at: rel, err: err}
+	}
+	if idOf(st) != id {
+		return &walkErr{at: rel, err: errChanged}
+	}
+	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+		return &walkErr{at: rel, err: err}
+	}
+	return nil
+}
