@@ -132,17 +132,6 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
-	var sup *supervision
-	if supervisorReady.Load() {
-		cpu := int64(s.opts.MaxCPUSeconds)
-		if cpu == 0 {
-			cpu = int64((timeout + time.Second - 1) / time.Second)
-		}
-		sup, err = supervise(cmd, supervisorSpec{MaxProcs: s.opts.MaxProcs, MaxMemory: s.opts.MaxMemory, MaxCPU: cpu})
-		if err != nil {
-			return res, executor.Errorf(executor.CodeIOError, "Cannot prepare the supervisor of %s: %v", a.Executable, err)
-		}
-	}
 	// The child writes into pipes we read ourselves, so Wait returns when
 	// the child exits even if something it started still holds them.
 	var pipes sync.WaitGroup
@@ -157,6 +146,18 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 		readEnds, writeEnds = append(readEnds, r), append(writeEnds, wr)
 	}
 	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
+	var sup *supervision
+	if supervisorReady.Load() {
+		cpu := int64(s.opts.MaxCPUSeconds)
+		if cpu == 0 {
+			cpu = int64((timeout + time.Second - 1) / time.Second)
+		}
+		sup, err = supervise(cmd, supervisorSpec{MaxProcs: s.opts.MaxProcs, MaxMemory: s.opts.MaxMemory, MaxCPU: cpu})
+		if err != nil {
+			closeAll(writeEnds)
+			return res, executor.Errorf(executor.CodeIOError, "Cannot prepare the supervisor of %s: %v", a.Executable, err)
+		}
+	}
 
 	release()
 	start := time.Now()
