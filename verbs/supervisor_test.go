@@ -21,7 +21,7 @@ import (
 // their pids in ./pids (the first once it has its own session), waits until
 // both are written, then runs then.
 func escapeScript(then string) []string {
-	return []string{"-c", `rm -f pids
+	return []string{"-c", `: > pids
 setsid sh -c 'echo $$ >> pids; exec sleep 300' &
 ( (sleep 300 & echo $! >> pids) & )
 while [ "$(wc -l < pids)" -lt 2 ]; do sleep 0.05; done
