@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -48,6 +49,8 @@ type Web struct {
 	// Token authenticates API clients and the panel login. Required when
 	// Listen is not a loopback address; generated per start otherwise.
 	Token Secret `yaml:"token"`
+	// TokenFile names a file holding the token instead (see readTokenFiles).
+	TokenFile string `yaml:"token_file"`
 	// PublicURL is how the outside world reaches this listener (for the
 	// Telegram webhook and printed login links).
 	PublicURL    string   `yaml:"public_url"`
@@ -62,12 +65,14 @@ type Web struct {
 type Telegram struct {
 	Enabled     bool     `yaml:"enabled"`
 	Token       Secret   `yaml:"token"`
+	TokenFile   string   `yaml:"token_file"`
 	APIEndpoint string   `yaml:"api_endpoint"`
 	Mode        string   `yaml:"mode"` // polling or webhook
 	PollTimeout Duration `yaml:"poll_timeout"`
 	Webhook     struct {
-		Path        string `yaml:"path"`
-		SecretToken Secret `yaml:"secret_token"`
+		Path            string `yaml:"path"`
+		SecretToken     Secret `yaml:"secret_token"`
+		SecretTokenFile string `yaml:"secret_token_file"`
 	} `yaml:"webhook"`
 	Rate struct {
 		PerChat           float64 `yaml:"per_chat_per_second"`
@@ -82,6 +87,7 @@ type Telegram struct {
 type Discord struct {
 	Enabled         bool     `yaml:"enabled"`
 	Token           Secret   `yaml:"token"`
+	TokenFile       string   `yaml:"token_file"`
 	ApplicationID   string   `yaml:"application_id"`
 	APIBase         string   `yaml:"api_base"`
 	CommandGuilds   []string `yaml:"command_guilds"`
@@ -117,6 +123,10 @@ type Verbs struct {
 		MaxTimeout     Duration `yaml:"max_timeout"`
 		MaxOutputBytes Size     `yaml:"max_output_bytes"`
 		EnvAllow       []string `yaml:"env_allow"`
+		// Per-call limits, applied by proc.run's supervisor.
+		MaxProcs      int  `yaml:"max_procs"`       // processes at once
+		MaxMemory     Size `yaml:"max_memory"`      // address space per process
+		MaxCPUSeconds int  `yaml:"max_cpu_seconds"` // CPU time per process; 0: the call's timeout
 	} `yaml:"proc"`
 	Timeout Duration `yaml:"timeout"` // bound on any verb call from chat
 }
@@ -207,6 +217,9 @@ func LoadWith(path string, env Getenv) (*Config, error) {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		if err := Parse(data, env, cfg); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		if err := cfg.readTokenFiles(); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 		cfg.Path = path
@@ -474,6 +487,8 @@ func (c *Config) ApplyDefaults() {
 	if len(c.Verbs.Proc.EnvAllow) == 0 {
 		c.Verbs.Proc.EnvAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "TMPDIR"}
 	}
+	defI(&c.Verbs.Proc.MaxProcs, 256)
+	defS(&c.Verbs.Proc.MaxMemory, 4<<30)
 	defD(&c.Verbs.Timeout, "15m")
 	def(&c.Sessions.Mode, "host")
 	def(&c.Sessions.Root, "state")
@@ -595,6 +610,15 @@ func (c *Config) Validate() error {
 	if c.Verbs.Proc.DefaultTimeout > c.Verbs.Proc.MaxTimeout {
 		bad("verbs.proc.default_timeout (%s) is above verbs.proc.max_timeout (%s)", c.Verbs.Proc.DefaultTimeout, c.Verbs.Proc.MaxTimeout)
 	}
+	if p := c.Verbs.Proc.MaxProcs; p < 1 || p > 1<<20 {
+		bad("verbs.proc.max_procs: %d is out of range (accepted: 1 to 1048576 processes at once)", p)
+	}
+	if m := c.Verbs.Proc.MaxMemory; m < 16<<20 {
+		bad("verbs.proc.max_memory: %s is too small (accepted: at least 16MiB, such as 512MiB or 4GiB; most programs cannot start below that)", m)
+	}
+	if c.Verbs.Proc.MaxCPUSeconds < 0 {
+		bad("verbs.proc.max_cpu_seconds: %d is negative (accepted: 0 for the call's timeout, or a number of seconds)", c.Verbs.Proc.MaxCPUSeconds)
+	}
 	oneOf("sessions.mode", c.Sessions.Mode, "host", "session")
 	oneOf("sessions.root", c.Sessions.Root, "state", "temp")
 	for k, v := range c.Sessions.ByChat {
@@ -683,6 +707,67 @@ func CheckStateDir(workspace, stateDir string) error {
 		return nil
 	}
 	return fmt.Errorf("state_dir: %s is the workspace (%s) or contains it, so the verbs could reach the hub's own state (accepted: a directory inside the workspace, such as the default .hub, or one outside it)", stateDir, workspace)
+}
+
+// readTokenFiles reads every *_token_file setting into its token. A token
+// file holds the token alone (a trailing newline is dropped), as systemd
+// credentials do (${CREDENTIALS_DIRECTORY}/name), and must not be readable
+// by its group or other users. Errors name the key and the file, never the
+// token.
+func (c *Config) readTokenFiles() error {
+	for _, t := range []struct {
+		key, tokenKey string
+		file          string
+		token         *Secret
+	}{
+		{"web.token_file", "web.token", c.Web.TokenFile, &c.Web.Token},
+		{"telegram.token_file", "telegram.token", c.Telegram.TokenFile, &c.Telegram.Token},
+		{"telegram.webhook.secret_token_file", "telegram.webhook.secret_token", c.Telegram.Webhook.SecretTokenFile, &c.Telegram.Webhook.SecretToken},
+		{"discord.token_file", "discord.token", c.Discord.TokenFile, &c.Discord.Token},
+	} {
+		if t.file == "" {
+			continue
+		}
+		if t.token.IsSet() {
+			return fmt.Errorf("%s and %s are both set: keep one (accepted: the token itself, or a file holding it)", t.tokenKey, t.key)
+		}
+		v, err := readTokenFile(t.file)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.key, err)
+		}
+		*t.token = NewSecret(v)
+	}
+	return nil
+}
+
+func readTokenFile(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err // *PathError: names the file, not its content
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", name)
+	}
+	if perm := fi.Mode().Perm(); perm&0o044 != 0 {
+		return "", fmt.Errorf("%s has mode %04o, readable by other users: chmod 600 (or 400) it (accepted: no group or world read)", name, perm)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(b) > 64<<10 {
+		return "", fmt.Errorf("%s is over 64KiB: it should hold the token alone", name)
+	}
+	v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", name)
+	}
+	return v, nil
 }
 
 // IsLoopback reports whether host (a name or an IP) is a loopback address.

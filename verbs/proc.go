@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path"
@@ -27,8 +28,12 @@ const waitDelay = 2 * time.Second
 // ProcRun implements proc.run. The program runs without a shell in its own
 // process group, with only the allow-listed environment, stdin from
 // /dev/null and stdout/stderr streamed to files under the proc directory.
-// On timeout, or when ctx ends, the whole group is killed; processes the
-// program leaves behind in its group are killed when it exits.
+// It runs under a supervisor (see MaybeRunSupervisor) that owns every
+// process it starts, even those that leave its group or session: on
+// timeout, when ctx ends and when the program exits, all of them are
+// killed, and the process, memory and CPU limits apply. Without the
+// supervisor (a binary that does not call MaybeRunSupervisor), only the
+// program's process group is killed.
 //
 // A non-zero exit status or a timeout is a successful verb: ExitCode and
 // TimedOut say what happened (ExitCode is -1 for a timeout or a signal).
@@ -125,7 +130,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd.Process) }
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
 	// The child writes into pipes we read ourselves, so Wait returns when
 	// the child exits even if something it started still holds them.
@@ -141,11 +146,26 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 		readEnds, writeEnds = append(readEnds, r), append(writeEnds, wr)
 	}
 	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
+	var sup *supervision
+	if supervisorReady.Load() {
+		cpu := int64(s.opts.MaxCPUSeconds)
+		if cpu == 0 {
+			cpu = int64((timeout + time.Second - 1) / time.Second)
+		}
+		sup, err = supervise(cmd, supervisorSpec{MaxProcs: s.opts.MaxProcs, MaxMemory: s.opts.MaxMemory, MaxCPU: cpu})
+		if err != nil {
+			closeAll(writeEnds)
+			return res, executor.Errorf(executor.CodeIOError, "Cannot prepare the supervisor of %s: %v", a.Executable, err)
+		}
+	}
 
 	release()
 	start := time.Now()
 	err = cmd.Start()
 	closeAll(writeEnds) // the child has its own copies
+	if sup != nil {
+		sup.started(err == nil)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
@@ -161,7 +181,21 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	}
 	waitErr := cmd.Wait()
 	res.DurationMs = time.Since(start).Milliseconds()
-	_ = killGroup(cmd.Process) // whatever the program left running in its group
+	var st supervisorStatus
+	if sup != nil {
+		var pid int
+		st, pid = sup.result(waitDelay)
+		if !st.Done && pid > 0 {
+			// The supervisor died before it could stop the program (killed
+			// after WaitDelay): stop at least the program's group.
+			_ = killGroup(pid)
+		}
+		if st.Done {
+			slog.Debug("proc.run supervised", "executable", a.Executable, "mode", st.Mode, "exit", st.Exit, "limit", st.Limit)
+		}
+	} else {
+		_ = killGroup(cmd.Process.Pid) // whatever the program left running in its group
+	}
 	drained := make(chan struct{})
 	go func() { pipes.Wait(); close(drained) }()
 	select {
@@ -188,9 +222,21 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 		return res, &executor.Error{Code: code, Err: err, Message: fmt.Sprintf(
 			"%s was stopped before it finished (%v); its output so far is in %s and %s", a.Executable, err, res.StdoutPath, res.StderrPath)}
 	}
+	if st.StartErrno != 0 {
+		return res, startError(syscall.Errno(st.StartErrno), a.Executable)
+	}
+	if st.Err != "" {
+		return res, executor.Errorf(executor.CodeIOError, "The supervisor of %s failed: %s", a.Executable, st.Err)
+	}
 	// Killed after the deadline: a program that exited by itself just as
 	// the deadline passed keeps its own exit status.
 	res.ExitCode = cmd.ProcessState.ExitCode()
+	if st.Done {
+		// The supervisor's own exit says nothing of the program's.
+		res.ExitCode, waitErr = st.Exit, nil
+	} else if sup != nil && res.ExitCode != -1 {
+		return res, executor.Errorf(executor.CodeIOError, "The supervisor of %s exited (status %d) without reporting the program's", a.Executable, res.ExitCode)
+	}
 	res.TimedOut = res.ExitCode == -1 && errors.Is(runCtx.Err(), context.DeadlineExceeded)
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) && !res.TimedOut {
@@ -205,12 +251,12 @@ func closeAll(files []*os.File) {
 	}
 }
 
-// killGroup sends SIGKILL to p's whole process group.
-func killGroup(p *os.Process) error {
-	if p == nil || p.Pid <= 0 {
+// killGroup sends SIGKILL to the whole process group led by pid.
+func killGroup(pid int) error {
+	if pid <= 0 {
 		return nil
 	}
-	err := syscall.Kill(-p.Pid, syscall.SIGKILL)
+	err := syscall.Kill(-pid, syscall.SIGKILL)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil
 	}

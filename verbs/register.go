@@ -15,6 +15,8 @@ const (
 	DefaultMaxTimeout     = 10 * time.Minute
 	DefaultMaxOutputBytes = 16 << 20
 	DefaultTailBytes      = 8 << 10
+	DefaultMaxProcs       = 256
+	DefaultMaxMemory      = 4 << 30 // the JVM reserves over 2GiB of address space at start
 )
 
 // DefaultEnvAllow is the environment a child process gets from the hub's own:
@@ -41,6 +43,14 @@ type Options struct {
 	MaxOutputBytes int64
 	// TailBytes is how much of the end of each stream a result carries.
 	TailBytes int
+	// MaxProcs bounds how many processes a proc.run program may have at
+	// once, itself included; the whole tree is killed beyond it.
+	MaxProcs int
+	// MaxMemory is each process's address space limit in bytes (RLIMIT_AS).
+	MaxMemory int64
+	// MaxCPUSeconds is each process's CPU time limit (RLIMIT_CPU); 0 means
+	// the call's timeout.
+	MaxCPUSeconds int
 }
 
 // DefaultOptions returns the defaults for a hub whose state root is stateDir.
@@ -53,6 +63,8 @@ func DefaultOptions(stateDir string) Options {
 		MaxTimeout:     DefaultMaxTimeout,
 		MaxOutputBytes: DefaultMaxOutputBytes,
 		TailBytes:      DefaultTailBytes,
+		MaxProcs:       DefaultMaxProcs,
+		MaxMemory:      DefaultMaxMemory,
 	}
 }
 
@@ -78,8 +90,17 @@ func (o Options) validate() (Options, error) {
 	if o.TailBytes == 0 {
 		o.TailBytes = DefaultTailBytes
 	}
+	if o.MaxProcs == 0 {
+		o.MaxProcs = DefaultMaxProcs
+	}
+	if o.MaxMemory == 0 {
+		o.MaxMemory = DefaultMaxMemory
+	}
 	if o.DefaultTimeout < 0 || o.MaxTimeout < 0 || o.MaxOutputBytes < 0 || o.TailBytes < 0 {
 		return o, errors.New("verbs: timeouts and sizes in Options must not be negative")
+	}
+	if o.MaxProcs < 0 || o.MaxMemory < 0 || o.MaxCPUSeconds < 0 {
+		return o, fmt.Errorf("verbs: process limits must not be negative (MaxProcs %d, MaxMemory %d, MaxCPUSeconds %d)", o.MaxProcs, o.MaxMemory, o.MaxCPUSeconds)
 	}
 	if o.DefaultTimeout > o.MaxTimeout {
 		o.DefaultTimeout = o.MaxTimeout

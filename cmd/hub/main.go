@@ -63,6 +63,7 @@ func commands() []command {
 }
 
 func main() {
+	bootstrap()
 	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	os.Exit(run(env, os.Args[1:]))
 }

@@ -114,6 +114,9 @@ func (t *toolchain) registerVerbs(cfg *config.Config, meta verbs.FileMeta, sessi
 	vopts.DefaultTimeout = cfg.Verbs.Proc.DefaultTimeout.D()
 	vopts.MaxTimeout = cfg.Verbs.Proc.MaxTimeout.D()
 	vopts.MaxOutputBytes = int64(cfg.Verbs.Proc.MaxOutputBytes)
+	vopts.MaxProcs = cfg.Verbs.Proc.MaxProcs
+	vopts.MaxMemory = int64(cfg.Verbs.Proc.MaxMemory)
+	vopts.MaxCPUSeconds = cfg.Verbs.Proc.MaxCPUSeconds
 	reg := t.exec.Registry()
 	if err := verbs.Register(reg, src, vopts); err != nil {
 		return err
