@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,7 +36,7 @@ func TestEveryAdminSeesARebuiltDirectory(t *testing.T) {
 	if _, err := rt.Hub.Handle(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
-	socket, panel := newAPI(rt).Handler(), newAPI(rt).Handler()
+	socket, panel := admin.ForRuntime(rt).Handler(), admin.ForRuntime(rt).Handler()
 	do := func(h http.Handler, method, path string) (int, string) {
 		var body *strings.Reader
 		if method == http.MethodPost {

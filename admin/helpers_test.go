@@ -3,7 +3,6 @@ package admin_test
 import (
 	"testing"
 
-	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -17,13 +16,10 @@ import (
 func openRuntime(t *testing.T, ws, state string, clk clock.Clock) *hub.Runtime {
 	t.Helper()
 	he := hubtest.Open(t, hubtest.Config(t, ws, state), hubtest.Options{
-		Clock:    clk,
+		Runtime:  hub.RuntimeOptions{Clock: clk},
 		Register: func(*executor.Registry, *config.Config, *store.State) error { return nil },
 	})
 	hubtest.NewRecorder().HandleAll(t, he.Runtime)
 	he.Start(t)
 	return he.Runtime
 }
-
-// newAPI builds the admin API over rt's parts as `hub serve` does.
-func newAPI(rt *hub.Runtime) *admin.API { return hubtest.AdminAPI(rt) }

@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"encoding/json"
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -21,14 +22,14 @@ func TestStatusTellsTheRuntimesTime(t *testing.T) {
 	rt := openRuntime(t, ws, filepath.Join(ws, ".hub"), clk)
 	clk.Advance(90 * time.Second)
 
-	offline := newAPI(rt)
+	offline := admin.ForRuntime(rt)
 	offline.Running = nil
 	cases := []struct {
 		name    string
 		api     http.Handler
 		running bool
 	}{
-		{"running", newAPI(rt).Handler(), true},
+		{"running", admin.ForRuntime(rt).Handler(), true},
 		{"offline", offline.Handler(), false},
 	}
 	for _, tc := range cases {

@@ -87,7 +87,7 @@ func newEnv(t *testing.T, clk clock.Clock) *env {
 func openEnv(t *testing.T, ws, state string, clk clock.Clock) *env {
 	t.Helper()
 	cfg := testConfig(t, ws, state)
-	he := hubtest.Open(t, cfg, hubtest.Options{Clock: clk})
+	he := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Clock: clk}})
 	rt := he.Runtime
 	e := &env{he: he, rt: rt, rec: hubtest.NewRecorder(), ws: ws, state: state, clk: clk}
 	e.rec.HandleAll(t, rt)

@@ -90,8 +90,7 @@ func newSessionEnv(t *testing.T) *sessionEnv {
 	var src *verbs.SessionSource
 	var host *verbs.Workspace
 	he := hubtest.Open(t, cfg, hubtest.Options{
-		Clock:   clk,
-		Runtime: hub.RuntimeOptions{Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions)},
+		Runtime: hub.RuntimeOptions{Clock: clk, Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions)},
 		Register: func(reg *executor.Registry, cfg *config.Config, st *store.State) error {
 			meta, err := boltmeta.Open(st.DB())
 			if err != nil {

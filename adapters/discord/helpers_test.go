@@ -89,7 +89,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if o.discord != nil {
 		o.discord(&cfg.Discord)
 	}
-	he := hubtest.Open(t, cfg, hubtest.Options{Clock: o.clock, Runtime: hub.RuntimeOptions{Logger: discardLogger(), MirrorOpenFile: flakyMirror(o.mirrorFull)}})
+	he := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Clock: o.clock, Logger: discardLogger(), MirrorOpenFile: flakyMirror(o.mirrorFull)}})
 	rt := he.Runtime
 	e := &testEnv{t: t, fake: fake, cfg: cfg, rt: rt, ws: ws}
 	e.ids.Store(920000000000000000)

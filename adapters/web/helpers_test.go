@@ -58,7 +58,7 @@ func quietLogger() *slog.Logger { return testkit.Discard() }
 // serverOptions are the options cmd/hub gives the web server over rt.
 func serverOptions(rt *hub.Runtime, cfg config.Web) Options {
 	return Options{
-		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: hubtest.AdminAPI(rt),
+		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: admin.ForRuntime(rt),
 		Status: rt.Board.Reporter("web"), Config: cfg, Logger: quietLogger(),
 	}
 }

@@ -66,7 +66,7 @@ type Options struct {
 // Server is the web panel and HTTP API. It implements hub.Adapter.
 type Server struct {
 	hub          Intake
-	opts         Options
+	reporter     StatusReporter
 	adminAPI     *admin.API
 	cfg          config.Web
 	log          *slog.Logger
@@ -139,7 +139,7 @@ func New(opts Options) (*Server, error) {
 	}
 	cfg := opts.Config
 	s := &Server{
-		hub: opts.Intake, opts: opts, adminAPI: opts.Admin, cfg: cfg, log: opts.Logger.With("adapter", "web"), clk: opts.Clock,
+		hub: opts.Intake, reporter: opts.Status, adminAPI: opts.Admin, cfg: cfg, log: opts.Logger.With("adapter", "web"), clk: opts.Clock,
 		heartbeat: opts.Heartbeat, maxBody: int64(cfg.MaxBodyBytes),
 		events: newBroker(cfg.History, opts.ClientBuffer, opts.Clock), allowOrigins: map[string]bool{},
 		mounts: http.NewServeMux(), closing: make(chan struct{}),
@@ -270,8 +270,8 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("web: Run called twice")
 	}
 	board := func(state, detail string) {
-		if s.opts.Status != nil {
-			s.opts.Status.Report(state, detail)
+		if s.reporter != nil {
+			s.reporter.Report(state, detail)
 		}
 	}
 	srv := &http.Server{

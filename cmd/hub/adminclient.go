@@ -54,7 +54,7 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 		return nil, err
 	}
 	ln := newPipeListener()
-	srv := &http.Server{Handler: newAdminAPI(rt).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: admin.ForRuntime(rt).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	c := &adminClient{
 		http: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial() }}},

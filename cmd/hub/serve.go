@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"io"
 	"log/slog"
 	"net"
@@ -108,7 +109,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer stopSweep() // before the database closes
 	go tc.sessions.RunSweeper(sweepCtx, cfg.Sessions.SweepInterval.D())
 
-	api := newAdminAPI(rt)
+	api := admin.ForRuntime(rt)
 	var adapters []hub.Adapter
 	var webSrv *web.Server
 	if *cfg.Web.Enabled {

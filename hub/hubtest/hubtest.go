@@ -14,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/chat"
-	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -46,12 +44,11 @@ func Config(t testing.TB, workspace, state string) *config.Config {
 
 // Options adjust an Env.
 type Options struct {
-	Clock clock.Clock // default real
 	// Register adds verbs to the registry, after the state root is open (so
 	// verbs may keep metadata in it); nil registers the real verbs over the
 	// configured workspace (with the state directory denied).
 	Register func(reg *executor.Registry, cfg *config.Config, st *store.State) error
-	// Runtime is passed to hub.Open (Clock and Logger are filled in).
+	// Runtime is passed to hub.Open (a discarding Logger is filled in).
 	Runtime hub.RuntimeOptions
 }
 
@@ -88,9 +85,6 @@ func New(cfg *config.Config, o Options) (e *Env, err error) {
 	if o.Runtime.Logger == nil {
 		o.Runtime.Logger = testkit.Discard()
 	}
-	if o.Clock != nil {
-		o.Runtime.Clock = o.Clock
-	}
 	e = &Env{Config: cfg}
 	e.State, err = store.Open(cfg.StateDir, store.Options{LockTimeout: 5 * time.Second})
 	if err != nil {
@@ -121,13 +115,17 @@ func New(cfg *config.Config, o Options) (e *Env, err error) {
 }
 
 // RealVerbs registers the hub's verbs over cfg's workspace, with the state
-// directory denied when it lies inside it, and returns the workspace.
+// directory protected as `hub serve` protects it (created first, so that
+// its identity is known), and returns the workspace.
 func RealVerbs(reg *executor.Registry, cfg *config.Config) (*verbs.Workspace, error) {
-	var deny []string
-	if rel, err := filepath.Rel(cfg.Workspace, cfg.StateDir); err == nil && filepath.IsLocal(rel) {
-		deny = []string{rel}
+	state, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
 	}
-	ws, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{Deny: deny})
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return nil, err
+	}
+	ws, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{Protect: []string{state}})
 	if err != nil {
 		return nil, err
 	}
@@ -231,25 +229,4 @@ func (r *Recorder) Texts(target string) []string {
 		out = append(out, e.Text)
 	}
 	return out
-}
-
-// AdminAPI builds the admin API over rt's parts as `hub serve` does
-// (cmd/hub's newAdminAPI, which tests cannot import).
-func AdminAPI(rt *hub.Runtime) *admin.API {
-	return &admin.API{
-		Outbox:           rt.Outbox,
-		Targets:          rt.Targets,
-		Directory:        rt.Directory,
-		SetDirectory:     rt.SetDirectory,
-		DirectoryPath:    rt.State.Path(store.ChannelDirectory),
-		DirectoryOptions: rt.DirectoryOptions(),
-		FlowsDir:         rt.State.Path(store.FlowsDir),
-		Deliver:          rt.Hub.Deliver,
-		NewTurnID:        hub.NewTurnID,
-		Status:           rt.Status,
-		Running:          rt.Running,
-		Off:              rt.PlatformOff,
-		MaxBody:          int64(rt.Config.Web.MaxBodyBytes),
-		Clock:            rt.Clock(),
-	}
 }

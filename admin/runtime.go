@@ -1,16 +1,15 @@
-package main
+package admin
 
 import (
-	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
-// newAdminAPI builds the admin API over rt's parts. The admin socket, the
-// web panel and the CLI without a running hub all serve one built here, so
-// they share the channel directory in use and answer alike.
-func newAdminAPI(rt *hub.Runtime) *admin.API {
-	return &admin.API{
+// ForRuntime builds the admin API over a hub runtime's parts. The admin
+// socket, the web panel and the CLI without a running hub all serve one
+// built here, so they share the channel directory in use and answer alike.
+func ForRuntime(rt *hub.Runtime) *API {
+	return &API{
 		Outbox:       rt.Outbox,
 		Targets:      rt.Targets,
 		Directory:    rt.Directory,
