@@ -19,7 +19,7 @@ func ForRuntime(rt *hub.Runtime) *API {
 		DirectoryOptions: rt.DirectoryOptions(),
 		FlowsDir:         rt.State.Path(store.FlowsDir),
 		Deliver:          rt.Hub.Deliver,
-		NewTurnID:        hub.NewTurnID,
+		NewTurnID:        func(prefix string) string { return hub.NewTurnID(prefix, rt.Clock().Now()) },
 		Status:           rt.Status,
 		Running:          rt.Running,
 		Off:              rt.PlatformOff,

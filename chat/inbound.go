@@ -23,9 +23,8 @@ type Inbound struct {
 	RoleIDs  []string
 	// GuildID is the Discord server, empty elsewhere.
 	GuildID string
-	// ChatType is the platform's kind of chat: private, group, supergroup,
-	// channel, guild_text, dm, web.
-	ChatType string
+	// ChatType is the platform's kind of chat.
+	ChatType ChatType
 	// ChatTitle and TopicTitle name the chat and forum topic for the directory.
 	ChatTitle  string
 	TopicTitle string
@@ -76,4 +75,31 @@ func (in *Inbound) Display() string {
 		return in.Channel().String()
 	}
 	return strings.Join(parts, " / ")
+}
+
+// ChatType is a platform's kind of chat, as the platform names it.
+type ChatType string
+
+// Kinds of chat. Telegram sends private, group, supergroup and channel;
+// the Discord adapter uses dm and guild_text; the web panel is web.
+const (
+	ChatPrivate    ChatType = "private"
+	ChatGroup      ChatType = "group"
+	ChatSupergroup ChatType = "supergroup"
+	ChatChannel    ChatType = "channel"
+	ChatDM         ChatType = "dm"
+	ChatGuildText  ChatType = "guild_text"
+	ChatWeb        ChatType = "web"
+)
+
+// Conversational reports whether plain text in this kind of chat is a
+// conversation with the hub (a private chat, a DM, the web panel; an
+// unknown kind counts as one), rather than a group where the hub speaks
+// only when spoken to with a command.
+func (t ChatType) Conversational() bool {
+	switch t {
+	case ChatPrivate, ChatDM, ChatWeb, "":
+		return true
+	}
+	return false
 }

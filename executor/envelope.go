@@ -2,13 +2,10 @@ package executor
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"reflect"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -22,35 +19,6 @@ type Envelope struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	ID        json.RawMessage `json:"id,omitempty"`
 }
-
-// Options configure an Executor.
-type Options struct {
-	Limits Limits
-	// Timeout bounds every verb call; zero means no limit beyond the caller's
-	// context (proc.run has its own timeout).
-	Timeout time.Duration
-	// Logger receives panics recovered from verbs; nil means slog.Default().
-	Logger *slog.Logger
-}
-
-// Executor decodes envelopes, runs verbs from a Registry and encodes results.
-// Every failure is a result, never a panic or a Go error.
-type Executor struct {
-	reg  *Registry
-	opts Options
-}
-
-// New returns an Executor over reg.
-func New(reg *Registry, opts Options) *Executor {
-	opts.Limits = opts.Limits.withDefaults()
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	return &Executor{reg: reg, opts: opts}
-}
-
-// Registry returns the executor's registry.
-func (x *Executor) Registry() *Registry { return x.reg }
 
 // Outcome is the result of one call, before and after encoding.
 type Outcome struct {
@@ -90,22 +58,6 @@ func (o *Outcome) JSON() []byte {
 		return fb
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n")
-}
-
-// Execute decodes a YAML or JSON envelope, runs the verb and returns the
-// result JSON.
-func (x *Executor) Execute(ctx context.Context, input []byte) []byte {
-	out := x.ExecuteInput(ctx, input)
-	return out.JSON()
-}
-
-// ExecuteInput is Execute returning the Outcome.
-func (x *Executor) ExecuteInput(ctx context.Context, input []byte) *Outcome {
-	env, err := x.DecodeEnvelope(input)
-	if err != nil {
-		return &Outcome{Err: ErrorFrom(err), ID: env.ID}
-	}
-	return x.Run(ctx, env)
 }
 
 // DecodeEnvelope parses a YAML or JSON envelope strictly: valid UTF-8, within
@@ -159,50 +111,6 @@ func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 	}
 	env.Arguments = raw["arguments"]
 	return env, nil
-}
-
-// Run executes a decoded envelope.
-func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
-	start := time.Now()
-	out = &Outcome{ID: env.ID}
-	defer func() { out.Duration = time.Since(start) }()
-	reg, ok := x.reg.lookup(env.Verb)
-	if !ok {
-		out.Err = x.reg.unknownVerb(env.Verb)
-		return out
-	}
-	out.Verb = reg.info.Name
-	args, err := reg.decodeArgs(env.Arguments)
-	if err != nil {
-		out.Err = ErrorFrom(err)
-		return out
-	}
-	out.Args = args
-	if x.opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, x.opts.Timeout)
-		defer cancel()
-	}
-	val, err := x.call(ctx, reg, args)
-	if err != nil {
-		out.Err = ErrorFrom(err)
-		return out
-	}
-	val.(resultHolder).verbResult().Succeeded = true
-	val.(resultHolder).verbResult().ErrorMessage = ""
-	val.(resultHolder).verbResult().ErrorCode = ""
-	out.Value = val
-	return out
-}
-
-func (x *Executor) call(ctx context.Context, reg *registration, args any) (val any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			x.opts.Logger.Error("verb panicked", "verb", reg.info.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			val, err = nil, Errorf(CodeInternal, "Internal error in %s: %v", reg.info.Name, p)
-		}
-	}()
-	return reg.run(ctx, args)
 }
 
 // decodeArgs decodes raw JSON arguments into a new *A strictly: an object,

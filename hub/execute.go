@@ -27,7 +27,7 @@ type APIRequest struct {
 // result is returned, not enqueued.
 func (h *Hub) Execute(ctx context.Context, req APIRequest) *executor.Outcome {
 	if req.TurnID == "" {
-		req.TurnID = NewTurnID("api")
+		req.TurnID = NewTurnID("api", h.opts.Clock.Now())
 	}
 	env, err := h.x.DecodeEnvelope(req.Input)
 	var out *executor.Outcome

@@ -443,11 +443,7 @@ func (h *Hub) chunkOptions(k chat.Key) chat.ChunkOptions {
 // in a private chat or the web panel, yes; in a group, the hub speaks only
 // when spoken to with a command.
 func isConversation(in *chat.Inbound) bool {
-	switch in.ChatType {
-	case "private", "dm", "web", "":
-		return true
-	}
-	return false
+	return in.ChatType.Conversational()
 }
 
 // Reply meta keys the senders understand.
@@ -496,10 +492,10 @@ func validInbound(in *chat.Inbound) error {
 
 // NewTurnID returns a fresh turn id with the given prefix, for turns that
 // have no platform event id (hub send, API calls without a client id).
-func NewTurnID(prefix string) string {
+func NewTurnID(prefix string, now time.Time) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return prefix + "." + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	return prefix + "." + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
 // Deliver fans hub-level output out to every delivery target (hub send, hub

@@ -14,12 +14,10 @@ import (
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
-	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
-	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
 type env struct {
@@ -52,28 +50,6 @@ func makeConfig(ws, state string) (*config.Config, error) {
 		"discord-role:77": {"admin"}, "web": {"admin"},
 	}
 	return cfg, nil
-}
-
-func buildExecutor(t testing.TB, cfg *config.Config) *executor.Executor {
-	t.Helper()
-	x, closer, err := makeExecutor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closer() })
-	return x
-}
-
-func makeExecutor(cfg *config.Config) (*executor.Executor, func() error, error) {
-	ws, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{Deny: []string{".hub"}})
-	if err != nil {
-		return nil, nil, err
-	}
-	reg := executor.NewRegistry()
-	if err := verbs.Register(reg, ws, verbs.DefaultOptions(cfg.StateDir)); err != nil {
-		return nil, nil, err
-	}
-	return executor.New(reg, executor.Options{}), ws.Close, nil
 }
 
 func newEnv(t *testing.T, clk clock.Clock) *env {
@@ -386,5 +362,3 @@ func hasRecord(recs []store.MirrorRecord, dir, kind, text string) bool {
 	}
 	return false
 }
-
-func nowUTC() time.Time { return time.Now().UTC() }

@@ -3,8 +3,6 @@ package hub_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -12,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/hub"
-	"github.com/a6afc2ce/hermes-hub/outbox"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -31,45 +29,30 @@ func (f *flakyFile) Write(p []byte) (int, error) {
 func (f *flakyFile) Sync() error  { return f.f.Sync() }
 func (f *flakyFile) Close() error { return f.f.Close() }
 
+// flakyHub is a hub over ws whose mirror files fail every write, like a
+// full disk, while the returned flag is set. Its runtime is not started:
+// replies stay in the outbox.
+func flakyHub(t *testing.T, ws string) (*hub.Hub, *atomic.Bool) {
+	t.Helper()
+	full := new(atomic.Bool)
+	he := hubtest.Open(t, testConfig(t, ws, filepath.Join(ws, ".hub")), hubtest.Options{Runtime: hub.RuntimeOptions{
+		MirrorOpenFile: func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			if err != nil {
+				return nil, err
+			}
+			return &flakyFile{f: f, full: full}, nil
+		},
+	}})
+	return he.Runtime.Hub, full
+}
+
 // TestUnmirroredTurnRunsOnRedelivery: when the inbound mirror cannot be
 // written, the turn does not run and is not remembered, so the platform's
 // redelivery runs it once the disk has room again.
 func TestUnmirroredTurnRunsOnRedelivery(t *testing.T) {
 	ws := t.TempDir()
-	cfg := testConfig(t, ws, filepath.Join(ws, ".hub"))
-	st, err := store.Open(cfg.StateDir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var full atomic.Bool
-	mirror, err := store.OpenMirror(st.Path(store.FlowsDir), store.NewRunID(nowUTC()), store.MirrorOptions{
-		OpenFile: func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
-			f, err := os.OpenFile(name, flag, perm)
-			if err != nil {
-				return nil, err
-			}
-			return &flakyFile{f: f, full: &full}, nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mirror.Close()
-	ledger, err := store.OpenLedger(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bs, err := outbox.NewBoltStore(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := buildExecutor(t, cfg)
-	h, err := hub.New(hub.Options{Executor: x, Access: hub.NewAccess(cfg.Access, x.Registry()), Ledger: ledger,
-		Outbox: outbox.New(bs, outbox.NewMux(), outbox.Options{}), Mirror: mirror, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, full := flakyHub(t, ws)
 	os.WriteFile(filepath.Join(ws, "log.txt"), []byte("start\n"), 0o644)
 	msg := tgMsg(1, 5, "/fs.writeRange log.txt 2\nran")
 	full.Store(true)
@@ -97,34 +80,7 @@ func TestUnmirroredTurnRunsOnRedelivery(t *testing.T) {
 // the next start runs it instead of losing it.
 func TestUnmirroredAcceptedTurnRunsLater(t *testing.T) {
 	ws := t.TempDir()
-	cfg := testConfig(t, ws, filepath.Join(ws, ".hub"))
-	st, err := store.Open(cfg.StateDir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var full atomic.Bool
-	mirror, err := store.OpenMirror(st.Path(store.FlowsDir), store.NewRunID(nowUTC()), store.MirrorOptions{
-		OpenFile: func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
-			f, err := os.OpenFile(name, flag, perm)
-			if err != nil {
-				return nil, err
-			}
-			return &flakyFile{f: f, full: &full}, nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mirror.Close()
-	ledger, _ := store.OpenLedger(st.DB())
-	bs, _ := outbox.NewBoltStore(st.DB())
-	x := buildExecutor(t, cfg)
-	h, err := hub.New(hub.Options{Executor: x, Access: hub.NewAccess(cfg.Access, x.Registry()), Ledger: ledger,
-		Outbox: outbox.New(bs, outbox.NewMux(), outbox.Options{}), Mirror: mirror, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, full := flakyHub(t, ws)
 	msg := tgMsg(1, 6, "/fs.writeFile out.txt hello")
 	if err := h.Accept(context.Background(), msg); err != nil {
 		t.Fatal(err)

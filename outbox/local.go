@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -27,6 +28,7 @@ const maxTailScan = 4 << 20
 // LocalSender appends chunks for local:<path> targets to JSONL files.
 type LocalSender struct {
 	root string
+	clk  clock.Clock
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -37,8 +39,11 @@ var _ Sender = (*LocalSender)(nil)
 // NewLocalSender returns the sender for local:<path> targets. A relative
 // path is taken from stateDir (the state root); an absolute one is used as
 // is. Parent directories are created with mode 0700, files with 0600.
-func NewLocalSender(stateDir string) *LocalSender {
-	return &LocalSender{root: stateDir, locks: map[string]*sync.Mutex{}}
+func NewLocalSender(stateDir string, clk clock.Clock) *LocalSender {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &LocalSender{root: stateDir, clk: clk, locks: map[string]*sync.Mutex{}}
 }
 
 // localLine is one line of a local delivery file.
@@ -90,7 +95,7 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 		return Receipt{}, Permanent(fmt.Errorf("local delivery: %w", err))
 	}
 	line := localLine{
-		TS: time.Now().UTC().Format(time.RFC3339Nano), TurnID: e.TurnID, EventType: LocalEventType,
+		TS: s.clk.Now().UTC().Format(time.RFC3339Nano), TurnID: e.TurnID, EventType: LocalEventType,
 		TextPreview: store.TextPreview(e.Text), TextBytes: len(e.Text), Text: e.Text, OutboxID: e.ID,
 	}
 	if e.Attachment != nil {

@@ -42,7 +42,7 @@ func TestLocalSender(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	abs := filepath.Join(t.TempDir(), "abs", "out.jsonl")
-	ls := NewLocalSender(root)
+	ls := NewLocalSender(root, nil)
 
 	text := "line one\nline two " + strings.Repeat("é", 200)
 	rel := entries(KindPMA, "api.1", chat.LocalKey("pma/deliveries.jsonl"), 2)
@@ -124,7 +124,7 @@ func TestLocalSender(t *testing.T) {
 func TestLocalSenderConcurrent(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	ls := NewLocalSender(root)
+	ls := NewLocalSender(root, nil)
 	const writers, each = 8, 25
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -157,7 +157,7 @@ func TestLocalSenderBadDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := entries(KindPMA, "t", chat.LocalKey("file/sub.jsonl"), 1)[0]
-	_, err := NewLocalSender(root).Send(context.Background(), &e)
+	_, err := NewLocalSender(root, nil).Send(context.Background(), &e)
 	if err == nil || IsPermanent(err) || !strings.Contains(err.Error(), "file") {
 		t.Fatalf("err = %v; want a transient error naming the path", err)
 	}
@@ -174,7 +174,7 @@ func TestLocalSenderBadDirectory(t *testing.T) {
 func TestLocalSenderLongLastLine(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	ls := NewLocalSender(root)
+	ls := NewLocalSender(root, nil)
 	path := filepath.Join(root, "out.jsonl")
 	for _, tc := range []struct {
 		size      int

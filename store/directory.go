@@ -246,7 +246,7 @@ func (d *Directory) Observe(in *chat.Inbound) {
 		Platform: in.Platform, ChatID: in.ChatID, ThreadID: in.ThreadID,
 		SeenAt: d.opts.Clock.Now(),
 		Meta: map[string]string{
-			MetaChatType:   in.ChatType,
+			MetaChatType:   string(in.ChatType),
 			MetaChatTitle:  in.ChatTitle,
 			MetaTopicTitle: in.TopicTitle,
 			MetaGuildID:    in.GuildID,

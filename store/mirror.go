@@ -112,7 +112,7 @@ func InboundRecord(in *chat.Inbound, kind string) MirrorRecord {
 		}
 	}
 	for k, v := range map[string]string{
-		MetaChatType: in.ChatType, MetaChatTitle: in.ChatTitle, MetaTopicTitle: in.TopicTitle,
+		MetaChatType: string(in.ChatType), MetaChatTitle: in.ChatTitle, MetaTopicTitle: in.TopicTitle,
 		MetaGuildID: in.GuildID, "user_name": in.UserName, "turn_id": in.TurnID,
 	} {
 		if v != "" {

@@ -99,7 +99,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 		return res, err
 	}
 
-	turn, err := turnDir(ctx)
+	turn, err := turnDir(ctx, s.opts.Clock.Now())
 	if err != nil {
 		return res, err
 	}
@@ -160,7 +160,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	}
 
 	release()
-	start := time.Now()
+	start := s.opts.Clock.Now()
 	err = cmd.Start()
 	closeAll(writeEnds) // the child has its own copies
 	if sup != nil {
@@ -180,7 +180,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 		}(readEnds[i])
 	}
 	waitErr := cmd.Wait()
-	res.DurationMs = time.Since(start).Milliseconds()
+	res.DurationMs = s.opts.Clock.Now().Sub(start).Milliseconds()
 	var st supervisorStatus
 	if sup != nil {
 		var pid int
@@ -351,10 +351,10 @@ func checkExecutable(p, exe string) error {
 
 // turnDir returns the output directory name for the call in ctx: its turn
 // id, or for calls without one (the CLI) cli.<UTC time>.<random hex>.
-func turnDir(ctx context.Context) (string, error) {
+func turnDir(ctx context.Context, now time.Time) (string, error) {
 	id := executor.CallFrom(ctx).TurnID
 	if id == "" {
-		return "cli." + time.Now().UTC().Format("20060102T150405.000000000Z") + "." + randHex(4), nil
+		return "cli." + now.UTC().Format("20060102T150405.000000000Z") + "." + randHex(4), nil
 	}
 	if err := validTurnID(id); err != nil {
 		return "", err

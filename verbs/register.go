@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
@@ -25,6 +26,9 @@ var DefaultEnvAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ
 
 // Options configure the verbs beyond the workspace's own limits.
 type Options struct {
+	// Clock times proc.run and names the output of calls without a turn;
+	// nil means the real clock.
+	Clock clock.Clock
 	// StateDir is the hub's state root; result paths such as stdoutPath are
 	// relative to it.
 	StateDir string
@@ -130,6 +134,9 @@ func NewSet(src WorkspaceSource, opts Options) (*Set, error) {
 	opts, err := opts.validate()
 	if err != nil {
 		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
 	}
 	return &Set{src: src, opts: opts}, nil
 }

@@ -101,9 +101,7 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if err := rt.Mux.Handle("chat:discord", e.ad.Sender()); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	he.Start(t)
 	t.Cleanup(e.stop) // before the harness closes the runtime
 	if !o.noRun {
 		e.start()

@@ -84,7 +84,7 @@ type Adapter struct {
 	log     *slog.Logger
 	lim     *limiter
 	mig     *migrations
-	send    *sender
+	send    *Sender
 	mode    string
 	hookURL string
 	secret  string
@@ -168,7 +168,7 @@ func New(opts Options) (*Adapter, error) {
 	if a.mig, err = loadMigrations(a.cursors); err != nil {
 		return nil, err
 	}
-	a.send = &sender{a: a}
+	a.send = &Sender{a: a}
 	if mode == ModeWebhook {
 		if err := a.prepareWebhook(); err != nil {
 			return nil, err

@@ -210,9 +210,7 @@ func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 	if err := rt.Mux.Handle("chat:telegram", h.ad.Sender()); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	he.Start(t)
 	t.Cleanup(h.stop)
 	if !o.noStart {
 		h.run()

@@ -140,7 +140,7 @@ func (p *poller) run(ctx, turnCtx context.Context, cancelTurns context.CancelFun
 	for ctx.Err() == nil {
 		p.persist()
 		off := p.requestOffset()
-		started := time.Now()
+		started := a.clk.Now()
 		updates, err := a.api.getUpdates(ctx, off, timeout)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -164,7 +164,7 @@ func (p *poller) run(ctx, turnCtx context.Context, cancelTurns context.CancelFun
 			a.board("running", "polling")
 		}
 		fresh := p.accept(ctx, turnCtx, updates)
-		if fresh == 0 && (len(updates) > 0 || time.Since(started) < timeout/2 || timeout == 0) {
+		if fresh == 0 && (len(updates) > 0 || a.clk.Now().Sub(started) < timeout/2 || timeout == 0) {
 			p.waitProgress(ctx)
 		}
 	}

@@ -298,7 +298,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.clk.Now().UTC()
 	in := &chat.Inbound{
-		TurnID: "web." + req.ClientTurnID, Platform: chat.Web, ChatID: "web", ChatType: "web",
+		TurnID: "web." + req.ClientTurnID, Platform: chat.Web, ChatID: "web", ChatType: chat.ChatWeb,
 		MessageID: req.ClientTurnID, UserID: "web", UserName: "web", Text: req.Text, Time: now,
 	}
 	// A client that goes away must not cut a turn in half: the turn runs to

@@ -99,9 +99,7 @@ func newEnv(t testing.TB, ec envConfig) *testEnv {
 	if ec.beforeStart != nil {
 		ec.beforeStart(rt)
 	}
-	if err := rt.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	he.Start(t)
 	e := &testEnv{t: t, cfg: cfg, he: he, rt: rt, srv: srv, token: srv.Token()}
 	if !ec.noServer {
 		e.ts = httptest.NewServer(srv.Handler())

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,3 +179,47 @@ type pipeAddr struct{}
 
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "in-process" }
+
+// withAdmin parses the common flags, connects to the admin API and runs fn.
+func withAdmin(env *cliEnv, name, usage string, args []string, setup func(f *flagSet), fn func(c *adminClient, pos []string) error) error {
+	f := newFlags(env, name, usage)
+	var cf commonFlags
+	cf.register(f, false)
+	if setup != nil {
+		setup(f)
+	}
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(cf)
+	if err != nil {
+		return err
+	}
+	c, err := openAdmin(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(c, pos)
+}
+
+func printJSON(w io.Writer, v any) {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}

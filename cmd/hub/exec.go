@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/a6afc2ce/hermes-hub/admin"
+	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -101,7 +102,7 @@ func runExec(env *cliEnv, args []string) error {
 			return fmt.Errorf("read envelope from stdin: %w", err)
 		}
 	}
-	cctx := executor.WithCall(ctx, executor.Call{TurnID: hub.NewTurnID("cli"), Identity: "cli"})
+	cctx := executor.WithCall(ctx, executor.Call{TurnID: hub.NewTurnID("cli", clock.Real{}.Now()), Identity: "cli"})
 	var o *executor.Outcome
 	envelope, err := tc.exec.DecodeEnvelope(input)
 	if err != nil {

@@ -53,7 +53,9 @@ func runHub(t *testing.T, dir, stdin string, args ...string) (string, string, in
 	t.Helper()
 	cmd := exec.Command(hubBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HUB_CONFIG=")
+	// $PWD is dir, as a shell sets it after cd: a path through a symbolic
+	// link stays one.
+	cmd.Env = append(os.Environ(), "HUB_CONFIG=", "PWD="+dir)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

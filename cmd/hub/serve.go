@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/a6afc2ce/hermes-hub/admin"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +15,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/admin"
+	"github.com/a6afc2ce/hermes-hub/clock"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/web"
 	"github.com/a6afc2ce/hermes-hub/chat"
@@ -70,7 +72,8 @@ func runServe(env *cliEnv, args []string) error {
 
 // serve runs the hub until ctx is done, then shuts down in order.
 func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.Writer) error {
-	started := time.Now()
+	clk := clock.Real{}
+	started := clk.Now()
 	// The composition, in order: the state root, the verbs (whose session
 	// metadata lives in it) and their executor, then the hub around them.
 	st, err := store.Open(cfg.StateDir, store.Options{})
@@ -167,7 +170,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	for i, a := range adapters {
 		names[i] = a.Name()
 	}
-	logger.Info("hub running", "run_id", rt.RunID, "state", rt.State.Dir(), "workspace", tc.ws.Dir(), "adapters", strings.Join(names, ","), "startup_ms", time.Since(started).Milliseconds())
+	logger.Info("hub running", "run_id", rt.RunID, "state", rt.State.Dir(), "workspace", tc.ws.Dir(), "adapters", strings.Join(names, ","), "startup_ms", clk.Now().Sub(started).Milliseconds())
 	if webSrv != nil {
 		waitListening(ctx, webSrv)
 		fmt.Fprintf(out, "Hermes Hub is running. Open the panel: %s\n", webSrv.LoginURL())
@@ -187,8 +190,9 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 // waitListening waits briefly for the web listener so the printed URL has
 // the real port.
 func waitListening(ctx context.Context, s *web.Server) {
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Addr() == "" && time.Now().Before(deadline) && ctx.Err() == nil {
+	clk := clock.Real{}
+	deadline := clk.Now().Add(5 * time.Second)
+	for s.Addr() == "" && clk.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -1,32 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// runHubIn runs the binary with its working directory and $PWD set to dir,
-// as a shell does after cd: a path through a symbolic link stays one.
-func runHubIn(t *testing.T, dir string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(hubBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HUB_CONFIG=", "PWD="+dir)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
 
 // TestExecStateDirThroughSymlink: on a first run (no state directory yet)
 // in a workspace reached through a symbolic link, the state directory the
@@ -49,7 +28,7 @@ func TestExecStateDirThroughSymlink(t *testing.T) {
 		`{"verb":"fs.writeFile","arguments":{"path":".hub/pma/delivery_targets.json","content":"{}"}}`,
 		`{"verb":"fs.readFile","arguments":{"path":"./.hub/../.hub/hub.db"}}`,
 	} {
-		out, _, code := runHubIn(t, link, "exec", env)
+		out, _, code := runHub(t, link, "", "exec", env)
 		if code != 1 || decode(t, out)["errorCode"] != "forbidden_path" {
 			t.Fatalf("%s: state dir reachable: code %d out %s", env, code, out)
 		}
@@ -63,12 +42,12 @@ func TestExecStateDirThroughSymlink(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(real, ".hub", "pma", "delivery_targets.json")); err == nil {
 		t.Fatal("a delivery target was planted in the state")
 	}
-	out, _, code := runHubIn(t, link, "exec", `{"verb":"fs.listDir","arguments":{"path":"."}}`)
+	out, _, code := runHub(t, link, "", "exec", `{"verb":"fs.listDir","arguments":{"path":"."}}`)
 	if code != 0 || strings.Contains(out, ".hub") || !strings.Contains(out, "README.md") {
 		t.Fatalf("listing the root: code %d out %s", code, out)
 	}
 	// A state directory holding the workspace is refused before anything runs.
-	_, errOut, code := runHubIn(t, link, "exec", "--state", base, `{"verb":"fs.listDir","arguments":{"path":"."}}`)
+	_, errOut, code := runHub(t, link, "", "exec", "--state", base, `{"verb":"fs.listDir","arguments":{"path":"."}}`)
 	if code == 0 || !strings.Contains(errOut, "state_dir") {
 		t.Fatalf("state dir above the workspace: code %d stderr %s", code, errOut)
 	}

@@ -197,7 +197,7 @@ func (n *normalizer) normalize(u rawUpdate) event {
 		MessageID:  msgID,
 		UserID:     strconv.FormatInt(m.From.ID, 10),
 		UserName:   userName(m.From),
-		ChatType:   m.Chat.Type,
+		ChatType:   chat.ChatType(m.Chat.Type),
 		ChatTitle:  chatTitle(m.Chat),
 		TopicTitle: n.topic(chatID, threadID),
 		Text:       text,
@@ -207,9 +207,9 @@ func (n *normalizer) normalize(u rawUpdate) event {
 		ReplyMeta:  map[string]string{MetaReplyTo: msgID},
 	}
 	if in.ChatType == "" {
-		in.ChatType = "private"
+		in.ChatType = chat.ChatPrivate
 		if m.Chat.ID < 0 {
-			in.ChatType = "group"
+			in.ChatType = chat.ChatGroup
 		}
 	}
 	return event{in: in}

@@ -20,10 +20,11 @@ const captionLimit = 1024
 // pacing, before Telegram is asked at all.
 var errPaced = errors.New("telegram: paced to stay within Telegram's rate limits")
 
-// sender delivers outbox chunks to Telegram chats.
-type sender struct{ a *Adapter }
+// Sender is the outbox.Sender of chat:telegram targets: it delivers chunks
+// to Telegram chats, within the rate limits, with migrations followed.
+type Sender struct{ a *Adapter }
 
-var _ outbox.Sender = (*sender)(nil)
+var _ outbox.Sender = (*Sender)(nil)
 
 // Send delivers one chunk: sendMessage in HTML parse mode (the first chunk
 // of a reply answers the command message; every chunk of a forum topic
@@ -33,7 +34,7 @@ var _ outbox.Sender = (*sender)(nil)
 // network failure is transient. Markup Telegram cannot parse is sent once
 // more as plain text; a group that became a supergroup is recorded and the
 // chunk goes to the new chat.
-func (s *sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
+func (s *Sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
 	k, err := chat.ParseKey(e.Target)
 	if err != nil || k.Kind != chat.KindChat || k.Platform != chat.Telegram {
 		return outbox.Receipt{}, outbox.Permanent(fmt.Errorf("telegram: target %q is not a chat:telegram:<chat_id>[:<thread_id>] key", e.Target))
@@ -63,7 +64,7 @@ func (s *sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, err
 
 // deliver sends the chunk once in HTML and, if Telegram cannot parse the
 // markup, once more as plain text.
-func (s *sender) deliver(ctx context.Context, e *outbox.Entry, chatID, threadID, replyTo string) (string, error) {
+func (s *Sender) deliver(ctx context.Context, e *outbox.Entry, chatID, threadID, replyTo string) (string, error) {
 	id, err := s.sendOnce(ctx, e, chatID, threadID, replyTo, true)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.cantParse() {
@@ -73,7 +74,7 @@ func (s *sender) deliver(ctx context.Context, e *outbox.Entry, chatID, threadID,
 	return id, err
 }
 
-func (s *sender) sendOnce(ctx context.Context, e *outbox.Entry, chatID, threadID, replyTo string, html bool) (string, error) {
+func (s *Sender) sendOnce(ctx context.Context, e *outbox.Entry, chatID, threadID, replyTo string, html bool) (string, error) {
 	p := tgbotapi.Params{"chat_id": chatID}
 	if threadID != "" {
 		p["message_thread_id"] = threadID
@@ -120,7 +121,7 @@ func (s *sender) sendOnce(ctx context.Context, e *outbox.Entry, chatID, threadID
 }
 
 // classify maps a failed send to the outbox's classes.
-func (s *sender) classify(target, chatID string, err error) error {
+func (s *Sender) classify(target, chatID string, err error) error {
 	var ae *APIError
 	if !errors.As(err, &ae) {
 		return outbox.Transient(err) // no answer: network, timeout

@@ -14,12 +14,6 @@ import (
 	"github.com/bwmarrin/discordgo"
 )
 
-// Chat types of Discord inbounds.
-const (
-	chatTypeGuild = "guild_text"
-	chatTypeDM    = "dm"
-)
-
 // directTimeout bounds a response the adapter sends itself, outside the
 // outbox (an interaction it cannot hand to the hub).
 const directTimeout = 5 * time.Second
@@ -74,7 +68,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 	in := &chat.Inbound{
 		TurnID: "discord.i." + it.ID, Platform: chat.Discord, ChatID: it.ChannelID, MessageID: it.ID,
 		UserID: user.ID, UserName: user.Username, RoleIDs: roles, GuildID: it.GuildID,
-		ChatType: chatTypeDM, ChatTitle: a.title(it.GuildID, it.ChannelID),
+		ChatType: chat.ChatDM, ChatTitle: a.title(it.GuildID, it.ChannelID),
 		Text: inv.Text, Time: received,
 		Meta: map[string]string{"command": inv.Display},
 		ReplyMeta: map[string]string{
@@ -83,7 +77,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 		},
 	}
 	if it.GuildID != "" {
-		in.ChatType = chatTypeGuild
+		in.ChatType = chat.ChatGuildText
 	}
 	ephemeral := a.hub.Preview(in).Private
 	if ephemeral {
@@ -282,11 +276,11 @@ func (a *Adapter) messageInbound(m *discordgo.Message, text string, received tim
 	in := &chat.Inbound{
 		TurnID: "discord." + m.ChannelID + "." + m.ID, Platform: chat.Discord, ChatID: m.ChannelID, MessageID: m.ID,
 		UserID: m.Author.ID, UserName: m.Author.Username, RoleIDs: roles, GuildID: m.GuildID,
-		ChatType: chatTypeDM, ChatTitle: a.title(m.GuildID, m.ChannelID), Text: text, Time: t,
+		ChatType: chat.ChatDM, ChatTitle: a.title(m.GuildID, m.ChannelID), Text: text, Time: t,
 		ReplyMeta: map[string]string{MetaReplyTo: m.ID},
 	}
 	if m.GuildID != "" {
-		in.ChatType = chatTypeGuild
+		in.ChatType = chat.ChatGuildText
 	}
 	return in
 }
