@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -36,7 +38,7 @@ func BenchmarkEnqueue(b *testing.B) {
 			st, s := openBolt(b, b.TempDir())
 			defer st.Close()
 			s.useBatch = tc.dbBatch
-			o := New(s, nil, Options{Logger: quietLogger()})
+			o := New(s, nil, Options{Logger: testkit.Discard()})
 			keys := make([]chat.Key, 100)
 			for i := range keys {
 				keys[i] = tg(fmt.Sprint(i + 1))
@@ -120,7 +122,7 @@ func BenchmarkDispatch(b *testing.B) {
 				}
 				flush()
 				ev := &countingEvents{want: int64(total), done: make(chan struct{})}
-				o := New(s, muxFor(b, noop), Options{Events: ev, Logger: quietLogger()})
+				o := New(s, muxFor(b, noop), Options{Events: ev, Logger: testkit.Discard()})
 				errc := make(chan error, 1)
 				b.StartTimer()
 				start := time.Now()
@@ -291,7 +293,7 @@ func TestRecoveryBenchChild(t *testing.T) {
 		<-ctx.Done()
 		return Receipt{}, ctx.Err()
 	})
-	o := New(s, muxFor(t, sender), Options{Logger: quietLogger()})
+	o := New(s, muxFor(t, sender), Options{Logger: testkit.Discard()})
 	errc := make(chan error, 1)
 	go func() { errc <- o.Run(context.Background()) }()
 	<-o.recovered

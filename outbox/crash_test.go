@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -291,7 +293,7 @@ func TestCrashChild(t *testing.T) {
 	if err := mux.Handle("chat:discord", sender); err != nil {
 		t.Fatal(err)
 	}
-	o := New(s, mux, Options{Concurrency: crashWorkers, Logger: quietLogger()})
+	o := New(s, mux, Options{Concurrency: crashWorkers, Logger: testkit.Discard()})
 	errc := make(chan error, 1)
 	go func() { errc <- o.Run(context.Background()) }()
 

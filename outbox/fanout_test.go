@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+
 	"github.com/a6afc2ce/hermes-hub/chat"
 )
 
@@ -48,7 +50,7 @@ func (b *fakeBook) RecordDelivery(turnID string, keys []chat.Key) error {
 func TestFanOut(t *testing.T) {
 	ctx := context.Background()
 	s := newBolt(t)
-	o := New(s, nil, Options{Logger: quietLogger()}) // not running: only the queue is looked at
+	o := New(s, nil, Options{Logger: testkit.Discard()}) // not running: only the queue is looked at
 	local := chat.LocalKey("pma/deliveries.jsonl")
 	book := &fakeBook{
 		targets: []chat.Key{tg("1"), dc("2"), local},

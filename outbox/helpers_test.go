@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
@@ -20,9 +20,6 @@ import (
 
 // t0 is the fake clock's start in every test.
 var t0 = time.Date(2026, 11, 21, 23, 46, 40, 0, time.UTC)
-
-// waitDeadline bounds every wait; it only turns a hang into a failure.
-const waitDeadline = 20 * time.Second
 
 func openBolt(t testing.TB, dir string) (*store.State, *BoltStore) {
 	t.Helper()
@@ -45,8 +42,6 @@ func newBolt(t testing.TB) *BoltStore {
 	return bs
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // run starts o.Run and returns a stop function that shuts it down and checks
 // that Run returned.
 func run(t testing.TB, o *Outbox) (stop func()) {
@@ -56,7 +51,7 @@ func run(t testing.TB, o *Outbox) (stop func()) {
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), waitDeadline)
+			ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
 			defer cancel()
 			if err := o.Shutdown(ctx); err != nil {
 				t.Errorf("shutdown: %v", err)
@@ -66,24 +61,13 @@ func run(t testing.TB, o *Outbox) (stop func()) {
 				if err != nil {
 					t.Errorf("run: %v", err)
 				}
-			case <-time.After(waitDeadline):
+			case <-time.After(testkit.Wait):
 				t.Errorf("Run did not return after Shutdown")
 			}
 		})
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitDeadline)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // entries builds n chunks of one turn for one target.
@@ -227,7 +211,7 @@ func recv[T any](t testing.TB, c <-chan T, what string) T {
 	select {
 	case v := <-c:
 		return v
-	case <-time.After(waitDeadline):
+	case <-time.After(testkit.Wait):
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}
@@ -280,7 +264,7 @@ func (o *Outbox) targetState(key string) (targetState, bool) {
 // prints the stacks if it does not.
 func checkNoLeak(t testing.TB, base int) {
 	t.Helper()
-	deadline := time.Now().Add(waitDeadline)
+	deadline := time.Now().Add(testkit.Wait)
 	for runtime.NumGoroutine() > base {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)

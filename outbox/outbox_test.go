@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 )
@@ -29,7 +31,7 @@ func TestDedupeAcrossStates(t *testing.T) {
 	}
 	ev := newEvents()
 	// Discord and Telegram have senders; web has none, so it stays pending.
-	o := New(s, muxFor(t, rec, "chat"), Options{Events: ev, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec, "chat"), Options{Events: ev, Logger: testkit.Discard()})
 	stop := run(t, o)
 
 	delivered := entries(KindReply, "t1", tg("1"), 3)
@@ -82,7 +84,7 @@ func TestOrderingManyTargets(t *testing.T) {
 		return nil
 	}
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Concurrency: 8, Events: ev, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Concurrency: 8, Events: ev, Logger: testkit.Discard()})
 	run(t, o)
 
 	keys := make([]chat.Key, targets)
@@ -151,7 +153,7 @@ func TestRetryAfterExact(t *testing.T) {
 		return nil
 	}
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Logger: testkit.Discard()})
 	run(t, o)
 
 	x := entries(KindReply, "t", tg("1"), 2)
@@ -207,7 +209,7 @@ func TestTransientBackoff(t *testing.T) {
 	}
 	ev := newEvents()
 	b := Backoff{Base: time.Second, Max: 10 * time.Second, Factor: 2, Jitter: 0.2}
-	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Backoff: b, MaxAttempts: 10, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Backoff: b, MaxAttempts: 10, Logger: testkit.Discard()})
 	run(t, o)
 	e := entries(KindReply, "t", dc("9"), 1)[0]
 	mustEnqueue(t, o, []Entry{e})
@@ -253,7 +255,7 @@ func TestPermanentDeadLetter(t *testing.T) {
 		return nil
 	}
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Events: ev, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Events: ev, Logger: testkit.Discard()})
 	run(t, o)
 	es := entries(KindReply, "t", tg("3"), 2)
 	mustEnqueue(t, o, es)
@@ -291,7 +293,7 @@ func TestMaxAttemptsThenRequeue(t *testing.T) {
 		return nil
 	}
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, MaxAttempts: 3, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, MaxAttempts: 3, Logger: testkit.Discard()})
 	run(t, o)
 	e := entries(KindNotice, "n", chat.WebKey, 1)[0]
 	mustEnqueue(t, o, []Entry{e})
@@ -304,7 +306,7 @@ func TestMaxAttemptsThenRequeue(t *testing.T) {
 		t.Fatalf("dead after %d attempts, %d sends; want 3", d.Attempts, rec.count(e.ID))
 	}
 	// Events come before the mark is stored; wait for it.
-	waitFor(t, "the dead letter stored", func() bool { return mustGet(t, s, e.ID).State == StateDead })
+	testkit.WaitFor(t, "the dead letter stored", func() bool { return mustGet(t, s, e.ID).State == StateDead })
 	if got := mustGet(t, s, e.ID); got.State != StateDead || got.Attempts != 3 || !strings.Contains(got.LastError, "connection refused") {
 		t.Fatalf("stored: %+v", got)
 	}
@@ -329,7 +331,7 @@ func TestMaxRetryAfterThenDead(t *testing.T) {
 	rec := newRecorder(fake)
 	rec.reply = func(*Entry, int) error { return RetryAfter(time.Second, errors.New("429")) }
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, MaxRetryAfter: 2, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, MaxRetryAfter: 2, Logger: testkit.Discard()})
 	run(t, o)
 	e := entries(KindReply, "t", tg("4"), 1)[0]
 	mustEnqueue(t, o, []Entry{e})
@@ -358,7 +360,7 @@ func TestNoSenderStaysPending(t *testing.T) {
 
 	es := entries(KindReply, "t", tg("7"), 2)
 	mustEnqueue(t, o, es[:1])
-	waitFor(t, "target to be unroutable", func() bool { return o.Stats().Unroutable == 1 })
+	testkit.WaitFor(t, "target to be unroutable", func() bool { return o.Stats().Unroutable == 1 })
 	mustEnqueue(t, o, es[1:])
 	fake.Advance(24 * time.Hour)
 	st := o.Stats()
@@ -421,7 +423,7 @@ func TestRetryTimeSurvivesRestart(t *testing.T) {
 	rec := newRecorder(fake)
 	rec.reply = func(*Entry, int) error { return RetryAfter(time.Hour, errors.New("429")) }
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Logger: testkit.Discard()})
 	stop := run(t, o)
 	e := entries(KindReply, "t", tg("8"), 1)[0]
 	mustEnqueue(t, o, []Entry{e})
@@ -433,9 +435,9 @@ func TestRetryTimeSurvivesRestart(t *testing.T) {
 	defer st.Close()
 	rec2 := newRecorder(fake)
 	ev2 := newEvents()
-	o2 := New(s, muxFor(t, rec2), Options{Clock: fake, Events: ev2, Logger: quietLogger()})
+	o2 := New(s, muxFor(t, rec2), Options{Clock: fake, Events: ev2, Logger: testkit.Discard()})
 	run(t, o2)
-	waitFor(t, "target to wait for its retry time", func() bool {
+	testkit.WaitFor(t, "target to wait for its retry time", func() bool {
 		st, ok := o2.targetState(e.Target)
 		return ok && st == tWaiting
 	})
@@ -459,12 +461,12 @@ func TestPruneAfterRetention(t *testing.T) {
 	s := newBolt(t)
 	rec := newRecorder(fake)
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Retention: 24 * time.Hour, PruneEvery: time.Hour, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Retention: 24 * time.Hour, PruneEvery: time.Hour, Logger: testkit.Discard()})
 	run(t, o)
 	// The pruner re-arms its timer after each prune, from its own goroutine:
 	// step the clock only when it has, so every tick is seen.
 	armed := func() {
-		waitFor(t, "the pruner's timer", func() bool {
+		testkit.WaitFor(t, "the pruner's timer", func() bool {
 			due, ok := fake.NextDue()
 			return ok && due.After(fake.Now())
 		})
@@ -529,7 +531,7 @@ func TestStats(t *testing.T) {
 		return nil
 	}
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Clock: fake, Events: ev, Logger: testkit.Discard()})
 	stop := run(t, o)
 	mustEnqueue(t, o, entries(KindReply, "t", tg("1"), 3))
 	mustEnqueue(t, o, entries(KindReply, "t", dc("2"), 1))
@@ -546,7 +548,7 @@ func TestStats(t *testing.T) {
 	}
 	// Events come before the marks are stored; wait until the counters
 	// have caught up (a wrong counter still fails below).
-	waitFor(t, "counters settled", func() bool { return reflect.DeepEqual(o.Stats().Platforms, want) })
+	testkit.WaitFor(t, "counters settled", func() bool { return reflect.DeepEqual(o.Stats().Platforms, want) })
 	got := o.Stats()
 	if !reflect.DeepEqual(got.Platforms, want) {
 		t.Fatalf("stats:\n got %+v\nwant %+v", got.Platforms, want)
@@ -573,7 +575,7 @@ func TestShutdownWaitsForInFlight(t *testing.T) {
 		started <- struct{}{}
 		<-release
 	}
-	o := New(s, muxFor(t, rec), Options{Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Logger: testkit.Discard()})
 	errc := make(chan error, 1)
 	go func() { errc <- o.Run(context.Background()) }()
 	es := entries(KindReply, "t", tg("1"), 2)
@@ -581,7 +583,7 @@ func TestShutdownWaitsForInFlight(t *testing.T) {
 	<-started
 	shut := make(chan error, 1)
 	go func() { shut <- o.Shutdown(context.Background()) }()
-	waitFor(t, "stopping", func() bool {
+	testkit.WaitFor(t, "stopping", func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		return o.state == stateStopping
@@ -625,7 +627,7 @@ func TestShutdownDeadline(t *testing.T) {
 		<-ctx.Done()
 		return Receipt{}, ctx.Err()
 	})
-	o := New(s, muxFor(t, sender), Options{Logger: quietLogger()})
+	o := New(s, muxFor(t, sender), Options{Logger: testkit.Discard()})
 	errc := make(chan error, 1)
 	go func() { errc <- o.Run(context.Background()) }()
 	e := entries(KindReply, "t", dc("1"), 1)[0]
@@ -658,7 +660,7 @@ func TestRunCtxCancelNoLeak(t *testing.T) {
 		return nil
 	}
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Concurrency: 16, Events: ev, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Concurrency: 16, Events: ev, Logger: testkit.Discard()})
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- o.Run(ctx) }()
@@ -683,7 +685,7 @@ func TestSenderPanicIsTransient(t *testing.T) {
 	s := newBolt(t)
 	sender := SenderFunc(func(ctx context.Context, e *Entry) (Receipt, error) { panic("nil map") })
 	ev := newEvents()
-	o := New(s, muxFor(t, sender), Options{Clock: fake, Events: ev, Logger: quietLogger()})
+	o := New(s, muxFor(t, sender), Options{Clock: fake, Events: ev, Logger: testkit.Discard()})
 	run(t, o)
 	mustEnqueue(t, o, entries(KindReply, "t", tg("1"), 1))
 	r := recv(t, ev.retrying, "retry")
@@ -718,7 +720,7 @@ func TestWakeWhileDraining(t *testing.T) {
 	h := &drainHookStore{Store: newBolt(t), reached: make(chan struct{}), release: make(chan struct{})}
 	rec := newRecorder(nil)
 	ev := newEvents()
-	o := New(h, muxFor(t, rec), Options{Events: ev, Logger: quietLogger()})
+	o := New(h, muxFor(t, rec), Options{Events: ev, Logger: testkit.Discard()})
 	run(t, o)
 	es := entries(KindReply, "t", tg("1"), 2)
 	mustEnqueue(t, o, es[:1])
@@ -744,11 +746,11 @@ func TestFairness(t *testing.T) {
 		}
 	}
 	ev := newEvents()
-	o := New(s, muxFor(t, rec), Options{Concurrency: 1, Events: ev, Logger: quietLogger()})
+	o := New(s, muxFor(t, rec), Options{Concurrency: 1, Events: ev, Logger: testkit.Discard()})
 	run(t, o)
 	long := entries(KindReply, "t", tg("1"), 100)
 	mustEnqueue(t, o, long)
-	waitFor(t, "the first send", func() bool { return rec.total() == 1 })
+	testkit.WaitFor(t, "the first send", func() bool { return rec.total() == 1 })
 	short := entries(KindReply, "t", tg("2"), 1)
 	mustEnqueue(t, o, short)
 	close(hold)

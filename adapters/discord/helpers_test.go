@@ -3,7 +3,6 @@ package discord
 import (
 	"context"
 	"flag"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,8 +31,6 @@ const (
 	opsRole      = "710000000000000001"
 	botToken     = "fake-bot-token-0123456789"
 )
-
-func discardLogger() *slog.Logger { return testkit.Discard() }
 
 type envOptions struct {
 	clock       clock.Clock
@@ -89,12 +86,12 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if o.discord != nil {
 		o.discord(&cfg.Discord)
 	}
-	he := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Clock: o.clock, Logger: discardLogger(), MirrorOpenFile: flakyMirror(o.mirrorFull)}})
+	he := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Clock: o.clock, Logger: testkit.Discard(), MirrorOpenFile: flakyMirror(o.mirrorFull)}})
 	rt := he.Runtime
 	e := &testEnv{t: t, fake: fake, cfg: cfg, rt: rt, ws: ws}
 	e.ids.Store(920000000000000000)
 	var err error
-	e.ad, err = New(Options{Config: cfg.Discord, Intake: rt.Hub, Status: rt.Board.Reporter(Name), Clock: o.clock, Logger: discardLogger(), Concurrency: o.concurrency})
+	e.ad, err = New(Options{Config: cfg.Discord, Intake: rt.Hub, Status: rt.Board.Reporter(Name), Clock: o.clock, Logger: testkit.Discard(), Concurrency: o.concurrency})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +143,7 @@ func (e *testEnv) stop() {
 func (e *testEnv) restart() {
 	e.t.Helper()
 	e.stop()
-	ad, err := New(Options{Config: e.cfg.Discord, Intake: e.rt.Hub, Status: e.rt.Board.Reporter(Name), Logger: discardLogger()})
+	ad, err := New(Options{Config: e.cfg.Discord, Intake: e.rt.Hub, Status: e.rt.Board.Reporter(Name), Logger: testkit.Discard()})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -16,9 +16,6 @@ func newFakeBot(t testing.TB) *telegramtest.Server {
 	return f
 }
 
-// waitFor polls cond until it holds; it fails the test after a generous
-// deadline (a hang detector, not a timing assertion).
-
 // withTimeout is a context for one direct call in a test.
 func withTimeout(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

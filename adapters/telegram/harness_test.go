@@ -20,9 +20,6 @@ import (
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
-// testLogger discards logs unless HUB_TEST_LOG is set.
-func testLogger() *slog.Logger { return testkit.Discard() }
-
 // testVerbs are verbs only the tests register: test.count records each
 // call by id (across restarts: the counter outlives runtimes), test.block
 // waits until the test releases it.
@@ -175,7 +172,7 @@ func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 	cfg := testTelegramConfig(t, f, o, ws, state)
 	logger := o.logger
 	if logger == nil {
-		logger = testLogger()
+		logger = testkit.Discard()
 	}
 	he := hubtest.Open(t, cfg, hubtest.Options{
 		Runtime: hub.RuntimeOptions{Logger: logger},

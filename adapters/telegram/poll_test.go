@@ -3,10 +3,11 @@ package telegram
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/a6afc2ce/hermes-hub/internal/testkit"
-	"github.com/a6afc2ce/hermes-hub/store"
 	"os"
 	"path/filepath"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+	"github.com/a6afc2ce/hermes-hub/store"
 
 	"strings"
 	"testing"

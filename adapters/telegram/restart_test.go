@@ -2,9 +2,10 @@ package telegram
 
 import (
 	"fmt"
-	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"strings"
 	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 	"github.com/a6afc2ce/hermes-hub/chat"

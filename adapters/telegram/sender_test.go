@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 	"github.com/a6afc2ce/hermes-hub/chat"
@@ -24,7 +25,7 @@ func senderOnly(t testing.TB, f *telegramtest.Server, clk clock.Clock, l Limits)
 	t.Helper()
 	cfg := config.Telegram{Enabled: true, Token: config.NewSecret(f.Token()), APIEndpoint: f.URL(), Mode: ModePolling, PollTimeout: config.Duration(2 * time.Second)}
 	cfg.Rate.PerChat, cfg.Rate.PerChatBurst, cfg.Rate.PerGroupPerMinute, cfg.Rate.GlobalPerSecond = l.PerChat, l.PerChatBurst, l.PerGroupPerMinute, l.GlobalPerSecond
-	a, err := New(Options{Config: cfg, Clock: clk, Logger: testLogger()})
+	a, err := New(Options{Config: cfg, Clock: clk, Logger: testkit.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

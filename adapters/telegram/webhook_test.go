@@ -3,11 +3,12 @@ package telegram
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 )

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"github.com/a6afc2ce/hermes-hub/hub"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
@@ -303,7 +305,7 @@ func TestHeartbeat(t *testing.T) {
 			if l != ": heartbeat" {
 				t.Errorf("comment line %q", l)
 			}
-		case <-time.After(waitFor):
+		case <-time.After(testkit.Wait):
 			t.Fatalf("no heartbeat %d after advancing the clock", i+1)
 		}
 		waitUntil(t, "the next heartbeat timer", func() bool { return clk.Pending() > 0 })

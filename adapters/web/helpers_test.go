@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,9 +25,6 @@ import (
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
-
-// waitFor bounds every wait in these tests.
-const waitFor = testkit.Wait
 
 // testEnv is a real hub runtime on temp directories with a web Server in
 // front of it, served by an httptest server on 127.0.0.1.
@@ -53,13 +49,11 @@ type envConfig struct {
 	beforeStart func(*hub.Runtime)
 }
 
-func quietLogger() *slog.Logger { return testkit.Discard() }
-
 // serverOptions are the options cmd/hub gives the web server over rt.
 func serverOptions(rt *hub.Runtime, cfg config.Web) Options {
 	return Options{
 		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: admin.ForRuntime(rt),
-		Status: rt.Board.Reporter("web"), Config: cfg, Logger: quietLogger(),
+		Status: rt.Board.Reporter("web"), Config: cfg, Logger: testkit.Discard(),
 	}
 }
 
@@ -188,7 +182,7 @@ type req struct {
 func (e *testEnv) do(r req) response {
 	e.t.Helper()
 	if e.ts == nil {
-		return doHTTP(e.t, &http.Client{Timeout: waitFor}, "http://"+e.srv.Addr(), r)
+		return doHTTP(e.t, &http.Client{Timeout: testkit.Wait}, "http://"+e.srv.Addr(), r)
 	}
 	return doHTTP(e.t, e.ts.Client(), e.ts.URL, r)
 }
@@ -347,7 +341,7 @@ func (s *sseClient) next() Event {
 		default:
 		}
 		s.t.Fatal("SSE stream ended while an event was expected")
-	case <-time.After(waitFor):
+	case <-time.After(testkit.Wait):
 		s.t.Fatal("no SSE event arrived")
 	}
 	return Event{}
@@ -379,7 +373,7 @@ func fakeClock() *clock.Fake { return clock.NewFake(time.Date(2026, 11, 21, 23, 
 // such as a goroutine arming a timer) until it holds.
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
+	deadline := time.Now().Add(testkit.Wait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+
 	"github.com/a6afc2ce/hermes-hub/config"
 )
 
@@ -50,7 +52,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	if e.srv.Name() != "web" {
 		t.Errorf("Name = %q", e.srv.Name())
 	}
-	c := &http.Client{Timeout: waitFor}
+	c := &http.Client{Timeout: testkit.Wait}
 	if r := doHTTP(t, c, base, req{method: "GET", path: "/"}); r.status != 200 || !strings.Contains(string(r.body), "Hermes Hub") {
 		t.Fatalf("GET / on the listener: %d", r.status)
 	}
@@ -79,12 +81,12 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
-	case <-time.After(waitFor):
+	case <-time.After(testkit.Wait):
 		t.Fatal("Run did not return after its context ended")
 	}
 	select {
 	case <-sse.done:
-	case <-time.After(waitFor):
+	case <-time.After(testkit.Wait):
 		t.Fatal("the event stream stayed open after shutdown")
 	}
 	if st := boardState(e); st != "stopped" {
@@ -176,7 +178,7 @@ func TestRunWithTLS(t *testing.T) {
 	if !strings.HasPrefix(e.srv.LoginURL(), base+"/#token=") {
 		t.Errorf("LoginURL = %q, want it under %s", e.srv.LoginURL(), base)
 	}
-	c := &http.Client{Timeout: waitFor, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	c := &http.Client{Timeout: testkit.Wait, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	r := doHTTP(t, c, base, req{method: "POST", path: "/api/login", body: `{"token":"` + e.token + `"}`, ctype: "application/json"})
 	if r.status != http.StatusOK {
 		t.Fatalf("login over TLS: %d %s", r.status, r.body)
