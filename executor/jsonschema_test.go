@@ -19,7 +19,7 @@ type Level string
 func (Level) Values() []string { return []string{"low", "high"} }
 
 type SchemaItem struct {
-	Name string `json:"name" desc:"The item's name"`
+	Name string  `json:"name" desc:"The item's name"`
 	Tags []Level `json:"tags,omitempty"`
 }
 
