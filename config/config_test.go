@@ -235,6 +235,7 @@ func TestDocumentedConfigurationsLoad(t *testing.T) {
 	environ := env(map[string]string{
 		"TELEGRAM_BOT_TOKEN": "123456:test", "DISCORD_BOT_TOKEN": "test-token",
 		"HUB_WEB_TOKEN": "0123456789abcdef0123", "TELEGRAM_WEBHOOK_SECRET": "abcdefghijklmnop0123",
+		"HUB_MCP_CLAUDE_TOKEN": "claude-0123456789abcdef", "HUB_MCP_CI_TOKEN": "ci-0123456789abcdef",
 	})
 	n := 0
 	for _, f := range files {
