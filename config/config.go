@@ -31,6 +31,7 @@ type Config struct {
 	Sessions Sessions `yaml:"sessions"`
 	Outbox   Outbox   `yaml:"outbox"`
 	Mirror   Mirror   `yaml:"mirror"`
+	MCP      MCP      `yaml:"mcp"`
 
 	// Path is the file the configuration came from; empty for defaults.
 	Path string `yaml:"-"`
@@ -59,6 +60,26 @@ type Web struct {
 	MaxBodyBytes Size     `yaml:"max_body_bytes"`
 	History      int      `yaml:"history"`         // SSE events kept for replay
 	AllowOrigins []string `yaml:"allowed_origins"` // extra origins for state-changing requests
+}
+
+// MCP configures the Model Context Protocol endpoint /mcp on the web
+// listener (streamable HTTP). `hub mcp` (stdio) needs none of it.
+type MCP struct {
+	// Enabled mounts /mcp on the web listener.
+	Enabled bool `yaml:"enabled"`
+	// Agents are the callers, each with its own bearer token and the
+	// identity agent:<name> for access grants. The web token also works,
+	// as the identity web.
+	Agents map[string]MCPAgent `yaml:"agents"`
+	// SessionTimeout closes MCP sessions idle this long; 0 keeps them.
+	SessionTimeout Duration `yaml:"session_timeout"`
+}
+
+// MCPAgent is one MCP caller over HTTP.
+type MCPAgent struct {
+	Token Secret `yaml:"token"`
+	// TokenFile names a file holding the token instead.
+	TokenFile string `yaml:"token_file"`
 }
 
 // Telegram configures the Telegram adapter.
@@ -536,6 +557,7 @@ func (c *Config) Validate() error {
 			bad("web.token is too short: use at least 16 characters (for example from `openssl rand -hex 24`)")
 		}
 	}
+	c.validateMCP(bad)
 	if c.Telegram.Enabled {
 		if !c.Telegram.Token.IsSet() {
 			bad("telegram.token is empty but telegram.enabled is true: set it from the environment, e.g. token: ${TELEGRAM_BOT_TOKEN}")
@@ -737,6 +759,74 @@ func (c *Config) readTokenFiles() error {
 		}
 		*t.token = NewSecret(v)
 	}
+	return c.readMCPTokenFiles()
+}
+
+// readMCPTokenFiles reads mcp.agents.<name>.token_file like the other token
+// files.
+func (c *Config) readMCPTokenFiles() error {
+	for name, a := range c.MCP.Agents {
+		if a.TokenFile == "" {
+			continue
+		}
+		key := "mcp.agents." + name
+		if a.Token.IsSet() {
+			return fmt.Errorf("%s.token and %s.token_file are both set: keep one (accepted: the token itself, or a file holding it)", key, key)
+		}
+		v, err := readTokenFile(a.TokenFile)
+		if err != nil {
+			return fmt.Errorf("%s.token_file: %w", key, err)
+		}
+		a.Token = NewSecret(v)
+		c.MCP.Agents[name] = a
+	}
+	return nil
+}
+
+// validateMCP checks the mcp section: it needs the web listener, and every
+// agent a valid name and a long enough token.
+func (c *Config) validateMCP(bad func(format string, args ...any)) {
+	if !c.MCP.Enabled {
+		return
+	}
+	if !*c.Web.Enabled {
+		bad("mcp.enabled is true but web.enabled is false: /mcp is served on the web listener")
+	}
+	for name, a := range c.MCP.Agents {
+		if err := validAgentName(name); err != nil {
+			bad("mcp.agents: %v", err)
+		}
+		switch {
+		case !a.Token.IsSet():
+			bad("mcp.agents.%s.token is empty: set it from the environment, e.g. token: ${HUB_MCP_%s_TOKEN}, or name a token_file", name, strings.ToUpper(name))
+		case len(a.Token.Reveal()) < 16:
+			bad("mcp.agents.%s.token is too short: use at least 16 characters (for example from `openssl rand -hex 24`)", name)
+		case c.Web.Token.IsSet() && a.Token.Reveal() == c.Web.Token.Reveal():
+			bad("mcp.agents.%s.token is the web token: give each agent its own", name)
+		}
+	}
+	seen := map[string]string{}
+	for name, a := range c.MCP.Agents {
+		if !a.Token.IsSet() {
+			continue
+		}
+		if other, dup := seen[a.Token.Reveal()]; dup {
+			bad("mcp.agents.%s and mcp.agents.%s have the same token: give each agent its own", min(name, other), max(name, other))
+		}
+		seen[a.Token.Reveal()] = name
+	}
+}
+
+// validAgentName checks the <name> of an agent:<name> identity.
+func validAgentName(name string) error {
+	ok := name != "" && len(name) <= 64
+	for i := 0; i < len(name) && ok; i++ {
+		c := name[i]
+		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || (i > 0 && (c == '-' || c == '_'))
+	}
+	if !ok {
+		return fmt.Errorf("%q is not an agent name (accepted: 1 to 64 lower-case letters, digits, '-' and '_', starting with a letter or digit)", name)
+	}
 	return nil
 }
 
@@ -790,8 +880,10 @@ func ValidIdentity(id string) error {
 		return nil
 	case ok && (kind == "discord" || kind == "discord-role") && isSnowflake(rest):
 		return nil
+	case ok && kind == "agent" && validAgentName(rest) == nil:
+		return nil
 	}
-	return fmt.Errorf("%q is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, web)", id)
+	return fmt.Errorf("%q is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, agent:<name>, web)", id)
 }
 
 func isInt(s string) bool {

@@ -111,7 +111,7 @@ func TestStrictErrors(t *testing.T) {
 		{"telegram without token", "telegram:\n  enabled: true\n", "telegram.token is empty but telegram.enabled is true"},
 		{"telegram bad mode", "telegram:\n  enabled: true\n  token: x\n  mode: push\n", `telegram.mode: "push" is not accepted (accepted: polling, webhook)`},
 		{"webhook needs url", "telegram:\n  enabled: true\n  token: x\n  mode: webhook\n", "web.public_url must be set"},
-		{"bad identity", "access:\n  grants:\n    bob: [admin]\n  roles:\n    admin:\n      verbs: ['*']\n", `"bob" is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, web)`},
+		{"bad identity", "access:\n  grants:\n    bob: [admin]\n  roles:\n    admin:\n      verbs: ['*']\n", `"bob" is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, agent:<name>, web)`},
 		{"unknown role", "access:\n  grants:\n    telegram:1: [root]\n", `role "root" is not defined`},
 		{"bad glob", "access:\n  roles:\n    x:\n      verbs: ['fs.[']\n", `access.roles.x.verbs: "fs.[" is not a valid pattern`},
 		{"bad level", "log:\n  level: loud\n", `log.level: "loud" is not accepted`},
@@ -235,6 +235,7 @@ func TestDocumentedConfigurationsLoad(t *testing.T) {
 	environ := env(map[string]string{
 		"TELEGRAM_BOT_TOKEN": "123456:test", "DISCORD_BOT_TOKEN": "test-token",
 		"HUB_WEB_TOKEN": "0123456789abcdef0123", "TELEGRAM_WEBHOOK_SECRET": "abcdefghijklmnop0123",
+		"HUB_MCP_CLAUDE_TOKEN": "claude-0123456789abcdef", "HUB_MCP_CI_TOKEN": "ci-0123456789abcdef",
 	})
 	n := 0
 	for _, f := range files {
@@ -308,6 +309,41 @@ func TestStateDirPlacement(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Fatalf("got %v, want a message with %q", err, want)
 				}
+			}
+		})
+	}
+}
+
+func TestMCPSection(t *testing.T) {
+	dir := t.TempDir()
+	tokFile := writeTokenFile(t, dir, "mcp-claude", "0123456789abcdefXYZ\n", 0o600)
+	tests := []struct{ name, yaml, want string }{
+		{"agent grant", "mcp:\n  enabled: true\n  agents:\n    claude:\n      token: 0123456789abcdef00\naccess:\n  grants:\n    agent:claude: [admin]\n  roles:\n    admin:\n      verbs: ['*']\n", ""},
+		{"token file", "mcp:\n  enabled: true\n  agents:\n    claude:\n      token_file: " + tokFile + "\n", ""},
+		{"both token and file", "mcp:\n  agents:\n    claude:\n      token: 0123456789abcdef00\n      token_file: " + tokFile + "\n", "mcp.agents.claude.token and mcp.agents.claude.token_file are both set"},
+		{"empty token", "mcp:\n  enabled: true\n  agents:\n    claude: {}\n", "mcp.agents.claude.token is empty"},
+		{"short token", "mcp:\n  enabled: true\n  agents:\n    claude:\n      token: short\n", "mcp.agents.claude.token is too short"},
+		{"bad name", "mcp:\n  enabled: true\n  agents:\n    Claude:\n      token: 0123456789abcdef00\n", `"Claude" is not an agent name`},
+		{"same tokens", "mcp:\n  enabled: true\n  agents:\n    a:\n      token: 0123456789abcdef00\n    b:\n      token: 0123456789abcdef00\n", "mcp.agents.a and mcp.agents.b have the same token"},
+		{"web token reused", "web:\n  token: 0123456789abcdef00\nmcp:\n  enabled: true\n  agents:\n    a:\n      token: 0123456789abcdef00\n", "mcp.agents.a.token is the web token"},
+		{"without web", "web:\n  enabled: false\nmcp:\n  enabled: true\n", "web.enabled is false"},
+		{"bad agent identity", "access:\n  grants:\n    agent:-x: [reader]\n", `"agent:-x" is not an identity`},
+		{"unknown key", "mcp:\n  agents:\n    a:\n      secret: x\n", `unknown key "secret" in mcp.agents.a (accepted: token, token_file)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "hub.yml")
+			if err := os.WriteFile(p, []byte(tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := LoadWith(p, env(nil))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want it to contain %q", err, tt.want)
+			case tt.want == "" && cfg.MCP.Agents["claude"].Token.Reveal() == "":
+				t.Fatalf("claude's token was not read: %+v", cfg.MCP)
 			}
 		})
 	}

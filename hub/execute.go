@@ -49,7 +49,8 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) *executor.Outcome {
 		}
 		out = h.call(ctx, executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session}, env)
 	}
-	h.mirrorAPI(ctx, req, out)
+	// A call cancelled by its caller is still recorded.
+	h.mirrorAPI(context.WithoutCancel(ctx), req, out)
 	return out
 }
 

@@ -475,14 +475,17 @@ func (m *mcpClient) request(method string, params any) ([]byte, error) {
 	if err := m.send(req); err != nil {
 		return nil, err
 	}
-	// The server writes the id last; check that before decoding anything.
+	// The reference server writes the id last, the Go SDK (hub mcp) first;
+	// check both before decoding anything, so that no side pays for a
+	// decode inside its timed round trip.
 	suffix := fmt.Appendf(nil, `"id":%d}`, id)
+	prefix := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"result"`, id)
 	for {
 		msg, err := m.receive()
 		if err != nil {
 			return nil, err
 		}
-		if bytes.HasSuffix(bytes.TrimSpace(msg), suffix) {
+		if bytes.HasSuffix(bytes.TrimSpace(msg), suffix) || bytes.HasPrefix(msg, prefix) {
 			return msg, nil
 		}
 		var r rpcResponse
@@ -573,29 +576,112 @@ func loadavg() string {
 // alternating which goes first; every answer is checked outside the timed
 // round trip. Reported per operation: each server's round trips per second
 // (count over the summed round-trip times), hub/mcp (the ratio of those),
-// and each server's p50 and p99 latency. A summary table is logged at the
+// and each server's p50 and p99 latency. A summary table is printed at the
 // end.
 func BenchmarkVersusMCP(b *testing.B) {
+	node, script := mcpServer(b)
+	loadBefore := loadavg()
+	bin := buildHub(b)
+	dir := fixture(b)
+	hub := hubClient{startChild(b, "hub exec --stdio", dir, []string{"HUB_CONFIG="}, bin, "exec", "--stdio")}
+	ref := &mcpClient{child: startChild(b, "MCP filesystem server", dir, nil, node, script, dir)}
+	if err := ref.initialize(); err != nil {
+		b.Fatal(err)
+	}
+	hubRound := func(o op, i int) (time.Duration, hubResult, error) {
+		t0 := time.Now()
+		msg, err := hub.call(i, o.hubVerb, o.hubArgs(i))
+		d := time.Since(t0)
+		if err != nil {
+			return d, hubResult{}, err
+		}
+		var r hubResult
+		if err := json.Unmarshal(msg, &r); err != nil {
+			return d, r, fmt.Errorf("decode %.200s: %w", msg, err)
+		}
+		if r.ID != i {
+			return d, r, fmt.Errorf("id %d, want %d", r.ID, i)
+		}
+		return d, r, nil
+	}
+	compare(b, "hub exec --stdio", loadBefore, dir, ref, hubRound)
+}
+
+// BenchmarkMCPVersusMCP is BenchmarkVersusMCP with MCP on both sides: the
+// same JSON-RPC client speaks MCP over stdio to `hub mcp` (tools named
+// fs_readFile and so on, arguments as for hub exec, the result read from
+// structuredContent) and to the reference server. `hub mcp` runs every call
+// through the hub's Execute: access checked and the exchange mirrored
+// durably (two fsynced JSONL appends per call), as it does for clients.
+func BenchmarkMCPVersusMCP(b *testing.B) {
+	node, script := mcpServer(b)
+	loadBefore := loadavg()
+	bin := buildHub(b)
+	dir := fixture(b)
+	conf := filepath.Join(b.TempDir(), "hub.yml")
+	yml := "state_dir: " + filepath.Join(b.TempDir(), "state") + "\naccess:\n  roles:\n    admin:\n      verbs: ['*']\n  grants:\n    agent:local: [admin]\n"
+	if err := os.WriteFile(conf, []byte(yml), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	hub := &mcpClient{child: startChild(b, "hub mcp", dir, []string{"HUB_CONFIG="}, bin, "mcp", "--config", conf, "--workspace", dir)}
+	if err := hub.initialize(); err != nil {
+		b.Fatal(err)
+	}
+	ref := &mcpClient{child: startChild(b, "MCP filesystem server", dir, nil, node, script, dir)}
+	if err := ref.initialize(); err != nil {
+		b.Fatal(err)
+	}
+	hubRound := func(o op, i int) (time.Duration, hubResult, error) {
+		t0 := time.Now()
+		msg, err := hub.callTool(strings.ReplaceAll(o.hubVerb, ".", "_"), o.hubArgs(i))
+		d := time.Since(t0)
+		if err != nil {
+			return d, hubResult{}, err
+		}
+		r, err := structured(msg)
+		return d, r, err
+	}
+	compare(b, "hub mcp", loadBefore, dir, ref, hubRound)
+}
+
+// structured decodes the structuredContent of a hub tools/call response.
+func structured(msg []byte) (hubResult, error) {
+	var resp struct {
+		Result *struct {
+			StructuredContent *hubResult `json:"structuredContent"`
+		} `json:"result"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg, &resp); err != nil {
+		return hubResult{}, fmt.Errorf("decode %.200s: %w", msg, err)
+	}
+	if resp.Error != nil || resp.Result == nil || resp.Result.StructuredContent == nil {
+		return hubResult{}, fmt.Errorf("no structured result: %.300s", msg)
+	}
+	return *resp.Result.StructuredContent, nil
+}
+
+// mcpServer finds node and the reference server, or skips.
+func mcpServer(b *testing.B) (node, script string) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		b.Skip("node not installed")
 	}
-	script, err := filepath.Abs(serverScript)
+	script, err = filepath.Abs(serverScript)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if _, err := os.Stat(script); err != nil {
 		b.Skip("@modelcontextprotocol/server-filesystem not installed: run make bench-deps")
 	}
-	loadBefore := loadavg()
-	bin := buildHub(b)
-	dir := fixture(b)
-	hub := hubClient{startChild(b, "hub exec --stdio", dir, []string{"HUB_CONFIG="}, bin, "exec", "--stdio")}
-	mcp := &mcpClient{child: startChild(b, "MCP filesystem server", dir, nil, node, script, dir)}
-	if err := mcp.initialize(); err != nil {
-		b.Fatal(err)
-	}
+	return node, script
+}
 
+// compare runs every operation against the hub (hubRound makes one timed
+// round trip) and the reference server, one round trip each per iteration.
+func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRound func(o op, i int) (time.Duration, hubResult, error)) {
 	type row struct {
 		name     string
 		hub, mcp stats
@@ -606,27 +692,21 @@ func BenchmarkVersusMCP(b *testing.B) {
 		ok := b.Run(o.name, func(b *testing.B) {
 			hubStats, mcpStats = stats{}, stats{}
 			roundHub := func(i int) {
-				t0 := time.Now()
-				msg, err := hub.call(i, o.hubVerb, o.hubArgs(i))
-				d := time.Since(t0)
+				d, r, err := hubRound(o, i)
 				if err != nil {
-					b.Fatal(err)
+					b.Fatalf("%s %s round trip %d: %v", label, o.name, i, err)
 				}
-				var r hubResult
-				if err := json.Unmarshal(msg, &r); err != nil {
-					b.Fatalf("hub %s: decode %.200s: %v", o.name, msg, err)
-				}
-				if r.ID != i || !r.Succeeded {
-					b.Fatalf("hub %s round trip %d: id %d, succeeded %v: %s", o.name, i, r.ID, r.Succeeded, r.ErrorMessage)
+				if !r.Succeeded {
+					b.Fatalf("%s %s round trip %d: %s", label, o.name, i, r.ErrorMessage)
 				}
 				if err := o.hubCheck(dir, i, r); err != nil {
-					b.Fatalf("hub %s round trip %d: %v", o.name, i, err)
+					b.Fatalf("%s %s round trip %d: %v", label, o.name, i, err)
 				}
 				hubStats.lat = append(hubStats.lat, d)
 			}
 			roundMCP := func(i int) {
 				t0 := time.Now()
-				msg, err := mcp.callTool(o.mcpTool, o.mcpArgs(dir, i))
+				msg, err := ref.callTool(o.mcpTool, o.mcpArgs(dir, i))
 				d := time.Since(t0)
 				if err != nil {
 					b.Fatal(err)
@@ -678,7 +758,7 @@ func BenchmarkVersusMCP(b *testing.B) {
 		return
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "hub exec --stdio vs MCP filesystem server (load average %s before, %s after)\n", loadBefore, loadavg())
+	fmt.Fprintf(&sb, "%s vs MCP filesystem server (load average %s before, %s after)\n", label, loadBefore, loadavg())
 	fmt.Fprintf(&sb, "| operation | round trips | hub ops/s | MCP ops/s | hub/MCP | hub p50/p99 ms | MCP p50/p99 ms |\n")
 	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {

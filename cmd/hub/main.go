@@ -49,6 +49,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the hub: web panel, platform adapters, outbox", runServe},
 		{"exec", "run one verb envelope, or many with --interactive / --stdio", runExec},
+		{"mcp", "serve the verbs as MCP tools over stdio (for agents)", runMCP},
 		{"verbs", "list the verbs", runVerbs},
 		{"schema", "print the argument and result types of a verb (or all)", runSchema},
 		{"send", "deliver text to every delivery target", runSend},

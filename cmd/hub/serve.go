@@ -127,6 +127,11 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 			return err
 		}
 		adapters = append(adapters, webSrv)
+		if cfg.MCP.Enabled {
+			if err := mountMCP(cfg, rt, webSrv, logger); err != nil {
+				return err
+			}
+		}
 	}
 	extra, err := platformAdapters(cfg, rt, webSrv, logger)
 	if err != nil {

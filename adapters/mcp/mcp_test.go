@@ -1,0 +1,228 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	mcpsurface "github.com/a6afc2ce/hermes-hub/adapters/mcp"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// stdioEnv is a hub runtime and an MCP client connected in memory, as
+// `hub mcp` serves over stdio, for the given identity.
+func stdioEnv(t *testing.T, identity string) (*hubtest.Env, *mcp.ClientSession) {
+	t.Helper()
+	cfg := hubtest.Config(t, "", "")
+	cfg.Access = config.Access{
+		Roles:  map[string]config.Role{"admin": {Verbs: []string{"*"}}},
+		Grants: map[string][]string{"agent:local": {"admin"}, "agent:reader": {"reader"}},
+	}
+	env := hubtest.Open(t, cfg, hubtest.Options{})
+	srv, err := mcpsurface.New(mcpsurface.Options{Intake: env.Runtime.Hub, Identity: identity, Version: "test", Logger: testkit.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.RunStdio(ctx, st) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunStdio: %v", err)
+		}
+	})
+	return env, cs
+}
+
+// TestToolsGolden lists the tools of an identity that may run every verb
+// and compares names, descriptions, schemas and annotations with the
+// golden file (go test ./adapters/mcp -run ToolsGolden -update).
+func TestToolsGolden(t *testing.T) {
+	_, cs := stdioEnv(t, "agent:local")
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.MarshalIndent(res.Tools, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	golden := filepath.Join("testdata", "tools.golden.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("tools/list differs from %s (rerun with -update if intended):\n%s", golden, got)
+	}
+}
+
+// TestToolsFollowAccess: tools/list shows what the identity may run; a
+// hidden verb called anyway is a tool error "forbidden", not a protocol
+// error; an unknown tool is a protocol error.
+func TestToolsFollowAccess(t *testing.T) {
+	_, cs := stdioEnv(t, "agent:reader")
+	ctx := context.Background()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if !tool.Annotations.ReadOnlyHint {
+			t.Errorf("reader sees %s, which is not read-only", tool.Name)
+		}
+	}
+	if !strings.Contains(strings.Join(names, ","), "fs_readFile") {
+		t.Errorf("reader's tools: %v", names)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs_writeFile", Arguments: map[string]any{"path": "x.txt", "content": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := json.Marshal(r.StructuredContent)
+	if !r.IsError || !strings.Contains(string(sc), `"errorCode":"forbidden"`) {
+		t.Errorf("a hidden verb: isError %v, %s", r.IsError, sc)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs_nope", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Errorf("an unknown tool: %v", err)
+	}
+}
+
+// TestCallResult: a succeeded call carries the result JSON and the chat
+// rendering; a failed one isError with the errorCode.
+func TestCallResult(t *testing.T) {
+	env, cs := stdioEnv(t, "agent:local")
+	env.WriteFile(t, "notes.txt", "alpha\nbeta\n")
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		args    map[string]any
+		isError bool
+		want    string // in the structured content
+		text    string // in the text block
+	}{
+		{"fs_readRange", map[string]any{"path": "notes.txt", "startLine": 2, "endLine": 2}, false, `"content":"2: beta"`, "beta"},
+		{"fs_readFile", map[string]any{"path": "../etc/passwd"}, true, `"errorCode":"forbidden_path"`, "forbidden_path"},
+		{"fs_readFile", map[string]any{"path": "missing.txt"}, true, `"errorCode":"not_found"`, "not_found"},
+		{"fs_lineCount", nil, true, `"errorCode":"invalid_arguments"`, "path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/"+tt.want, func(t *testing.T) {
+			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tt.name, Arguments: tt.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, _ := json.Marshal(r.StructuredContent)
+			text := r.Content[0].(*mcp.TextContent).Text
+			if r.IsError != tt.isError || !strings.Contains(string(sc), tt.want) || !strings.Contains(text, tt.text) {
+				t.Errorf("isError %v, structured %s, text %q", r.IsError, sc, text)
+			}
+		})
+	}
+}
+
+func TestTurnID(t *testing.T) {
+	tests := []struct{ session, request, want string }{
+		{"ABCD234", "7", "mcp.ABCD234.7"},
+		{"", "1", "mcp.none.1"},
+		{"stdio-00ff", "a:b", "mcp.stdio-00ff.a_b-"},
+		{"s", "../../x", "mcp.s.______x-"},
+		{"s", strings.Repeat("9", 100), "mcp.s." + strings.Repeat("9", 64) + "-"},
+	}
+	for _, tt := range tests {
+		got := mcpsurface.TurnID(tt.session, tt.request)
+		if !strings.HasPrefix(got, tt.want) || strings.ContainsAny(got, ":/") || strings.Contains(got, "..") {
+			t.Errorf("TurnID(%q, %q) = %q, want prefix %q, no ':' '/' '..'", tt.session, tt.request, got, tt.want)
+		}
+	}
+	if mcpsurface.TurnID("s", "a:b") == mcpsurface.TurnID("s", "a_b") {
+		t.Error("distinct request ids share a turn id")
+	}
+}
+
+// TestHTTPChecks: /mcp answers only a known token, refuses foreign
+// origins, and serves an initialize with a session id.
+func TestHTTPChecks(t *testing.T) {
+	cfg := hubtest.Config(t, "", "")
+	env := hubtest.Open(t, cfg, hubtest.Options{})
+	srv, err := mcpsurface.New(mcpsurface.Options{Intake: env.Runtime.Hub, Logger: testkit.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := srv.Handler(mcpsurface.HTTPOptions{Tokens: []mcpsurface.Token{{Identity: "web", Secret: "secret-0123456789"}}, AllowOrigins: []string{"https://tools.example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	tests := []struct {
+		name, token, origin string
+		status              int
+	}{
+		{"no token", "", "", http.StatusUnauthorized},
+		{"wrong token", "secret-0123456789x", "", http.StatusUnauthorized},
+		{"foreign origin", "secret-0123456789", "https://evil.example", http.StatusForbidden},
+		{"allowed origin", "secret-0123456789", "https://tools.example.org", http.StatusOK},
+		{"own origin", "secret-0123456789", ts.URL, http.StatusOK},
+		{"no origin", "secret-0123456789", "", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(init))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if tt.status == http.StatusOK && resp.Header.Get("Mcp-Session-Id") == "" {
+				t.Error("no Mcp-Session-Id on an initialize")
+			}
+		})
+	}
+	if _, err := srv.Handler(mcpsurface.HTTPOptions{}); err == nil {
+		t.Error("a handler without tokens was built")
+	}
+}

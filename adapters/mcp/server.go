@@ -1,0 +1,249 @@
+package mcp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Intake is the hub as the MCP surface uses it; *hub.Hub satisfies it.
+type Intake interface {
+	// Execute runs one envelope for an API caller: access checked, mirrored.
+	Execute(ctx context.Context, req hub.APIRequest) *executor.Outcome
+	// VerbsFor lists the verbs the identities may run.
+	VerbsFor(ids []string) []executor.Info
+	// Registry describes every verb.
+	Registry() *executor.Registry
+}
+
+// StatusReporter receives the surface's state for the status page.
+type StatusReporter interface {
+	Report(state, detail string)
+}
+
+// DefaultProgressInterval is how often a call with a progress token hears
+// how long it has run.
+const DefaultProgressInterval = time.Second
+
+// requestIDMeta is the _meta key under which the transports hand a
+// tools/call's JSON-RPC id to the tool handler (the SDK does not expose it).
+// A client's own value under this key is overwritten.
+const requestIDMeta = "hermes-hub/requestId"
+
+// Options configure a Server.
+type Options struct {
+	// Intake is the hub; required.
+	Intake Intake
+	// Identity is the caller of calls that carry no token (stdio);
+	// default "agent:local".
+	Identity string
+	// Version is reported to clients as the server's version.
+	Version string
+	// ProcDir is the directory of proc.run's output (<state>/proc): when
+	// set, progress notifications count the lines written so far.
+	ProcDir string
+	// ProgressInterval paces progress notifications; default 1 s.
+	ProgressInterval time.Duration
+	Status           StatusReporter
+	Clock            clock.Clock
+	Logger           *slog.Logger
+}
+
+// DefaultIdentity is the identity of stdio callers when Options names none.
+const DefaultIdentity = "agent:local"
+
+// Server is the MCP surface: one SDK server whose tools are the verbs,
+// served over stdio (RunStdio) and streamable HTTP (Handler).
+type Server struct {
+	opts  Options
+	srv   *mcp.Server
+	log   *slog.Logger
+	stdio atomic.Value // string: the session id of the stdio connection
+	seq   atomic.Uint64
+}
+
+// New builds the server with one tool per registered verb.
+func New(opts Options) (*Server, error) {
+	if opts.Intake == nil {
+		return nil, errors.New("mcp: Options.Intake is required")
+	}
+	if opts.Identity == "" {
+		opts.Identity = DefaultIdentity
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{opts: opts, log: opts.Logger.With("adapter", "mcp")}
+	s.stdio.Store("")
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "hermes-hub", Title: "Hermes Hub", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: "The tools are the verbs of a Hermes Hub: files in a confined workspace (fs_*), programs (proc_run), the machine (sys_machineInfo) and session workspaces (vfs_*). Paths are relative to the workspace.",
+	})
+	reg := opts.Intake.Registry()
+	for _, info := range reg.Verbs() {
+		tool, err := toolOf(reg, info)
+		if err != nil {
+			return nil, err
+		}
+		s.srv.AddTool(tool, s.handler(info))
+	}
+	s.srv.AddReceivingMiddleware(s.filterTools)
+	return s, nil
+}
+
+// ToolName is the MCP name of a verb: '.' becomes '_' (fs.readFile is
+// fs_readFile), since many clients refuse dots in tool names. The registry
+// reads '_' as '.', so the name maps back.
+func ToolName(verb string) string { return strings.ReplaceAll(verb, ".", "_") }
+
+func toolOf(reg *executor.Registry, info executor.Info) (*mcp.Tool, error) {
+	in, out, ok := reg.JSONSchemas(info.Name)
+	if !ok {
+		return nil, fmt.Errorf("mcp: no schema for verb %s", info.Name)
+	}
+	return &mcp.Tool{
+		Name:         ToolName(info.Name),
+		Title:        info.Name,
+		Description:  info.Summary + " (hub verb " + info.Name + ")",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  annotations(info),
+	}, nil
+}
+
+// identity is the caller of a request: the token's identity over HTTP, the
+// configured one over stdio.
+func (s *Server) identity(extra *mcp.RequestExtra) string {
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		return extra.TokenInfo.UserID
+	}
+	return s.opts.Identity
+}
+
+// filterTools keeps, in a tools/list answer, the tools the caller may run.
+// A hidden tool can still be called; the hub then refuses it as forbidden,
+// with the grant that would allow it.
+func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "tools/list" || err != nil {
+			return res, err
+		}
+		lt, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			return res, nil
+		}
+		allowed := map[string]bool{}
+		for _, info := range s.opts.Intake.VerbsFor([]string{s.identity(req.GetExtra())}) {
+			allowed[ToolName(info.Name)] = true
+		}
+		kept := lt.Tools[:0:0]
+		for _, t := range lt.Tools {
+			if allowed[t.Name] {
+				kept = append(kept, t)
+			}
+		}
+		lt.Tools = kept
+		return lt, nil
+	}
+}
+
+// handler runs one verb as a turn.
+func (s *Server) handler(info executor.Info) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := req.Params.Arguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		input, err := json.Marshal(struct {
+			Verb      string          `json:"verb"`
+			Arguments json.RawMessage `json:"arguments"`
+		}{info.Name, args})
+		if err != nil {
+			return nil, fmt.Errorf("encode the envelope: %w", err)
+		}
+		session := ""
+		if req.Session != nil {
+			session = req.Session.ID()
+		}
+		if session == "" {
+			session, _ = s.stdio.Load().(string)
+		}
+		reqID, _ := req.Params.GetMeta()[requestIDMeta]
+		if reqID == nil {
+			reqID = fmt.Sprintf("n%d", s.seq.Add(1))
+		}
+		turn := TurnID(session, fmt.Sprint(reqID))
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			stop := s.progress(ctx, req.Session, tok, info.Name, turn)
+			defer stop()
+		}
+		out := s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Input: input})
+		return resultOf(out), nil
+	}
+}
+
+// resultOf is a verb's outcome as a tool result: the result JSON as
+// structured content, the chat rendering as text; a failed verb is a tool
+// error (isError) with the hub's errorCode in the structured content.
+func resultOf(out *executor.Outcome) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: executor.RenderText(out, false)}},
+		StructuredContent: json.RawMessage(out.JSON()),
+		IsError:           !out.Succeeded(),
+	}
+}
+
+// TurnID is the turn id of a tools/call: mcp.<session>.<request>, each part
+// reduced to the characters turn ids and proc.run's output directories
+// accept (letters, digits and . _ - + = @, no "..", no ':'). A part that
+// had to change gets a short hash of its original, so distinct ids stay
+// distinct.
+func TurnID(session, request string) string {
+	if session == "" {
+		session = "none"
+	}
+	return "mcp." + idPart(session) + "." + idPart(request)
+}
+
+func idPart(s string) string {
+	const maxLen = 64
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-+=@", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	out := b.String()
+	if out == s && len(out) <= maxLen && out != "" {
+		return out
+	}
+	sum := sha256.Sum256([]byte(s))
+	if len(out) > maxLen {
+		out = out[:maxLen]
+	}
+	return out + "-" + hex.EncodeToString(sum[:4])
+}
