@@ -187,6 +187,9 @@ type Mirror struct {
 	RotateBytes Size     `yaml:"rotate_bytes"`
 	KeepRuns    int      `yaml:"keep_runs"`
 	KeepAge     Duration `yaml:"keep_age"`
+	// MaxTextBytes bounds the text kept in one mirror record; longer texts
+	// keep their size, preview and SHA-256 and are marked truncated.
+	MaxTextBytes Size `yaml:"max_text_bytes"`
 }
 
 // Getenv looks up environment variables; tests replace it.
@@ -506,6 +509,7 @@ func (c *Config) ApplyDefaults() {
 	defS(&c.Mirror.RotateBytes, 64<<20)
 	defI(&c.Mirror.KeepRuns, 50)
 	defD(&c.Mirror.KeepAge, "720h")
+	defS(&c.Mirror.MaxTextBytes, 64<<10)
 }
 
 // Validate checks every value and names the key of the first problem.
@@ -677,6 +681,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Mirror.RotateBytes < 4096 {
 		bad("mirror.rotate_bytes: %s is too small (at least 4KiB)", c.Mirror.RotateBytes)
+	}
+	if c.Mirror.MaxTextBytes < 1024 || c.Mirror.MaxTextBytes > 64<<20 {
+		bad("mirror.max_text_bytes: %s is out of range (1KiB to 64MiB)", c.Mirror.MaxTextBytes)
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime"
 	"net/http"
 	"sort"
@@ -228,7 +229,18 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := s.hub.Execute(r.Context(), hub.APIRequest{Identity: Identity, Session: session, Input: body})
+	out, err := s.hub.Execute(r.Context(), hub.APIRequest{Identity: Identity, Session: session, Input: body})
+	if err != nil {
+		// The full error (with the mirror file's path) goes to the log; the
+		// caller learns the cause without host paths.
+		s.log.Error("api call refused", "err", err)
+		cause := "unknown cause"
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			cause = pe.Err.Error()
+		}
+		admin.WriteError(w, http.StatusServiceUnavailable, "mirror unavailable: %v (%s); free space for the mirror (flows/ in the state directory) and retry", hub.ErrNotMirrored, cause)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(out.JSON(), '\n'))

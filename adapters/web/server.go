@@ -101,8 +101,9 @@ var _ hub.Adapter = (*Server)(nil)
 type Intake interface {
 	// Handle runs a chat turn from the panel.
 	Handle(ctx context.Context, in *chat.Inbound) (*hub.TurnResult, error)
-	// Execute runs one envelope for an API caller.
-	Execute(ctx context.Context, req hub.APIRequest) *executor.Outcome
+	// Execute runs one envelope for an API caller; an error means it was
+	// refused without running (it could not be mirrored).
+	Execute(ctx context.Context, req hub.APIRequest) (*executor.Outcome, error)
 	// VerbsFor, Registry and Usage describe the verbs for the panel.
 	VerbsFor(ids []string) []executor.Info
 	Registry() *executor.Registry
