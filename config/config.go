@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -59,6 +60,12 @@ type Web struct {
 	MaxBodyBytes Size     `yaml:"max_body_bytes"`
 	History      int      `yaml:"history"`         // SSE events kept for replay
 	AllowOrigins []string `yaml:"allowed_origins"` // extra origins for state-changing requests
+	// TrustedProxies are the reverse proxies (CIDRs or addresses) whose
+	// X-Forwarded-For names the client; from anyone else it is ignored.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// AllowedHosts are extra Host header names the listener answers to,
+	// besides loopback names, its own address and public_url's host.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // Telegram configures the Telegram adapter.
@@ -539,6 +546,16 @@ func (c *Config) Validate() error {
 		if c.Web.Token.IsSet() && len(c.Web.Token.Reveal()) < 16 {
 			bad("web.token is too short: use at least 16 characters (for example from `openssl rand -hex 24`)")
 		}
+		for _, p := range c.Web.TrustedProxies {
+			if _, err := ParseCIDR(p); err != nil {
+				bad("web.trusted_proxies: %v", err)
+			}
+		}
+		for _, h := range c.Web.AllowedHosts {
+			if h == "" || strings.ContainsAny(h, "/:@ \t") && net.ParseIP(strings.Trim(h, "[]")) == nil {
+				bad("web.allowed_hosts: %q is not a host name such as hub.example.org (no scheme, port or path)", h)
+			}
+		}
 	}
 	if c.Telegram.Enabled {
 		if !c.Telegram.Token.IsSet() {
@@ -784,6 +801,24 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ParseCIDR parses a network (10.0.0.0/8, fd00::/8) or a single address
+// (taken as its own /32 or /128).
+func ParseCIDR(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not a network such as 10.0.0.0/8 or an address such as 10.0.0.1", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a network such as 10.0.0.0/8 or an address such as 10.0.0.1", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // ValidIdentity checks an access-control identity.

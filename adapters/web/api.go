@@ -13,7 +13,6 @@ import (
 	"mime"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +47,24 @@ func (s *Server) apiHandler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		method := s.auth.method(r)
+		rs, known := routes[r.URL.Path]
+		public := false
+		var h http.HandlerFunc
+		for _, rt := range rs {
+			if rt.method == r.Method {
+				h, public = rt.h, rt.public
+			}
+		}
+		if method == authNone && !public && attempted(r) {
+			// Wrong credentials on an authenticated endpoint. Login counts
+			// its own; the right token or a valid cookie is never refused.
+			client := s.clientAddr(r)
+			if d := s.throttled(client); d > 0 {
+				tooMany(w, client, d)
+				return
+			}
+			s.failed(client)
+		}
 		if stateChanging(r.Method) {
 			ok, present := s.originOK(r)
 			switch {
@@ -57,14 +74,6 @@ func (s *Server) apiHandler() http.Handler {
 			case !present && method == authCookie:
 				admin.WriteError(w, http.StatusForbidden, "a request authenticated by the login cookie must carry an Origin header; API clients use Authorization: Bearer <token>")
 				return
-			}
-		}
-		rs, known := routes[r.URL.Path]
-		public := false
-		var h http.HandlerFunc
-		for _, rt := range rs {
-			if rt.method == r.Method {
-				h, public = rt.h, rt.public
 			}
 		}
 		if method == authNone && !public {
@@ -164,20 +173,18 @@ type loginRequest struct {
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	addr := remoteHost(r)
-	if d := s.logins.wait(addr); d > 0 {
-		secs := int(d.Round(time.Second) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-		admin.WriteError(w, http.StatusTooManyRequests, "too many wrong tokens from %s: try again in %d s", addr, max(secs, 1))
-		return
-	}
 	var req loginRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}
 	if !s.auth.checkToken(req.Token) {
-		s.logins.fail(addr)
-		admin.WriteError(w, http.StatusUnauthorized, "wrong token: use the token printed by `hub serve` or set as web.token")
+		client := s.clientAddr(r)
+		if d := s.throttled(client); d > 0 {
+			tooMany(w, client, d)
+			return
+		}
+		s.failed(client)
+		admin.WriteError(w, http.StatusUnauthorized, "wrong token: use the token of web.token (or web.token_file), or the one `hub serve` printed when it generated one")
 		return
 	}
 	val, exp, err := s.auth.issue()

@@ -195,24 +195,31 @@ func (s *Server) originOK(r *http.Request) (ok, present bool) {
 	return s.allowOrigins[o], true
 }
 
-// Login throttling: after MaxLoginFailures wrong tokens from one address
-// within LoginWindow, POST /api/login answers 429 until the window passes.
+// Throttling of wrong credentials: after MaxLoginFailures wrong tokens or
+// login cookies from one client within LoginWindow, that client's requests
+// with wrong credentials answer 429 until the window passes (see guards for
+// the global budget). The right token is never refused.
 const (
 	MaxLoginFailures = 10
 	LoginWindow      = time.Minute
 	maxTrackedAddrs  = 4096
 )
 
-// loginLimiter counts failed logins per remote address.
+// loginLimiter counts failures per key (a client address) in a sliding
+// window of LoginWindow.
 type loginLimiter struct {
 	now func() time.Time
+	max int
 
 	mu    sync.Mutex
 	fails map[string][]time.Time
 }
 
-func newLoginLimiter(now func() time.Time) *loginLimiter {
-	return &loginLimiter{now: now, fails: map[string][]time.Time{}}
+func newLoginLimiter(now func() time.Time) *loginLimiter { return newLimiter(now, MaxLoginFailures) }
+
+// newLimiter allows max failures per key in LoginWindow.
+func newLimiter(now func() time.Time, max int) *loginLimiter {
+	return &loginLimiter{now: now, max: max, fails: map[string][]time.Time{}}
 }
 
 // recent drops failures older than the window; call with mu held.
@@ -238,13 +245,13 @@ func (l *loginLimiter) wait(addr string) time.Duration {
 	defer l.mu.Unlock()
 	now := l.now()
 	f := l.recent(addr, now)
-	if len(f) < MaxLoginFailures {
+	if len(f) < l.max {
 		return 0
 	}
-	return LoginWindow - now.Sub(f[len(f)-MaxLoginFailures])
+	return LoginWindow - now.Sub(f[len(f)-l.max])
 }
 
-// fail records a failed login from addr.
+// fail records a failure from addr.
 func (l *loginLimiter) fail(addr string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -258,7 +265,7 @@ func (l *loginLimiter) fail(addr string) {
 		}
 	}
 	f := l.recent(addr, now)
-	if len(f) >= MaxLoginFailures {
+	if len(f) >= l.max {
 		f = f[1:]
 	}
 	l.fails[addr] = append(f, now)

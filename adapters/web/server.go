@@ -75,7 +75,7 @@ type Server struct {
 	maxBody      int64
 	token        string
 	auth         *authenticator
-	logins       *loginLimiter
+	guards       *guards
 	events       *broker
 	publicOrigin string
 	secureCookie bool // always set Secure (the public URL is https)
@@ -184,7 +184,9 @@ func New(opts Options) (*Server, error) {
 		s.allowOrigins[n] = true
 	}
 	s.auth = newAuthenticator(s.token, s.clk.Now)
-	s.logins = newLoginLimiter(s.clk.Now)
+	if s.guards, err = newGuards(cfg, s.clk.Now); err != nil {
+		return nil, err
+	}
 	if err := s.follow(opts.Conversation); err != nil {
 		// History is a convenience: a damaged mirror must not stop the panel.
 		s.log.Warn("could not read the web history back from the mirrors", "err", err)
@@ -351,6 +353,10 @@ func (s *Server) buildHandler() http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		if !s.hostOK(r) {
+			refuseHost(w, r)
+			return
+		}
 		if r.ContentLength > s.maxBody {
 			admin.WriteError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
 			return
