@@ -200,13 +200,19 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(CookieName); err == nil {
-		s.auth.revoke(c.Value)
+	var err error
+	if c, cerr := r.Cookie(CookieName); cerr == nil {
+		err = s.auth.revoke(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.secureCookie,
 	})
+	if err != nil {
+		s.log.Error("logout: the session could not be revoked", "err", err)
+		admin.WriteError(w, http.StatusInternalServerError, "logout: the session could not be revoked, so the cookie stays valid elsewhere; retry")
+		return
+	}
 	admin.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 

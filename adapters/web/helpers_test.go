@@ -90,6 +90,9 @@ func newEnv(t testing.TB, ec envConfig) *testEnv {
 	if ec.opts != nil {
 		ec.opts(&opts)
 	}
+	if opts.Sessions == nil {
+		opts.Sessions = he.State.Sessions(opts.Clock) // as cmd/hub serve does
+	}
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

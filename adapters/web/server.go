@@ -50,6 +50,9 @@ type Options struct {
 	// server's authentication with its body limit and the panel's stats
 	// added; nil serves no admin endpoints.
 	Admin *admin.API
+	// Sessions keeps logouts and token changes across restarts (the state's
+	// store.Sessions); nil keeps them for the process only.
+	Sessions SessionStore
 	// Status receives the adapter's state; nil reports nowhere.
 	Status StatusReporter
 	Config config.Web
@@ -184,6 +187,11 @@ func New(opts Options) (*Server, error) {
 		s.allowOrigins[n] = true
 	}
 	s.auth = newAuthenticator(s.token, s.clk.Now)
+	if opts.Sessions != nil {
+		if err := s.auth.useSessions(opts.Sessions); err != nil {
+			return nil, fmt.Errorf("web: %w", err)
+		}
+	}
 	if s.guards, err = newGuards(cfg, s.clk.Now); err != nil {
 		return nil, err
 	}

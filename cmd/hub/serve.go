@@ -119,6 +119,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 		webSrv, err = web.New(web.Options{
 			Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: api,
 			Status: rt.Board.Reporter("web"), Config: cfg.Web, Logger: logger,
+			Sessions: st.Sessions(clk),
 		})
 		if err != nil {
 			return err
