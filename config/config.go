@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,6 +61,12 @@ type Web struct {
 	MaxBodyBytes Size     `yaml:"max_body_bytes"`
 	History      int      `yaml:"history"`         // SSE events kept for replay
 	AllowOrigins []string `yaml:"allowed_origins"` // extra origins for state-changing requests
+	// TrustedProxies are the reverse proxies (CIDRs or addresses) whose
+	// X-Forwarded-For names the client; from anyone else it is ignored.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// AllowedHosts are extra Host header names the listener answers to,
+	// besides loopback names, its own address and public_url's host.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // MCP configures the Model Context Protocol endpoint /mcp on the web
@@ -208,6 +215,9 @@ type Mirror struct {
 	RotateBytes Size     `yaml:"rotate_bytes"`
 	KeepRuns    int      `yaml:"keep_runs"`
 	KeepAge     Duration `yaml:"keep_age"`
+	// MaxTextBytes bounds the text kept in one mirror record; longer texts
+	// keep their size, preview and SHA-256 and are marked truncated.
+	MaxTextBytes Size `yaml:"max_text_bytes"`
 }
 
 // Getenv looks up environment variables; tests replace it.
@@ -527,6 +537,7 @@ func (c *Config) ApplyDefaults() {
 	defS(&c.Mirror.RotateBytes, 64<<20)
 	defI(&c.Mirror.KeepRuns, 50)
 	defD(&c.Mirror.KeepAge, "720h")
+	defS(&c.Mirror.MaxTextBytes, 64<<10)
 }
 
 // Validate checks every value and names the key of the first problem.
@@ -555,6 +566,16 @@ func (c *Config) Validate() error {
 		}
 		if c.Web.Token.IsSet() && len(c.Web.Token.Reveal()) < 16 {
 			bad("web.token is too short: use at least 16 characters (for example from `openssl rand -hex 24`)")
+		}
+		for _, p := range c.Web.TrustedProxies {
+			if _, err := ParseCIDR(p); err != nil {
+				bad("web.trusted_proxies: %v", err)
+			}
+		}
+		for _, h := range c.Web.AllowedHosts {
+			if h == "" || strings.ContainsAny(h, "/:@ \t") && net.ParseIP(strings.Trim(h, "[]")) == nil {
+				bad("web.allowed_hosts: %q is not a host name such as hub.example.org (no scheme, port or path)", h)
+			}
 		}
 	}
 	c.validateMCP(bad)
@@ -699,6 +720,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Mirror.RotateBytes < 4096 {
 		bad("mirror.rotate_bytes: %s is too small (at least 4KiB)", c.Mirror.RotateBytes)
+	}
+	if c.Mirror.MaxTextBytes < 1024 || c.Mirror.MaxTextBytes > 64<<20 {
+		bad("mirror.max_text_bytes: %s is out of range (1KiB to 64MiB)", c.Mirror.MaxTextBytes)
 	}
 	return errors.Join(errs...)
 }
@@ -867,6 +891,24 @@ func IsLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ParseCIDR parses a network (10.0.0.0/8, fd00::/8) or a single address
+// (taken as its own /32 or /128).
+func ParseCIDR(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not a network such as 10.0.0.0/8 or an address such as 10.0.0.1", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a network such as 10.0.0.0/8 or an address such as 10.0.0.1", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // ValidIdentity checks an access-control identity.

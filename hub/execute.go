@@ -2,12 +2,18 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
+
+// ErrNotMirrored is returned (wrapped, with the mirror's own error) by
+// Execute when the call could not be recorded in the mirror before it ran:
+// nothing ran. Every exchange is mirrored or refused.
+var ErrNotMirrored = errors.New("the call could not be recorded in the mirror, so it did not run")
 
 // APIRequest is one envelope from an API caller (POST /api/execute).
 type APIRequest struct {
@@ -23,55 +29,70 @@ type APIRequest struct {
 }
 
 // Execute runs one envelope for an API caller: the stable protocol for
-// agents. Access is checked like in chat; the exchange is mirrored; the
-// result is returned, not enqueued.
-func (h *Hub) Execute(ctx context.Context, req APIRequest) *executor.Outcome {
+// agents. Access is checked like in chat; the result is returned, not
+// enqueued. The call is mirrored before it runs; when that record cannot
+// be written, nothing runs and the error wraps ErrNotMirrored. The outcome
+// is mirrored after.
+func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, error) {
 	if req.TurnID == "" {
 		req.TurnID = NewTurnID("api", h.opts.Clock.Now())
 	}
-	env, err := h.x.DecodeEnvelope(req.Input)
+	env, decErr := h.x.DecodeEnvelope(req.Input)
+	var info executor.Info
+	known := false
+	if decErr == nil {
+		info, known = h.x.Registry().Lookup(env.Verb)
+	}
+	ids := []string{req.Identity}
+	forbidden := known && !h.opts.Access.Allowed(ids, info.Name)
+	if decErr == nil && !forbidden && req.Session == "" && h.opts.SessionFor != nil {
+		// Without an explicit session, an API call works where the web
+		// conversation works.
+		req.Session = h.opts.SessionFor(&chat.Inbound{Platform: chat.Web, ChatID: "web", UserID: "web"}, h.opts.Access.RolesOf(ids))
+	}
+	if err := h.mirrorAPI(ctx, req, nil); err != nil {
+		return nil, fmt.Errorf("api call %s: %w: %w", req.TurnID, ErrNotMirrored, err)
+	}
 	var out *executor.Outcome
 	switch {
-	case err != nil:
-		out = &executor.Outcome{Err: executor.ErrorFrom(err), ID: env.ID}
+	case decErr != nil:
+		out = &executor.Outcome{Err: executor.ErrorFrom(decErr), ID: env.ID}
+	case forbidden:
+		out = &executor.Outcome{Verb: info.Name, ID: env.ID, Err: executor.Errorf(executor.CodeForbidden,
+			"%s may not run %s; grant a role that names it under access.roles", req.Identity, info.Name)}
 	default:
-		info, known := h.x.Registry().Lookup(env.Verb)
-		ids := []string{req.Identity}
-		if known && !h.opts.Access.Allowed(ids, info.Name) {
-			out = &executor.Outcome{Verb: info.Name, ID: env.ID, Err: executor.Errorf(executor.CodeForbidden,
-				"%s may not run %s; grant a role that names it under access.roles", req.Identity, info.Name)}
-			break
-		}
-		if req.Session == "" && h.opts.SessionFor != nil {
-			// Without an explicit session, an API call works where the web
-			// conversation works.
-			req.Session = h.opts.SessionFor(&chat.Inbound{Platform: chat.Web, ChatID: "web", UserID: "web"}, h.opts.Access.RolesOf(ids))
-		}
 		out = h.call(ctx, executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session}, env)
 	}
-	// A call cancelled by its caller is still recorded.
-	h.mirrorAPI(context.WithoutCancel(ctx), req, out)
-	return out
+	if err := h.mirrorAPI(context.WithoutCancel(ctx), req, out); err != nil {
+		// The verb has run; its outcome still reaches the caller.
+		h.log.Error("mirror api result", "turn", req.TurnID, "err", fmt.Sprint(err))
+	}
+	return out, nil
 }
 
-func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outcome) {
+// mirrorAPI writes the inbound record of an API call (out nil) or its
+// outcome, durably.
+func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outcome) error {
 	if h.opts.Mirror == nil {
-		return
+		return nil
 	}
-	meta := map[string]string{"turn_id": req.TurnID}
-	if req.Session != "" {
-		meta["session"] = req.Session
-	}
-	in := store.MirrorRecord{Direction: store.DirectionInbound, Platform: "api", Actor: req.Identity, Kind: "execute", Text: string(req.Input), Meta: meta}
-	res := out.JSON()
-	om := map[string]string{"turn_id": req.TurnID, "verb": out.Verb}
-	if !out.Succeeded() {
-		om["error_code"] = string(out.Err.Code)
-	}
-	outRec := store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(res), Meta: om}
-	for _, r := range []store.MirrorRecord{in, outRec} {
-		if err := h.opts.Mirror.Append(ctx, r, true); err != nil {
-			h.log.Error("mirror api call", "turn", req.TurnID, "err", fmt.Sprint(err))
+	var rec store.MirrorRecord
+	if out == nil {
+		meta := map[string]string{"turn_id": req.TurnID}
+		if req.Session != "" {
+			meta["session"] = req.Session
 		}
+		rec = store.MirrorRecord{Direction: store.DirectionInbound, Platform: "api", Actor: req.Identity, Kind: "execute", Text: string(req.Input), Meta: meta}
+	} else {
+		meta := map[string]string{"turn_id": req.TurnID, "verb": out.Verb}
+		if !out.Succeeded() {
+			meta["error_code"] = string(out.Err.Code)
+		}
+		rec = store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(out.JSON()), Meta: meta}
 	}
+	if err := h.opts.Mirror.Append(ctx, rec, true); err != nil {
+		h.log.Error("mirror api call", "turn", req.TurnID, "direction", rec.Direction, "err", fmt.Sprint(err))
+		return err
+	}
+	return nil
 }

@@ -323,11 +323,14 @@ func TestDeliverFanOut(t *testing.T) {
 
 func TestExecuteAPI(t *testing.T) {
 	e := newEnv(t, nil)
-	out := e.rt.Hub.Execute(context.Background(), hub.APIRequest{Identity: "web", Input: []byte(`{"verb":"fs.exists","arguments":{"path":"README.md"}}`)})
-	if !out.Succeeded() {
+	out, err := e.rt.Hub.Execute(context.Background(), hub.APIRequest{Identity: "web", Input: []byte(`{"verb":"fs.exists","arguments":{"path":"README.md"}}`)})
+	if err != nil || !out.Succeeded() {
 		t.Fatalf("%s", out.JSON())
 	}
-	out = e.rt.Hub.Execute(context.Background(), hub.APIRequest{Identity: "telegram:2", Input: []byte(`{"verb":"proc.run","arguments":{"executable":"id","arguments":[]}}`)})
+	out, err = e.rt.Hub.Execute(context.Background(), hub.APIRequest{Identity: "telegram:2", Input: []byte(`{"verb":"proc.run","arguments":{"executable":"id","arguments":[]}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var m map[string]any
 	json.Unmarshal(out.JSON(), &m)
 	if m["errorCode"] != "forbidden" {

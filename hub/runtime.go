@@ -100,7 +100,8 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		rt.RunID = store.NewRunID(clock.Real{}.Now())
 		rt.Mirror, err = store.OpenMirror(st.Path(store.FlowsDir), rt.RunID, store.MirrorOptions{
 			RotateBytes: int64(cfg.Mirror.RotateBytes), KeepRuns: cfg.Mirror.KeepRuns, KeepAge: cfg.Mirror.KeepAge.D(), Logger: opts.Logger,
-			OpenFile: opts.MirrorOpenFile, Clock: opts.Clock,
+			MaxTextBytes: int(cfg.Mirror.MaxTextBytes),
+			OpenFile:     opts.MirrorOpenFile, Clock: opts.Clock,
 		})
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +58,14 @@ const (
 	MetaPlatformMessageID = "platform_message_id"
 )
 
+// Meta keys of a record whose text was cut to MirrorOptions.MaxTextBytes:
+// MetaTextTruncated is "true" and MetaTextSHA256 is the hex SHA-256 of the
+// whole text (TextBytes keeps its length).
+const (
+	MetaTextTruncated = "text_truncated"
+	MetaTextSHA256    = "text_sha256"
+)
+
 // PreviewRunes is the length of MirrorRecord.TextPreview.
 const PreviewRunes = 200
 
@@ -65,6 +75,7 @@ const (
 	DefaultKeepRuns     = 50
 	DefaultKeepAge      = 30 * 24 * time.Hour
 	DefaultSyncInterval = 50 * time.Millisecond
+	DefaultMaxTextBytes = 64 << 10
 )
 
 // maxMirrorLine bounds one record when reading; longer lines are reported
@@ -153,6 +164,19 @@ func TextPreview(s string) string {
 	return b.String()
 }
 
+// cutText returns the longest prefix of s of at most n bytes that does not
+// end inside a UTF-8 sequence.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
 // NewRunID returns a sortable id for one run of the hub, such as
 // "20261121T234640Z-3f9a": the UTC start time and 4 random hex digits.
 func NewRunID(now time.Time) string {
@@ -205,6 +229,11 @@ type MirrorOptions struct {
 	// they share its fsync. It only waits while other appends are in
 	// progress. Default 50ms.
 	SyncInterval time.Duration
+	// MaxTextBytes bounds the text kept in one record; a longer text is cut
+	// (on a rune boundary) and the record says so in its meta, with the
+	// whole text's SHA-256 (MetaTextTruncated, MetaTextSHA256). Default
+	// 64 KiB.
+	MaxTextBytes int
 	// Clock fills record timestamps and judges run age; default the real
 	// clock.
 	Clock clock.Clock
@@ -227,6 +256,9 @@ func (o MirrorOptions) withDefaults() MirrorOptions {
 	}
 	if o.SyncInterval <= 0 {
 		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = DefaultMaxTextBytes
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
@@ -289,7 +321,8 @@ func (m *Mirror) RunID() string { return m.runID }
 
 // Append writes rec as one line of its direction's file. It sets RunID,
 // TextPreview and TextBytes, and TS (now) and EventType when they are
-// empty. With durable it returns only once the line is fsynced; concurrent
+// empty. A text over MaxTextBytes is cut to it, with MetaTextTruncated and
+// MetaTextSHA256 in the meta. With durable it returns only once the line is fsynced; concurrent
 // durable appends share fsyncs. Without, it returns after the write. A
 // failed write is returned with the file's path; the mirror stays usable,
 // and a line cut short by the failure is never glued to the next one.
@@ -323,6 +356,15 @@ func (m *Mirror) Append(ctx context.Context, rec MirrorRecord, durable bool) err
 	rec.TextBytes = len(rec.Text)
 	if rec.Meta == nil {
 		rec.Meta = map[string]string{}
+	}
+	if len(rec.Text) > m.opts.MaxTextBytes {
+		sum := sha256.Sum256([]byte(rec.Text))
+		meta := make(map[string]string, len(rec.Meta)+2) // the caller's map stays as it is
+		maps.Copy(meta, rec.Meta)
+		meta[MetaTextTruncated] = "true"
+		meta[MetaTextSHA256] = hex.EncodeToString(sum[:])
+		rec.Meta = meta
+		rec.Text = cutText(rec.Text, m.opts.MaxTextBytes)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -292,7 +292,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	restore()
 
 	info := sok[verbs.VfsInfoResult](e, chatA, "vfs.info", verbs.VfsInfoArgs{})
-	if info.Session != chatA || info.Root != e.sessionDir(chatA) || info.FileCount != 3 || info.TotalBytes != 15 || info.SnapshotCount != 1 || len(info.Files) != 3 {
+	if info.Session != chatA || info.Root != verbs.SessionDirName(chatA)+"/live" || info.FileCount != 3 || info.TotalBytes != 15 || info.SnapshotCount != 1 || len(info.Files) != 3 {
 		t.Fatalf("info %+v", info)
 	}
 	if info.Files[0].Path != "plan.md" && info.Files[2].Path != "plan.md" {

@@ -281,7 +281,7 @@ type VfsInfoArgs struct{}
 type VfsInfoResult struct {
 	executor.Result
 	Session        string    `json:"session" desc:"The session id: the conversation's chat key, or the API caller's session"`
-	Root           string    `json:"root" desc:"The workspace's directory on the hub's host"`
+	Root           string    `json:"root" desc:"The workspace's directory, relative to the sessions root (sessions.root)"`
 	FileCount      int       `json:"fileCount" desc:"Files in the workspace"`
 	TotalBytes     int64     `json:"totalBytes" desc:"Their total size in bytes"`
 	SnapshotCount  int       `json:"snapshotCount" desc:"Snapshots this conversation can restore"`

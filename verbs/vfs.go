@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -351,7 +352,9 @@ func (s *SessionSource) Reset(ctx context.Context, _ VfsResetArgs) (VfsResetResu
 func (s *SessionSource) Info(ctx context.Context, _ VfsInfoArgs) (VfsInfoResult, error) {
 	var res VfsInfoResult
 	err := s.locked(ctx, "vfs.info", false, func(se *session) error {
-		res.Session, res.Root = se.id, se.live()
+		// The host path stays on the host: callers see the live directory
+		// relative to the sessions root.
+		res.Session, res.Root = se.id, path.Join(se.name, liveDir)
 		metas, err := s.opts.Meta.List(se.id, ".")
 		if err != nil {
 			return sessionError(se.id, "read file metadata", err)

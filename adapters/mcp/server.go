@@ -21,7 +21,9 @@ import (
 // Intake is the hub as the MCP surface uses it; *hub.Hub satisfies it.
 type Intake interface {
 	// Execute runs one envelope for an API caller: access checked, mirrored.
-	Execute(ctx context.Context, req hub.APIRequest) *executor.Outcome
+	// Execute runs a call; an error means it was refused unrun (its audit
+	// record could not be written).
+	Execute(ctx context.Context, req hub.APIRequest) (*executor.Outcome, error)
 	// VerbsFor lists the verbs the identities may run.
 	VerbsFor(ids []string) []executor.Info
 	// Registry describes every verb.
@@ -198,7 +200,10 @@ func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 			stop := s.progress(ctx, req.Session, tok, info.Name, turn)
 			defer stop()
 		}
-		out := s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Input: input})
+		out, err := s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Input: input})
+		if err != nil {
+			return nil, err
+		}
 		return resultOf(out), nil
 	}
 }

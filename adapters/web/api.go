@@ -9,10 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +47,24 @@ func (s *Server) apiHandler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		method := s.auth.method(r)
+		rs, known := routes[r.URL.Path]
+		public := false
+		var h http.HandlerFunc
+		for _, rt := range rs {
+			if rt.method == r.Method {
+				h, public = rt.h, rt.public
+			}
+		}
+		if method == authNone && !public && attempted(r) {
+			// Wrong credentials on an authenticated endpoint. Login counts
+			// its own; the right token or a valid cookie is never refused.
+			client := s.clientAddr(r)
+			if d := s.throttled(client); d > 0 {
+				tooMany(w, client, d)
+				return
+			}
+			s.failed(client)
+		}
 		if stateChanging(r.Method) {
 			ok, present := s.originOK(r)
 			switch {
@@ -56,14 +74,6 @@ func (s *Server) apiHandler() http.Handler {
 			case !present && method == authCookie:
 				admin.WriteError(w, http.StatusForbidden, "a request authenticated by the login cookie must carry an Origin header; API clients use Authorization: Bearer <token>")
 				return
-			}
-		}
-		rs, known := routes[r.URL.Path]
-		public := false
-		var h http.HandlerFunc
-		for _, rt := range rs {
-			if rt.method == r.Method {
-				h, public = rt.h, rt.public
 			}
 		}
 		if method == authNone && !public {
@@ -163,20 +173,18 @@ type loginRequest struct {
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	addr := remoteHost(r)
-	if d := s.logins.wait(addr); d > 0 {
-		secs := int(d.Round(time.Second) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-		admin.WriteError(w, http.StatusTooManyRequests, "too many wrong tokens from %s: try again in %d s", addr, max(secs, 1))
-		return
-	}
 	var req loginRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}
 	if !s.auth.checkToken(req.Token) {
-		s.logins.fail(addr)
-		admin.WriteError(w, http.StatusUnauthorized, "wrong token: use the token printed by `hub serve` or set as web.token")
+		client := s.clientAddr(r)
+		if d := s.throttled(client); d > 0 {
+			tooMany(w, client, d)
+			return
+		}
+		s.failed(client)
+		admin.WriteError(w, http.StatusUnauthorized, "wrong token: use the token of web.token (or web.token_file), or the one `hub serve` printed when it generated one")
 		return
 	}
 	val, exp, err := s.auth.issue()
@@ -192,13 +200,19 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(CookieName); err == nil {
-		s.auth.revoke(c.Value)
+	var err error
+	if c, cerr := r.Cookie(CookieName); cerr == nil {
+		err = s.auth.revoke(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.secureCookie,
 	})
+	if err != nil {
+		s.log.Error("logout: the session could not be revoked", "err", err)
+		admin.WriteError(w, http.StatusInternalServerError, "logout: the session could not be revoked, so the cookie stays valid elsewhere; retry")
+		return
+	}
 	admin.WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
@@ -228,7 +242,18 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := s.hub.Execute(r.Context(), hub.APIRequest{Identity: Identity, Session: session, Input: body})
+	out, err := s.hub.Execute(r.Context(), hub.APIRequest{Identity: Identity, Session: session, Input: body})
+	if err != nil {
+		// The full error (with the mirror file's path) goes to the log; the
+		// caller learns the cause without host paths.
+		s.log.Error("api call refused", "err", err)
+		cause := "unknown cause"
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			cause = pe.Err.Error()
+		}
+		admin.WriteError(w, http.StatusServiceUnavailable, "mirror unavailable: %v (%s); free space for the mirror (flows/ in the state directory) and retry", hub.ErrNotMirrored, cause)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(out.JSON(), '\n'))

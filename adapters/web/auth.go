@@ -32,25 +32,53 @@ const (
 	authCookie
 )
 
+// SessionStore keeps login sessions revoked across restarts (the state's
+// store.Sessions). Session ids are the cookies' nonces.
+type SessionStore interface {
+	// Revoke makes a session invalid until its cookie's expiry.
+	Revoke(id string, until time.Time) error
+	// Revoked reports whether a session was revoked.
+	Revoked(id string) (bool, error)
+	// Rotate records the current token's fingerprint and returns the time
+	// before which every session is invalid (the last change of token).
+	Rotate(fingerprint string, now time.Time) (notBefore time.Time, err error)
+}
+
 // authenticator checks the bearer token and issues and verifies login
 // cookies. A cookie is an expiry and a random nonce signed with HMAC-SHA256
 // under a key derived from the token: it cannot be forged without the
-// token, and changing the token (or, with a generated token, restarting)
-// invalidates every cookie. Logging out revokes the cookie's nonce for the
-// rest of the process.
+// token. With a SessionStore, logging out revokes the cookie's nonce and a
+// change of token invalidates every cookie issued before it, across
+// restarts (even if an old token comes back); without one, for the rest of
+// the process.
 type authenticator struct {
 	tokenHash [32]byte
 	key       []byte
 	now       func() time.Time
+	sessions  SessionStore // nil: revocations in memory only
+	notBefore time.Time    // cookies issued before it are invalid
 
 	mu      sync.Mutex
-	revoked map[string]time.Time // nonce → expiry
+	revoked map[string]time.Time // nonce → expiry, without sessions
 }
 
 func newAuthenticator(token string, now func() time.Time) *authenticator {
 	m := hmac.New(sha256.New, []byte(token))
 	m.Write([]byte("hermes-hub web session key v1"))
 	return &authenticator{tokenHash: sha256.Sum256([]byte(token)), key: m.Sum(nil), now: now, revoked: map[string]time.Time{}}
+}
+
+// useSessions keeps revocations in st from now on and records the token's
+// fingerprint there (a change of token invalidates older cookies).
+func (a *authenticator) useSessions(st SessionStore) error {
+	m := hmac.New(sha256.New, a.key)
+	m.Write([]byte("hermes-hub web token fingerprint v1"))
+	nb, err := st.Rotate(hex.EncodeToString(m.Sum(nil)), a.now())
+	if err != nil {
+		return err
+	}
+	a.sessions, a.notBefore = st, nb
+	return nil
 }
 
 // generateToken returns 32 random bytes, hex encoded.
@@ -105,10 +133,16 @@ func (a *authenticator) verify(value string) (string, time.Time, error) {
 		return "", time.Time{}, errBadCookie
 	}
 	exp := time.Unix(int64(binary.BigEndian.Uint64(p[:8])), 0)
-	if !a.now().Before(exp) {
+	if !a.now().Before(exp) || exp.Add(-SessionTTL).Before(a.notBefore) {
 		return "", time.Time{}, errBadCookie
 	}
 	nonce := hex.EncodeToString(p[8:])
+	if a.sessions != nil {
+		if gone, err := a.sessions.Revoked(nonce); err != nil || gone {
+			return "", time.Time{}, errBadCookie // an unreadable list refuses
+		}
+		return nonce, exp, nil
+	}
 	a.mu.Lock()
 	_, gone := a.revoked[nonce]
 	a.mu.Unlock()
@@ -118,11 +152,15 @@ func (a *authenticator) verify(value string) (string, time.Time, error) {
 	return nonce, exp, nil
 }
 
-// revoke makes a cookie value invalid for the rest of the process.
-func (a *authenticator) revoke(value string) {
+// revoke makes a cookie value invalid: durably with a SessionStore, for the
+// rest of the process without. An invalid value needs nothing.
+func (a *authenticator) revoke(value string) error {
 	nonce, exp, err := a.verify(value)
 	if err != nil {
-		return
+		return nil
+	}
+	if a.sessions != nil {
+		return a.sessions.Revoke(nonce, exp)
 	}
 	now := a.now()
 	a.mu.Lock()
@@ -133,6 +171,7 @@ func (a *authenticator) revoke(value string) {
 		}
 	}
 	a.revoked[nonce] = exp
+	return nil
 }
 
 // method says how r authenticates. A present but wrong Authorization
@@ -195,24 +234,31 @@ func (s *Server) originOK(r *http.Request) (ok, present bool) {
 	return s.allowOrigins[o], true
 }
 
-// Login throttling: after MaxLoginFailures wrong tokens from one address
-// within LoginWindow, POST /api/login answers 429 until the window passes.
+// Throttling of wrong credentials: after MaxLoginFailures wrong tokens or
+// login cookies from one client within LoginWindow, that client's requests
+// with wrong credentials answer 429 until the window passes (see guards for
+// the global budget). The right token is never refused.
 const (
 	MaxLoginFailures = 10
 	LoginWindow      = time.Minute
 	maxTrackedAddrs  = 4096
 )
 
-// loginLimiter counts failed logins per remote address.
+// loginLimiter counts failures per key (a client address) in a sliding
+// window of LoginWindow.
 type loginLimiter struct {
 	now func() time.Time
+	max int
 
 	mu    sync.Mutex
 	fails map[string][]time.Time
 }
 
-func newLoginLimiter(now func() time.Time) *loginLimiter {
-	return &loginLimiter{now: now, fails: map[string][]time.Time{}}
+func newLoginLimiter(now func() time.Time) *loginLimiter { return newLimiter(now, MaxLoginFailures) }
+
+// newLimiter allows max failures per key in LoginWindow.
+func newLimiter(now func() time.Time, max int) *loginLimiter {
+	return &loginLimiter{now: now, max: max, fails: map[string][]time.Time{}}
 }
 
 // recent drops failures older than the window; call with mu held.
@@ -238,13 +284,13 @@ func (l *loginLimiter) wait(addr string) time.Duration {
 	defer l.mu.Unlock()
 	now := l.now()
 	f := l.recent(addr, now)
-	if len(f) < MaxLoginFailures {
+	if len(f) < l.max {
 		return 0
 	}
-	return LoginWindow - now.Sub(f[len(f)-MaxLoginFailures])
+	return LoginWindow - now.Sub(f[len(f)-l.max])
 }
 
-// fail records a failed login from addr.
+// fail records a failure from addr.
 func (l *loginLimiter) fail(addr string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -258,7 +304,7 @@ func (l *loginLimiter) fail(addr string) {
 		}
 	}
 	f := l.recent(addr, now)
-	if len(f) >= MaxLoginFailures {
+	if len(f) >= l.max {
 		f = f[1:]
 	}
 	l.fails[addr] = append(f, now)

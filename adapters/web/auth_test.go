@@ -29,7 +29,8 @@ func (e *testEnv) login(t *testing.T) *http.Cookie {
 }
 
 func TestAuthRequired(t *testing.T) {
-	e := newEnv(t, envConfig{})
+	clk := fakeClock() // each path starts with a fresh throttle window
+	e := newEnv(t, envConfig{opts: func(o *Options) { o.Clock = clk }})
 	paths := []struct{ method, path, body string }{
 		{"GET", "/api/status", ""},
 		{"GET", "/api/verbs", ""},
@@ -61,6 +62,7 @@ func TestAuthRequired(t *testing.T) {
 		{name: "token as cookie", cookie: &http.Cookie{Name: CookieName, Value: e.token}},
 	}
 	for _, p := range paths {
+		clk.Advance(LoginWindow)
 		for _, c := range creds {
 			r := e.do(req{method: p.method, path: p.path, body: p.body, ctype: "application/json", bearer: c.bearer, cookie: c.cookie, header: c.header})
 			if r.status != http.StatusUnauthorized {
@@ -361,20 +363,24 @@ func TestLoginThrottled(t *testing.T) {
 		}
 		clk.Advance(time.Second)
 	}
-	r := try(e.token)
+	r := try("guess")
 	if r.status != http.StatusTooManyRequests {
 		t.Fatalf("login after %d failures in a minute: %d, want 429", MaxLoginFailures, r.status)
 	}
 	if ra := r.header.Get("Retry-After"); ra != "50" {
 		t.Errorf("Retry-After = %q, want 50 (the first failure leaves the window in 50 s)", ra)
 	}
-	// The bearer token keeps working for API clients meanwhile.
+	// The right token is never refused by the throttle: it logs in, and the
+	// bearer token keeps working for API clients meanwhile.
+	if r := try(e.token); r.status != http.StatusOK {
+		t.Fatalf("login with the right token during a lockout: %d: %s", r.status, r.body)
+	}
 	if r := e.authed("GET", "/api/status", ""); r.status != http.StatusOK {
 		t.Errorf("bearer during a login lockout: %d", r.status)
 	}
 	clk.Advance(50 * time.Second)
-	if r := try(e.token); r.status != http.StatusOK {
-		t.Fatalf("login once the window passed: %d: %s", r.status, r.body)
+	if r := try("guess"); r.status != http.StatusUnauthorized {
+		t.Fatalf("wrong token once the window passed: %d: %s", r.status, r.body)
 	}
 }
 

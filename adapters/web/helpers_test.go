@@ -44,6 +44,7 @@ type envConfig struct {
 	mod              func(*config.Config)
 	opts             func(*Options)
 	noServer         bool // do not start the httptest server
+	hub              hubtest.Options
 	// beforeStart runs after the web sender is registered and before the
 	// runtime starts (to register fake platform senders).
 	beforeStart func(*hub.Runtime)
@@ -77,11 +78,14 @@ func newEnv(t testing.TB, ec envConfig) *testEnv {
 	if ec.mod != nil {
 		ec.mod(cfg)
 	}
-	he := hubtest.Open(t, cfg, hubtest.Options{})
+	he := hubtest.Open(t, cfg, ec.hub)
 	rt := he.Runtime
 	opts := serverOptions(rt, cfg.Web)
 	if ec.opts != nil {
 		ec.opts(&opts)
+	}
+	if opts.Sessions == nil {
+		opts.Sessions = he.State.Sessions(opts.Clock) // as cmd/hub serve does
 	}
 	srv, err := New(opts)
 	if err != nil {

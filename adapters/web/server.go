@@ -50,6 +50,9 @@ type Options struct {
 	// server's authentication with its body limit and the panel's stats
 	// added; nil serves no admin endpoints.
 	Admin *admin.API
+	// Sessions keeps logouts and token changes across restarts (the state's
+	// store.Sessions); nil keeps them for the process only.
+	Sessions SessionStore
 	// Status receives the adapter's state; nil reports nowhere.
 	Status StatusReporter
 	Config config.Web
@@ -75,7 +78,7 @@ type Server struct {
 	maxBody      int64
 	token        string
 	auth         *authenticator
-	logins       *loginLimiter
+	guards       *guards
 	events       *broker
 	publicOrigin string
 	secureCookie bool // always set Secure (the public URL is https)
@@ -101,8 +104,9 @@ var _ hub.Adapter = (*Server)(nil)
 type Intake interface {
 	// Handle runs a chat turn from the panel.
 	Handle(ctx context.Context, in *chat.Inbound) (*hub.TurnResult, error)
-	// Execute runs one envelope for an API caller.
-	Execute(ctx context.Context, req hub.APIRequest) *executor.Outcome
+	// Execute runs one envelope for an API caller; an error means it was
+	// refused without running (it could not be mirrored).
+	Execute(ctx context.Context, req hub.APIRequest) (*executor.Outcome, error)
 	// VerbsFor, Registry and Usage describe the verbs for the panel.
 	VerbsFor(ids []string) []executor.Info
 	Registry() *executor.Registry
@@ -183,7 +187,14 @@ func New(opts Options) (*Server, error) {
 		s.allowOrigins[n] = true
 	}
 	s.auth = newAuthenticator(s.token, s.clk.Now)
-	s.logins = newLoginLimiter(s.clk.Now)
+	if opts.Sessions != nil {
+		if err := s.auth.useSessions(opts.Sessions); err != nil {
+			return nil, fmt.Errorf("web: %w", err)
+		}
+	}
+	if s.guards, err = newGuards(cfg, s.clk.Now); err != nil {
+		return nil, err
+	}
 	if err := s.follow(opts.Conversation); err != nil {
 		// History is a convenience: a damaged mirror must not stop the panel.
 		s.log.Warn("could not read the web history back from the mirrors", "err", err)
@@ -350,6 +361,10 @@ func (s *Server) buildHandler() http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		if !s.hostOK(r) {
+			refuseHost(w, r)
+			return
+		}
 		if r.ContentLength > s.maxBody {
 			admin.WriteError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
 			return

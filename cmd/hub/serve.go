@@ -119,6 +119,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 		webSrv, err = web.New(web.Options{
 			Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: api,
 			Status: rt.Board.Reporter("web"), Config: cfg.Web, Logger: logger,
+			Sessions: st.Sessions(clk),
 		})
 		if err != nil {
 			return err
@@ -178,7 +179,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	logger.Info("hub running", "run_id", rt.RunID, "state", rt.State.Dir(), "workspace", tc.ws.Dir(), "adapters", strings.Join(names, ","), "startup_ms", clk.Now().Sub(started).Milliseconds())
 	if webSrv != nil {
 		waitListening(ctx, webSrv)
-		fmt.Fprintf(out, "Hermes Hub is running. Open the panel: %s\n", webSrv.LoginURL())
+		printPanel(out, cfg.Web, webSrv)
 	}
 
 	var runErr error
@@ -190,6 +191,22 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	wg.Wait() // intake is closed; no new turns
 	logger.Info("adapters stopped; closing the outbox and the state")
 	return runErr
+}
+
+// printPanel prints where the panel is. A generated token (one per run, on
+// a loopback listener) is printed once, in the login URL, to the operator
+// who started the hub; a configured token never is, as stdout may be a
+// journal or a container log.
+func printPanel(out io.Writer, c config.Web, s *web.Server) {
+	if !c.Token.IsSet() {
+		fmt.Fprintf(out, "Hermes Hub is running. Open the panel: %s\n", s.LoginURL())
+		return
+	}
+	from := "web.token in the configuration"
+	if c.TokenFile != "" {
+		from = "the file of web.token_file"
+	}
+	fmt.Fprintf(out, "Hermes Hub is running. Open the panel: %s and log in with the token of %s.\n", s.PanelURL(), from)
 }
 
 // waitListening waits briefly for the web listener so the printed URL has

@@ -204,3 +204,52 @@ func TestServeSecondSignalExitsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestServeDoesNotPrintConfiguredToken: with web.token configured, the
+// printed URL carries no token and says where the token comes from; the
+// token reaches neither stdout nor the logs. The listener answers to its
+// address and refuses a foreign Host.
+func TestServeDoesNotPrintConfiguredToken(t *testing.T) {
+	dir := workspace(t)
+	cfg := filepath.Join(dir, "hub.yml")
+	const token = "configured-token-0123456789"
+	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\n  token: "+token+"\n"), 0o600)
+	cmd := exec.Command(hubBin, "serve", "--config", cfg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HUB_CONFIG=")
+	out, logs := &syncWriter{}, &syncWriter{}
+	cmd.Stdout, cmd.Stderr = out, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "running") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no start message; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	printed := out.String()
+	if strings.Contains(printed, token) || strings.Contains(printed, "#token=") || !strings.Contains(printed, "web.token") {
+		t.Fatalf("stdout: %q", printed)
+	}
+	base := strings.TrimSuffix(regexp.MustCompile(`http://\S+/`).FindString(printed), "/")
+	req, _ := http.NewRequest("GET", base+"/api/status", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status with the configured token at %s: %v %v", base, err, resp)
+	}
+	resp.Body.Close()
+	req.Host = "rebind.example"
+	if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("foreign Host: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if strings.Contains(logs.String(), token) || strings.Contains(out.String(), token) {
+		t.Fatal("the configured token was printed")
+	}
+}
