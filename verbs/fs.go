@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 )

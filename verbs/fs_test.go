@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -121,9 +120,7 @@ func TestReadFile(t *testing.T) {
 	e.put("big.txt", strings.Repeat("x", 101))
 	e.put("nul.bin", "ab\x00cd")
 	e.put("latin1.txt", "caf\xe9")
-	if err := syscall.Mkfifo(filepath.Join(e.dir, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(e.dir, "fifo"))
 
 	if got := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/a.md"}).Content; got != "héllo\nworld\n" {
 		t.Errorf("content %q", got)

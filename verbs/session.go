@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -217,8 +216,8 @@ func prepareRoot(dir string) (string, error) {
 	case !fi.IsDir():
 		return "", fmt.Errorf("sessions root %s is not a directory", abs)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return "", fmt.Errorf("sessions root %s belongs to user id %d, not to this user (%d); remove it or choose another directory", abs, st.Uid, os.Getuid())
+	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+		return "", fmt.Errorf("sessions root %s belongs to user id %d, not to this user (%d); remove it or choose another directory", abs, uid, os.Getuid())
 	}
 	if fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(abs, 0o700); err != nil {
@@ -598,7 +597,7 @@ func copyTree(src *os.Root, dst string) ([]copiedFile, error) {
 		case !d.Type().IsRegular():
 			return nil
 		}
-		in, err := src.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		in, err := src.OpenFile(p, os.O_RDONLY|oNoFollow|oNonblock, 0)
 		if err != nil {
 			return err
 		}
