@@ -180,6 +180,10 @@ type Outbox struct {
 	Retention      Duration `yaml:"retention"`
 	OverflowChunks int      `yaml:"overflow_chunks"`
 	ChunkMarkers   bool     `yaml:"chunk_markers"`
+	// LocalRoots are the absolute directories outside the state directory
+	// that local:<path> targets may write in; empty by default, so local
+	// targets stay in the state directory.
+	LocalRoots []string `yaml:"local_roots"`
 }
 
 // Mirror tunes the JSONL mirrors.
@@ -187,7 +191,16 @@ type Mirror struct {
 	RotateBytes Size     `yaml:"rotate_bytes"`
 	KeepRuns    int      `yaml:"keep_runs"`
 	KeepAge     Duration `yaml:"keep_age"`
+	// CLI says which CLI calls are mirrored: "changes" (default: write
+	// verbs, proc.run and deliveries) or "all" (read-only verbs too).
+	CLI string `yaml:"cli"`
 }
+
+// Values of mirror.cli.
+const (
+	MirrorCLIChanges = "changes"
+	MirrorCLIAll     = "all"
+)
 
 // Getenv looks up environment variables; tests replace it.
 type Getenv func(string) (string, bool)
@@ -506,6 +519,9 @@ func (c *Config) ApplyDefaults() {
 	defS(&c.Mirror.RotateBytes, 64<<20)
 	defI(&c.Mirror.KeepRuns, 50)
 	defD(&c.Mirror.KeepAge, "720h")
+	if c.Mirror.CLI == "" {
+		c.Mirror.CLI = MirrorCLIChanges
+	}
 }
 
 // Validate checks every value and names the key of the first problem.
@@ -675,6 +691,12 @@ func (c *Config) Validate() error {
 	if c.Outbox.OverflowChunks < 1 {
 		bad("outbox.overflow_chunks must be at least 1")
 	}
+	for _, r := range c.Outbox.LocalRoots {
+		if !filepath.IsAbs(r) || filepath.Clean(r) == string(filepath.Separator) {
+			bad("outbox.local_roots: %q must be an absolute directory other than /", r)
+		}
+	}
+	oneOf("mirror.cli", c.Mirror.CLI, MirrorCLIChanges, MirrorCLIAll)
 	if c.Mirror.RotateBytes < 4096 {
 		bad("mirror.rotate_bytes: %s is too small (at least 4KiB)", c.Mirror.RotateBytes)
 	}

@@ -495,3 +495,49 @@ func TestExecDeliver(t *testing.T) {
 		t.Errorf("the failure was not delivered with its code: %v %s", err, list)
 	}
 }
+
+// TestLocalTargetsConfined: hub targets add refuses a local: path that
+// leaves the state directory or lies outside outbox.local_roots, naming the
+// setting; one put in delivery_targets.json by hand is reported by hub
+// doctor.
+func TestLocalTargetsConfined(t *testing.T) {
+	dir := workspace(t)
+	allowed := t.TempDir()
+	cfg := filepath.Join(dir, "hub.yml")
+	if err := os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\noutbox:\n  local_roots: ["+allowed+"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "x.jsonl")
+	for _, tc := range []struct{ target, why string }{
+		{"local:" + outside, "outbox.local_roots"},
+		{"local:../../x.jsonl", "leaves the state directory"},
+		{"local:" + filepath.Join(allowed, "..", "x.jsonl"), "outbox.local_roots"},
+	} {
+		_, errOut, code := runHub(t, dir, "", "targets", "add", "--config", cfg, tc.target)
+		if code == 0 || !strings.Contains(errOut, tc.why) {
+			t.Errorf("add %s: exit %d %q, want a refusal saying %q", tc.target, code, errOut, tc.why)
+		}
+	}
+	for _, ok := range []string{"local:pma/x.jsonl", "local:" + filepath.Join(allowed, "sub", "x.jsonl")} {
+		if out, errOut, code := runHub(t, dir, "", "targets", "add", "--config", cfg, ok); code != 0 || !strings.Contains(out, "Added") {
+			t.Errorf("add %s: exit %d %s%s", ok, code, out, errOut)
+		}
+	}
+	if out, _, code := runHub(t, dir, "", "doctor", "--config", cfg); code != 0 || !strings.Contains(out, "ok    targets") {
+		t.Fatalf("doctor with allowed targets: %d %s", code, out)
+	}
+	// By hand, past the check.
+	p := filepath.Join(dir, ".hub", "pma", "delivery_targets.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), `"targets": [`, `"targets": [{"kind": "local", "path": "`+outside+`"}, `, 1)
+	if err := os.WriteFile(p, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runHub(t, dir, "", "doctor", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "FAIL  targets") || !strings.Contains(out, outside) || !strings.Contains(out, "outbox.local_roots") {
+		t.Fatalf("doctor with a target outside the roots: %d %s", code, out)
+	}
+}
