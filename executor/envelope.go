@@ -122,6 +122,16 @@ func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
 	raw = bytes.TrimSpace(raw)
 	var obj map[string]json.RawMessage
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		// No arguments at all: enough for a verb that requires none.
+		var req []string
+		for _, f := range fields {
+			if f.required {
+				req = append(req, fmt.Sprintf("%s (%s)", f.name, typeSpec(f.Type)))
+			}
+		}
+		if len(req) > 0 {
+			return nil, reg.argError("\"arguments\" is missing; this verb requires %s", strings.Join(req, ", "))
+		}
 		obj = map[string]json.RawMessage{}
 	} else if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
 		return nil, reg.argError("arguments must be an object, got %s", jsonKind(raw))
