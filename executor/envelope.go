@@ -34,7 +34,10 @@ type Outcome struct {
 	// success, nil on failure.
 	Value any
 	// Err is nil on success.
-	Err      *Error
+	Err *Error
+	// Notes are remarks for people the verb made besides its result (see
+	// Note); RenderText shows them, the result JSON does not carry them.
+	Notes    []string
 	Duration time.Duration
 }
 

@@ -611,3 +611,48 @@ func TestRunSweeperStopsWithItsContext(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestSessionRecreatedWhenItsDirectoryDisappears: a session whose directory
+// (or its live workspace, or the whole root) is removed while the hub runs
+// is built again from the mounts by the next call, which succeeds and says
+// so in a note that the rendered reply shows.
+func TestSessionRecreatedWhenItsDirectoryDisappears(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		remove func(e *sessEnv) string
+		note   string
+	}{
+		{"session directory", func(e *sessEnv) string { return filepath.Dir(e.sessionDir(chatA)) }, "created again from the mounts"},
+		{"live workspace", func(e *sessEnv) string { return e.sessionDir(chatA) }, "created again from the mounts"},
+		{"sessions root", func(e *sessEnv) string { return e.root }, "created again from the mounts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSessEnv(t)
+			sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "mine.txt", Content: "x"})
+			if err := os.RemoveAll(tc.remove(e)); err != nil {
+				t.Fatal(err)
+			}
+			out := e.run(chatA, "fs.listDir", verbs.FsListDirArgs{})
+			if out.Err != nil {
+				t.Fatalf("listDir after the removal: %v", out.Err)
+			}
+			if got := entryStrings(out.Value.(*verbs.FsListDirResult).Entries); !slices.Equal(got, []string{"docs/"}) {
+				t.Fatalf("recreated workspace: %v, want the mounts only", got)
+			}
+			if len(out.Notes) != 1 || !strings.Contains(out.Notes[0], tc.note) {
+				t.Fatalf("notes %q, want one saying %q", out.Notes, tc.note)
+			}
+			if txt := executor.RenderText(out, false); !strings.Contains(txt, "ℹ This session's workspace had disappeared") {
+				t.Fatalf("rendered reply does not say so: %q", txt)
+			}
+			// The mounts' files are back with their records; the next call has no note.
+			r := sok[verbs.FsReadFileResult](e, chatA, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/guide.md"})
+			if r.Content != "# Guide\n" || r.File.Version != 1 {
+				t.Fatalf("mounted file: %q %+v", r.Content, r.File)
+			}
+			if out := e.run(chatA, "fs.exists", verbs.FsExistsArgs{Path: "docs"}); out.Err != nil || len(out.Notes) != 0 {
+				t.Fatalf("next call: %v %q", out.Err, out.Notes)
+			}
+		})
+	}
+}
