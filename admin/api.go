@@ -45,6 +45,9 @@ type API struct {
 	// Off says why chunks for a target's platform cannot be sent with this
 	// configuration ("" when they can); a target added for it gets a note.
 	Off func(chat.Key) string
+	// CheckTarget refuses a target that may not be added (a local: path
+	// outside the state directory and outbox.local_roots); nil accepts all.
+	CheckTarget func(chat.Key) error
 	// MaxBody caps request bodies; default 1 MiB.
 	MaxBody int64
 	// Clock dates GET /api/status; default real.
@@ -133,6 +136,9 @@ func (a *API) addTarget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k, err := chat.ParseTarget(req.Target)
+	if err == nil && a.CheckTarget != nil {
+		err = a.CheckTarget(k)
+	}
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, "%v", err)
 		return

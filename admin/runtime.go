@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -23,7 +25,10 @@ func ForRuntime(rt *hub.Runtime) *API {
 		Status:           rt.Status,
 		Running:          rt.Running,
 		Off:              rt.PlatformOff,
-		MaxBody:          int64(rt.Config.Web.MaxBodyBytes),
-		Clock:            rt.Clock(),
+		CheckTarget: func(k chat.Key) error {
+			return outbox.CheckLocalTarget(rt.State.Dir(), rt.Config.Outbox.LocalRoots, k)
+		},
+		MaxBody: int64(rt.Config.Web.MaxBodyBytes),
+		Clock:   rt.Clock(),
 	}
 }

@@ -208,6 +208,10 @@ type Outbox struct {
 	Retention      Duration `yaml:"retention"`
 	OverflowChunks int      `yaml:"overflow_chunks"`
 	ChunkMarkers   bool     `yaml:"chunk_markers"`
+	// LocalRoots are the absolute directories outside the state directory
+	// that local:<path> targets may write in; empty by default, so local
+	// targets stay in the state directory.
+	LocalRoots []string `yaml:"local_roots"`
 }
 
 // Mirror tunes the JSONL mirrors.
@@ -218,7 +222,16 @@ type Mirror struct {
 	// MaxTextBytes bounds the text kept in one mirror record; longer texts
 	// keep their size, preview and SHA-256 and are marked truncated.
 	MaxTextBytes Size `yaml:"max_text_bytes"`
+	// CLI says which CLI calls are mirrored: "changes" (default: write
+	// verbs, proc.run and deliveries) or "all" (read-only verbs too).
+	CLI string `yaml:"cli"`
 }
+
+// Values of mirror.cli.
+const (
+	MirrorCLIChanges = "changes"
+	MirrorCLIAll     = "all"
+)
 
 // Getenv looks up environment variables; tests replace it.
 type Getenv func(string) (string, bool)
@@ -538,6 +551,9 @@ func (c *Config) ApplyDefaults() {
 	defI(&c.Mirror.KeepRuns, 50)
 	defD(&c.Mirror.KeepAge, "720h")
 	defS(&c.Mirror.MaxTextBytes, 64<<10)
+	if c.Mirror.CLI == "" {
+		c.Mirror.CLI = MirrorCLIChanges
+	}
 }
 
 // Validate checks every value and names the key of the first problem.
@@ -718,6 +734,12 @@ func (c *Config) Validate() error {
 	if c.Outbox.OverflowChunks < 1 {
 		bad("outbox.overflow_chunks must be at least 1")
 	}
+	for _, r := range c.Outbox.LocalRoots {
+		if !filepath.IsAbs(r) || filepath.Clean(r) == string(filepath.Separator) {
+			bad("outbox.local_roots: %q must be an absolute directory other than /", r)
+		}
+	}
+	oneOf("mirror.cli", c.Mirror.CLI, MirrorCLIChanges, MirrorCLIAll)
 	if c.Mirror.RotateBytes < 4096 {
 		bad("mirror.rotate_bytes: %s is too small (at least 4KiB)", c.Mirror.RotateBytes)
 	}

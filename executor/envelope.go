@@ -34,7 +34,10 @@ type Outcome struct {
 	// success, nil on failure.
 	Value any
 	// Err is nil on success.
-	Err      *Error
+	Err *Error
+	// Notes are remarks for people the verb made besides its result (see
+	// Note); RenderText shows them, the result JSON does not carry them.
+	Notes    []string
 	Duration time.Duration
 }
 
@@ -122,6 +125,16 @@ func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
 	raw = bytes.TrimSpace(raw)
 	var obj map[string]json.RawMessage
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		// No arguments at all: enough for a verb that requires none.
+		var req []string
+		for _, f := range fields {
+			if f.required {
+				req = append(req, fmt.Sprintf("%s (%s)", f.name, typeSpec(f.Type)))
+			}
+		}
+		if len(req) > 0 {
+			return nil, reg.argError("\"arguments\" is missing; this verb requires %s", strings.Join(req, ", "))
+		}
 		obj = map[string]json.RawMessage{}
 	} else if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
 		return nil, reg.argError("arguments must be an object, got %s", jsonKind(raw))

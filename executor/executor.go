@@ -82,7 +82,9 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 		ctx, cancel = context.WithTimeout(ctx, x.opts.Timeout)
 		defer cancel()
 	}
+	ctx, notes := withNotes(ctx)
 	val, err := x.call(ctx, reg, args)
+	out.Notes = notes.take()
 	if err != nil {
 		out.Err = ErrorFrom(err)
 		return out

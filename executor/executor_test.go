@@ -279,3 +279,42 @@ func TestTimeoutOption(t *testing.T) {
 		t.Fatalf("got %v", m)
 	}
 }
+
+// TestMissingArguments: an envelope without "arguments" (or with null) is
+// accepted for a verb that requires none and refused, listing every
+// required field, for one that does.
+func TestMissingArguments(t *testing.T) {
+	x := newExec(t)
+	for _, tc := range []struct {
+		in   string
+		code string // "" = success
+		msg  []string
+	}{
+		{`{"verb":"sys.machineInfo"}`, "", nil},
+		{"verb: sys.machineInfo\n", "", nil},
+		{`{"verb":"sys.machineInfo","arguments":null}`, "", nil},
+		{`{"verb":"fs.readRange"}`, "invalid_arguments", []string{`"arguments" is missing`, "path (string)", "startLine (int)", "endLine (int)"}},
+		{`{"verb":"fs.readRange","arguments":null}`, "invalid_arguments", []string{`"arguments" is missing`, "path (string), startLine (int), endLine (int)"}},
+		{`{"verb":"proc.run"}`, "invalid_arguments", []string{"executable (string)", "arguments (string[])"}},
+	} {
+		m := run(t, x, tc.in)
+		if tc.code == "" {
+			if m["succeeded"] != true {
+				t.Errorf("%s: %v", tc.in, m)
+			}
+			continue
+		}
+		msg, _ := m["errorMessage"].(string)
+		if m["errorCode"] != tc.code {
+			t.Errorf("%s: code %v, want %s (%s)", tc.in, m["errorCode"], tc.code, msg)
+		}
+		for _, want := range tc.msg {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: message %q lacks %q", tc.in, msg, want)
+			}
+		}
+		if strings.Contains(msg, "includeLineNumbers") || strings.Contains(msg, "timeoutSeconds") {
+			t.Errorf("%s: optional fields listed as required: %q", tc.in, msg)
+		}
+	}
+}

@@ -37,6 +37,7 @@ var ErrNotCommand = errors.New("not a command: start with /<verb> (for example /
 // ParseCommand parses chat text by the grammar of DESIGN §6:
 //
 //	/fs.readFile README.md               positionals, in the order of the required fields
+//	/fs.listDir docs                     (or the one argument of a verb with a single, optional one)
 //	/fs_readfile path=README.md          key=value pairs, shell quoting
 //	/proc.run git status --short         a trailing list field takes the rest
 //	/fs.writeFile notes.txt              a YAML/JSON object on the following lines, or
@@ -259,16 +260,22 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 			}
 		}
 	}
-	// Positionals fill the required fields not given by key, in order.
+	// Positionals fill the required fields not given by key, in order; a
+	// verb whose one argument is optional takes it by position too
+	// (`/fs.listDir docs`).
+	byPosition := required
+	if len(required) == 0 && len(fields) == 1 && fields[0].Kind != KindList {
+		byPosition = []*Field{&fields[0]}
+	}
 	pi := 0
-	for i, f := range required {
+	for i, f := range byPosition {
 		if _, ok := vals[f.Name]; ok {
 			continue
 		}
 		if pi >= len(positionals) {
 			break
 		}
-		if f.Kind == KindList && i == len(required)-1 {
+		if f.Kind == KindList && i == len(byPosition)-1 {
 			list := make([]any, 0, len(positionals)-pi)
 			for ; pi < len(positionals); pi++ {
 				v, err := typeScalar(f.Elem, f.Name, positionals[pi].text)

@@ -22,8 +22,17 @@ type Renderer interface {
 // RenderText is the reply text for an outcome, as chat shows it: with raw
 // set, the result JSON indented in a json code block; for a failure, the
 // error (RenderError); otherwise the result's own rendering when it is a
-// Renderer, or a generic listing of its JSON fields.
+// Renderer, or a generic listing of its JSON fields. The call's notes
+// follow, one paragraph each.
 func RenderText(out *Outcome, raw bool) string {
+	text := renderText(out, raw)
+	for _, n := range out.Notes {
+		text += "\n\nℹ " + n
+	}
+	return text
+}
+
+func renderText(out *Outcome, raw bool) string {
 	if raw {
 		res := out.JSON()
 		var b bytes.Buffer

@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -364,4 +365,44 @@ func hasRecord(recs []store.MirrorRecord, dir, kind, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestDeliverLocalOutsideRootsDeadLetters: a local target that leaves the
+// state root (added by hand to delivery_targets.json, past the checks of
+// hub targets add) is never written: its chunk becomes a dead letter
+// saying why.
+func TestDeliverLocalOutsideRootsDeadLetters(t *testing.T) {
+	e := newEnv(t, nil)
+	outside := filepath.Join(t.TempDir(), "x.jsonl")
+	for _, k := range []chat.Key{chat.LocalKey(outside), chat.LocalKey("../escape.jsonl")} {
+		if _, err := e.rt.Targets.Add(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := e.rt.Hub.Deliver(context.Background(), "send.out", "secret")
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("deliver: %v %v", ids, err)
+	}
+	for i, why := range []string{"outbox.local_roots", "leaves the state directory"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := e.rt.Outbox.Store().Get(context.Background(), ids[i])
+			if err == nil && got.State == outbox.StateDead {
+				if !strings.Contains(got.LastError, why) {
+					t.Fatalf("dead letter %s: %q, want the reason %q", ids[i], got.LastError, why)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never became a dead letter: %+v %v", ids[i], got, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("written outside the state root: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "escape.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("written outside the state root: %v", err)
+	}
 }

@@ -126,7 +126,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		return nil, err
 	}
 	rt.Mux = outbox.NewMux()
-	if err := rt.Mux.Handle("local", outbox.NewLocalSender(rt.State.Dir(), opts.Clock)); err != nil {
+	if err := rt.Mux.Handle("local", outbox.NewLocalSender(rt.State.Dir(), rt.Config.Outbox.LocalRoots, opts.Clock)); err != nil {
 		return nil, err
 	}
 	var events outbox.Events = outbox.NopEvents{}

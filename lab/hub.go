@@ -147,7 +147,7 @@ func (h *hubProc) start(ctx context.Context) (*hubRun, error) {
 	r.cmd.Env = append(os.Environ(), "HUB_CONFIG=")
 	r.cmd.Stderr = logf
 	// The hub dies with the lab, whatever happens to the lab.
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	r.cmd.SysProcAttr = hubProcAttr()
 	stdout, err := r.cmd.StdoutPipe()
 	if err != nil {
 		logf.Close()

@@ -41,8 +41,9 @@ func readLines(t *testing.T, path string) []map[string]any {
 func TestLocalSender(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	abs := filepath.Join(t.TempDir(), "abs", "out.jsonl")
-	ls := NewLocalSender(root, nil)
+	allowed := t.TempDir()
+	abs := filepath.Join(allowed, "abs", "out.jsonl")
+	ls := NewLocalSender(root, []string{allowed}, nil)
 
 	text := "line one\nline two " + strings.Repeat("é", 200)
 	rel := entries(KindPMA, "api.1", chat.LocalKey("pma/deliveries.jsonl"), 2)
@@ -124,7 +125,7 @@ func TestLocalSender(t *testing.T) {
 func TestLocalSenderConcurrent(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	ls := NewLocalSender(root, nil)
+	ls := NewLocalSender(root, nil, nil)
 	const writers, each = 8, 25
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -157,7 +158,7 @@ func TestLocalSenderBadDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := entries(KindPMA, "t", chat.LocalKey("file/sub.jsonl"), 1)[0]
-	_, err := NewLocalSender(root, nil).Send(context.Background(), &e)
+	_, err := NewLocalSender(root, nil, nil).Send(context.Background(), &e)
 	if err == nil || IsPermanent(err) || !strings.Contains(err.Error(), "file") {
 		t.Fatalf("err = %v; want a transient error naming the path", err)
 	}
@@ -174,7 +175,7 @@ func TestLocalSenderBadDirectory(t *testing.T) {
 func TestLocalSenderLongLastLine(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	ls := NewLocalSender(root, nil)
+	ls := NewLocalSender(root, nil, nil)
 	path := filepath.Join(root, "out.jsonl")
 	for _, tc := range []struct {
 		size      int
@@ -203,5 +204,79 @@ func TestLocalSenderLongLastLine(t *testing.T) {
 		if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Text != e.Text {
 			t.Fatalf("%d-byte line: text not kept", tc.size)
 		}
+	}
+}
+
+// TestLocalSenderConfinement: a local target writes inside the state root,
+// or inside a directory outbox.local_roots lists, and nowhere else; a
+// target that would leave them is refused for good (a dead letter) and
+// nothing is written.
+func TestLocalSenderConfinement(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	state := filepath.Join(base, "state")
+	allowed := filepath.Join(base, "allowed")
+	outside := filepath.Join(base, "outside")
+	for _, d := range []string{state, allowed, outside, allowed + "x"} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(state, "link")); err != nil {
+		t.Fatal(err)
+	}
+	ls := NewLocalSender(state, []string{allowed}, nil)
+	for _, tc := range []struct {
+		path    string
+		written string // the file written, "" when refused
+		why     string // in the refusal
+	}{
+		{"pma/out.jsonl", filepath.Join(state, "pma", "out.jsonl"), ""},
+		{filepath.Join(state, "abs.jsonl"), filepath.Join(state, "abs.jsonl"), ""},
+		{filepath.Join(allowed, "sub", "a.jsonl"), filepath.Join(allowed, "sub", "a.jsonl"), ""},
+		{"../outside/x.jsonl", "", "leaves the state directory"},
+		{"pma/../../outside/x.jsonl", "", "leaves the state directory"},
+		{"..", "", "leaves the state directory"},
+		{filepath.Join(outside, "x.jsonl"), "", "outbox.local_roots"},
+		{filepath.Join(allowed+"x", "x.jsonl"), "", "outbox.local_roots"},
+		{allowed, "", "outbox.local_roots"},
+		{filepath.Join(allowed, "..", "outside", "x.jsonl"), "", "outbox.local_roots"},
+		{"link/x.jsonl", "", "symbolic link"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			k := chat.LocalKey(tc.path)
+			checkErr := CheckLocalTarget(state, []string{allowed}, k)
+			e := entries(KindPMA, "t", k, 1)[0]
+			_, err := ls.Send(ctx, &e)
+			if tc.written != "" {
+				if err != nil || checkErr != nil {
+					t.Fatalf("Send: %v, CheckLocalTarget: %v", err, checkErr)
+				}
+				if got := readLines(t, tc.written); len(got) != 1 {
+					t.Fatalf("%d lines in %s", len(got), tc.written)
+				}
+				return
+			}
+			if !IsPermanent(err) || !strings.Contains(err.Error(), tc.why) {
+				t.Fatalf("Send: %v; want a permanent refusal saying %q", err, tc.why)
+			}
+			if tc.why != "symbolic link" && (checkErr == nil || !strings.Contains(checkErr.Error(), tc.why)) {
+				t.Fatalf("CheckLocalTarget: %v; want %q", checkErr, tc.why)
+			}
+		})
+	}
+	if got, _ := os.ReadDir(outside); len(got) != 0 {
+		t.Fatalf("something was written outside: %v", got)
+	}
+	if got, _ := os.ReadDir(allowed + "x"); len(got) != 0 {
+		t.Fatalf("something was written in a look-alike of the allowed root: %v", got)
+	}
+	// Without local roots, an absolute path outside the state root is refused.
+	k := chat.LocalKey(filepath.Join(allowed, "b.jsonl"))
+	if err := CheckLocalTarget(state, nil, k); err == nil || !strings.Contains(err.Error(), "lists none") {
+		t.Fatalf("no roots: %v", err)
+	}
+	if err := CheckLocalTarget(state, nil, chat.WebKey); err != nil {
+		t.Fatalf("web target: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -179,7 +178,7 @@ func lockHolder(path string) (int, string) {
 	if err != nil {
 		return 0, ""
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	ino, ok := inodeOf(fi)
 	if !ok {
 		return 0, ""
 	}
@@ -188,7 +187,7 @@ func lockHolder(path string) (int, string) {
 		return 0, ""
 	}
 	defer f.Close()
-	suffix := ":" + strconv.FormatUint(st.Ino, 10)
+	suffix := ":" + strconv.FormatUint(ino, 10)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// 1: FLOCK  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF

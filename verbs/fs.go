@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
@@ -324,7 +324,7 @@ func (s *Set) WriteFile(ctx context.Context, a FsWriteFileArgs) (FsWriteFileResu
 			"Mode %q is not accepted (accepted: create, overwrite, append; leave it out to create or replace the file)", a.Mode)
 	}
 	content := []byte(a.Content)
-	switch a.Encoding {
+	switch FileEncoding(a.Encoding) {
 	case "", EncodingUTF8:
 	case EncodingBase64:
 		var err error
@@ -341,7 +341,7 @@ func (s *Set) WriteFile(ctx context.Context, a FsWriteFileArgs) (FsWriteFileResu
 	}
 	defer release()
 	name, show := l.name, l.show
-	if a.Encoding == EncodingBase64 {
+	if FileEncoding(a.Encoding) == EncodingBase64 {
 		if len(content) > w.opts.MaxWriteChars {
 			return res, executor.Errorf(executor.CodeTooLarge,
 				"Content is %d bytes once decoded from base64; fs.writeFile writes at most %d per call (write a large file in parts with mode append)",
@@ -400,7 +400,7 @@ func (s *Set) WriteFile(ctx context.Context, a FsWriteFileArgs) (FsWriteFileResu
 		size = fi.Size()
 	}
 	enc := EncodingUTF8
-	if a.Encoding == EncodingBase64 {
+	if FileEncoding(a.Encoding) == EncodingBase64 {
 		enc = EncodingBase64
 	}
 	if !w.session() {
@@ -723,6 +723,9 @@ func (w *Workspace) statFollow(name string) (fs.FileInfo, error) {
 // write time; host listings keep seed 000's shape (name, isDirectory).
 func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, error) {
 	var res FsListDirResult
+	if a.Path == "" {
+		a.Path = "." // the root, as the default says
+	}
 	w, l, release, err := s.usePath(ctx, false, a.Path, followFinal|allowRoot)
 	if err != nil {
 		return res, err

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -121,9 +120,7 @@ func TestReadFile(t *testing.T) {
 	e.put("big.txt", strings.Repeat("x", 101))
 	e.put("nul.bin", "ab\x00cd")
 	e.put("latin1.txt", "caf\xe9")
-	if err := syscall.Mkfifo(filepath.Join(e.dir, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(e.dir, "fifo"))
 
 	if got := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/a.md"}).Content; got != "héllo\nworld\n" {
 		t.Errorf("content %q", got)
@@ -418,6 +415,19 @@ func TestListDir(t *testing.T) {
 	empty := ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "adir/"})
 	if len(empty.Entries) != 1 {
 		t.Errorf("adir: %v", empty.Entries)
+	}
+	// Without a path, the root: by arguments, by envelope, by chat.
+	if got := entryStrings(ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{}).Entries); !slices.Equal(got, want) {
+		t.Errorf("no path: %v, want the root %v", got, want)
+	}
+	if out := e.x.ExecuteInput(context.Background(), []byte(`{"verb":"fs.listDir"}`)); out.Err != nil || !strings.Contains(string(out.JSON()), `"adir"`) {
+		t.Errorf("envelope without arguments: %s", out.JSON())
+	}
+	for in, args := range map[string]string{"/fs.listDir": `{}`, "/fs.listDir zdir": `{"path":"zdir"}`} {
+		cmd, err := e.x.ParseCommand(in)
+		if err != nil || string(cmd.Arguments) != args {
+			t.Errorf("%s: %v %s, want %s", in, err, cmd.Arguments, args)
+		}
 	}
 	e.fails(executor.CodeNotFound, "fs.listDir", verbs.FsListDirArgs{Path: "none"}, "Directory not found: none")
 	e.fails(executor.CodeNotADirectory, "fs.listDir", verbs.FsListDirArgs{Path: "a.txt"}, "a.txt is a file")

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 )

@@ -129,8 +129,12 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	cmd.Args[0] = a.Executable
 	cmd.Dir = dir
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	tree, err := newProcTree(cmd)
+	if err != nil {
+		return res, executor.Errorf(executor.CodeIOError, "Cannot prepare the process tree of %s: %v", a.Executable, err)
+	}
+	defer tree.close()
+	cmd.Cancel = tree.kill
 	cmd.WaitDelay = waitDelay
 	// The child writes into pipes we read ourselves, so Wait returns when
 	// the child exits even if something it started still holds them.
@@ -162,6 +166,9 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	release()
 	start := s.opts.Clock.Now()
 	err = cmd.Start()
+	if err == nil {
+		err = tree.started()
+	}
 	closeAll(writeEnds) // the child has its own copies
 	if sup != nil {
 		sup.started(err == nil)
@@ -194,7 +201,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 			slog.Debug("proc.run supervised", "executable", a.Executable, "mode", st.Mode, "exit", st.Exit, "limit", st.Limit)
 		}
 	} else {
-		_ = killGroup(cmd.Process.Pid) // whatever the program left running in its group
+		_ = tree.kill() // whatever the program left running in its group (its job on Windows)
 	}
 	drained := make(chan struct{})
 	go func() { pipes.Wait(); close(drained) }()
@@ -249,18 +256,6 @@ func closeAll(files []*os.File) {
 	for _, f := range files {
 		f.Close()
 	}
-}
-
-// killGroup sends SIGKILL to the whole process group led by pid.
-func killGroup(pid int) error {
-	if pid <= 0 {
-		return nil
-	}
-	err := syscall.Kill(-pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-	return err
 }
 
 func startError(err error, exe string) error {
@@ -405,7 +400,7 @@ type capture struct {
 }
 
 func (s *Set) newCapture(name string) (*capture, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, 0o600)
 	if err != nil {
 		return nil, s.stateError("create", name, err)
 	}

@@ -9,10 +9,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 )
 
 // The hub's state directory may lie inside the workspace (".hub" by
@@ -70,11 +69,11 @@ func (p *protection) lookup(id fileID) (*guardedDir, bool) {
 
 // lookupInfo is lookup by a host stat result.
 func (p *protection) lookupInfo(fi fs.FileInfo) (*guardedDir, bool) {
-	switch st := fi.Sys().(type) {
-	case *syscall.Stat_t:
-		return p.lookup(fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)})
-	case *unix.Stat_t:
+	if st, ok := fi.Sys().(*unix.Stat_t); ok {
 		return p.lookup(idOf(st))
+	}
+	if id, ok := hostFileID(fi); ok {
+		return p.lookup(id)
 	}
 	return nil, false
 }

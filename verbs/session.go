@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -217,8 +216,8 @@ func prepareRoot(dir string) (string, error) {
 	case !fi.IsDir():
 		return "", fmt.Errorf("sessions root %s is not a directory", abs)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return "", fmt.Errorf("sessions root %s belongs to user id %d, not to this user (%d); remove it or choose another directory", abs, st.Uid, os.Getuid())
+	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+		return "", fmt.Errorf("sessions root %s belongs to user id %d, not to this user (%d); remove it or choose another directory", abs, uid, os.Getuid())
 	}
 	if fi.Mode().Perm() != 0o700 {
 		if err := os.Chmod(abs, 0o700); err != nil {
@@ -275,7 +274,7 @@ func (s *SessionSource) Workspace(ctx context.Context) (*Workspace, error) {
 		}
 		return s.host, nil
 	}
-	se, err := s.session(id)
+	se, err := s.session(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -328,8 +327,11 @@ func isSessionDirName(name string) bool {
 	return err == nil
 }
 
-// session returns the open session id, opening or creating it.
-func (s *SessionSource) session(id string) (*session, error) {
+// session returns the open session id, opening or creating it. A session
+// whose workspace disappeared from disk while the hub ran (a temporary
+// directory cleaner, an operator) is built again from the mounts, and the
+// call in ctx gets a note saying so.
+func (s *SessionSource) session(ctx context.Context, id string) (*session, error) {
 	if err := ValidSessionID(id); err != nil {
 		return nil, err
 	}
@@ -353,6 +355,20 @@ func (s *SessionSource) session(id string) (*session, error) {
 			se.mu.Unlock()
 			continue // swept meanwhile: start over with a new one
 		}
+		note := ""
+		if se.ws != nil {
+			switch se.gone() {
+			case liveMissing:
+				note = "This session's workspace had disappeared from disk; it was created again from the mounts, so files written in it before are gone (snapshots that remain can be restored with vfs.restore)."
+			case liveReplaced:
+				note = "This session's workspace directory had been replaced on disk; the new one is used from now on."
+			}
+			if note != "" {
+				s.log.Warn("session workspace changed on disk; opening it again", "session", id, "note", note)
+				se.ws.Close()
+				se.ws = nil
+			}
+		}
 		if se.ws == nil {
 			if err := se.open(); err != nil {
 				se.dropped = true
@@ -362,9 +378,33 @@ func (s *SessionSource) session(id string) (*session, error) {
 			}
 		}
 		se.mu.Unlock()
+		executor.Note(ctx, note)
 		return se, nil
 	}
 	return nil, executor.Errorf(executor.CodeIOError, "Session %s was removed while it was being opened; try again", id)
+}
+
+// What became of an open session's live/ directory on disk.
+const (
+	liveKept     = iota
+	liveMissing  // removed (with the session's directory, or the whole root)
+	liveReplaced // another directory stands in its place
+)
+
+// gone says whether the open workspace's directory is still the session's
+// live/ directory. The caller holds se.mu.
+func (se *session) gone() int {
+	fi, err := os.Lstat(se.live())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return liveMissing
+	case err != nil:
+		return liveKept // unknown: the verb reports what it meets
+	}
+	if id, ok := hostFileID(fi); ok && id != se.ws.topID {
+		return liveReplaced
+	}
+	return liveKept
 }
 
 // forget removes se from the map if it is still the session for its id.
@@ -598,7 +638,7 @@ func copyTree(src *os.Root, dst string) ([]copiedFile, error) {
 		case !d.Type().IsRegular():
 			return nil
 		}
-		in, err := src.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		in, err := src.OpenFile(p, os.O_RDONLY|oNoFollow|oNonblock, 0)
 		if err != nil {
 			return err
 		}

@@ -138,7 +138,7 @@ func TestBinaryContent(t *testing.T) {
 	e := newSessEnv(t, func(o *verbs.SessionOptions, _ *sessEnv) { o.Workspace.MaxWriteChars = 10 })
 	bin := []byte{0, 1, 2, 0xff, 'x', 0, 7, 8, 9, 10}
 	b64 := base64.StdEncoding.EncodeToString(bin)
-	w := sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "blob.bin", Content: b64, Encoding: verbs.EncodingBase64})
+	w := sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "blob.bin", Content: b64, Encoding: verbs.ContentBase64})
 	if w.File.Encoding != verbs.EncodingBase64 || w.File.SizeBytes != 10 {
 		t.Fatalf("write: %+v", *w.File)
 	}
@@ -151,20 +151,20 @@ func TestBinaryContent(t *testing.T) {
 	}
 	// The encoding hint is kept even for bytes that happen to be text.
 	hello := base64.StdEncoding.EncodeToString([]byte("hello"))
-	sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "h.bin", Content: hello, Encoding: verbs.EncodingBase64})
+	sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "h.bin", Content: hello, Encoding: verbs.EncodingBinary})
 	if r := sok[verbs.FsReadFileResult](e, chatA, "fs.readFile", verbs.FsReadFileArgs{Path: "h.bin"}); r.Content != hello || r.File.Encoding != verbs.EncodingBase64 {
 		t.Fatalf("hinted read: %q %+v", r.Content, r.File)
 	}
 	// Line-wrapped and unpadded base64 is accepted.
 	wrapped := "aGVs\r\nbG 8" // "hello", wrapped, a space, no padding
-	sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "w.bin", Content: wrapped, Encoding: verbs.EncodingBase64})
+	sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "w.bin", Content: wrapped, Encoding: verbs.ContentBase64})
 	if b, _ := os.ReadFile(filepath.Join(e.sessionDir(chatA), "w.bin")); string(b) != "hello" {
 		t.Fatalf("wrapped base64 decoded to %q", b)
 	}
 	// The limit applies to the decoded bytes.
 	eleven := base64.StdEncoding.EncodeToString(make([]byte, 11))
-	e.sfails(chatA, executor.CodeTooLarge, "fs.writeFile", verbs.FsWriteFileArgs{Path: "x", Content: eleven, Encoding: verbs.EncodingBase64}, "11 bytes once decoded", "at most 10")
-	e.sfails(chatA, executor.CodeInvalidArguments, "fs.writeFile", verbs.FsWriteFileArgs{Path: "x", Content: "not base64!", Encoding: verbs.EncodingBase64}, "not valid base64")
+	e.sfails(chatA, executor.CodeTooLarge, "fs.writeFile", verbs.FsWriteFileArgs{Path: "x", Content: eleven, Encoding: verbs.ContentBase64}, "11 bytes once decoded", "at most 10")
+	e.sfails(chatA, executor.CodeInvalidArguments, "fs.writeFile", verbs.FsWriteFileArgs{Path: "x", Content: "not base64!", Encoding: verbs.ContentBase64}, "not valid base64")
 	// Appending text to a binary file keeps it binary.
 	sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "h.bin", Content: "!", Mode: verbs.ModeAppend})
 	if r := sok[verbs.FsReadFileResult](e, chatA, "fs.readFile", verbs.FsReadFileArgs{Path: "h.bin"}); r.File.Encoding != verbs.EncodingBase64 || r.File.Version != 2 {
@@ -610,4 +610,49 @@ func TestRunSweeperStopsWithItsContext(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestSessionRecreatedWhenItsDirectoryDisappears: a session whose directory
+// (or its live workspace, or the whole root) is removed while the hub runs
+// is built again from the mounts by the next call, which succeeds and says
+// so in a note that the rendered reply shows.
+func TestSessionRecreatedWhenItsDirectoryDisappears(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		remove func(e *sessEnv) string
+		note   string
+	}{
+		{"session directory", func(e *sessEnv) string { return filepath.Dir(e.sessionDir(chatA)) }, "created again from the mounts"},
+		{"live workspace", func(e *sessEnv) string { return e.sessionDir(chatA) }, "created again from the mounts"},
+		{"sessions root", func(e *sessEnv) string { return e.root }, "created again from the mounts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSessEnv(t)
+			sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "mine.txt", Content: "x"})
+			if err := os.RemoveAll(tc.remove(e)); err != nil {
+				t.Fatal(err)
+			}
+			out := e.run(chatA, "fs.listDir", verbs.FsListDirArgs{})
+			if out.Err != nil {
+				t.Fatalf("listDir after the removal: %v", out.Err)
+			}
+			if got := entryStrings(out.Value.(*verbs.FsListDirResult).Entries); !slices.Equal(got, []string{"docs/"}) {
+				t.Fatalf("recreated workspace: %v, want the mounts only", got)
+			}
+			if len(out.Notes) != 1 || !strings.Contains(out.Notes[0], tc.note) {
+				t.Fatalf("notes %q, want one saying %q", out.Notes, tc.note)
+			}
+			if txt := executor.RenderText(out, false); !strings.Contains(txt, "ℹ This session's workspace had disappeared") {
+				t.Fatalf("rendered reply does not say so: %q", txt)
+			}
+			// The mounts' files are back with their records; the next call has no note.
+			r := sok[verbs.FsReadFileResult](e, chatA, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/guide.md"})
+			if r.Content != "# Guide\n" || r.File.Version != 1 {
+				t.Fatalf("mounted file: %q %+v", r.Content, r.File)
+			}
+			if out := e.run(chatA, "fs.exists", verbs.FsExistsArgs{Path: "docs"}); out.Err != nil || len(out.Notes) != 0 {
+				t.Fatalf("next call: %v %q", out.Err, out.Notes)
+			}
+		})
+	}
 }

@@ -1,6 +1,10 @@
 package verbs
 
-import "github.com/a6afc2ce/hermes-hub/executor"
+import (
+	"encoding/json"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+)
 
 // Argument and result types of the verbs. Schemas are derived from these
 // structs by reflection: a field is required unless it is a pointer or has
@@ -56,6 +60,36 @@ const (
 // Values implements executor.Enum.
 func (FileEncoding) Values() []string { return []string{string(EncodingUTF8), string(EncodingBase64)} }
 
+// ContentEncoding names how a write's content is given: a FileEncoding, or
+// "binary", the original specification's name for base64, which is read as
+// base64 (results always say base64).
+type ContentEncoding FileEncoding
+
+// Content encodings: EncodingBinary is accepted as another name for base64.
+const (
+	ContentUTF8                    = ContentEncoding(EncodingUTF8)
+	ContentBase64                  = ContentEncoding(EncodingBase64)
+	EncodingBinary ContentEncoding = "binary"
+)
+
+// Values implements executor.Enum.
+func (ContentEncoding) Values() []string {
+	return []string{string(EncodingUTF8), string(EncodingBase64), string(EncodingBinary)}
+}
+
+// UnmarshalJSON reads an encoding, "binary" as base64.
+func (e *ContentEncoding) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*e = ContentEncoding(s)
+	if *e == EncodingBinary {
+		*e = ContentBase64
+	}
+	return nil
+}
+
 // WriteMode says what fs.writeFile does with an existing file.
 type WriteMode string
 
@@ -87,10 +121,10 @@ type FsReadRangeResult struct {
 
 // FsWriteFileArgs are the arguments of fs.writeFile.
 type FsWriteFileArgs struct {
-	Path     string       `json:"path" desc:"Workspace-relative path; missing parent directories are created"`
-	Content  string       `json:"content" desc:"The content to write, at most 48000 characters by default (for base64, that many bytes once decoded)"`
-	Mode     WriteMode    `json:"mode,omitempty" default:"create or overwrite" desc:"create fails if the file exists; overwrite replaces and append extends an existing file and fail if there is none"`
-	Encoding FileEncoding `json:"encoding,omitempty" default:"utf-8" desc:"How content is given: utf-8 text, or base64 for binary content"`
+	Path     string          `json:"path" desc:"Workspace-relative path; missing parent directories are created"`
+	Content  string          `json:"content" desc:"The content to write, at most 48000 characters by default (for base64, that many bytes once decoded)"`
+	Mode     WriteMode       `json:"mode,omitempty" default:"create or overwrite" desc:"create fails if the file exists; overwrite replaces and append extends an existing file and fail if there is none"`
+	Encoding ContentEncoding `json:"encoding,omitempty" default:"utf-8" desc:"How content is given: utf-8 text, or base64 for binary content (binary is another name for base64)"`
 }
 
 // FsWriteFileResult is the result of fs.writeFile.
@@ -178,7 +212,7 @@ type FsLineCountResult struct {
 
 // FsListDirArgs are the arguments of fs.listDir.
 type FsListDirArgs struct {
-	Path string `json:"path" desc:"Workspace-relative directory; \".\" is the workspace root"`
+	Path string `json:"path,omitempty" default:"." desc:"Workspace-relative directory; \".\" is the workspace root"`
 }
 
 // FsListDirResult is the result of fs.listDir.

@@ -47,7 +47,7 @@ func (s *SessionSource) callSession(ctx context.Context, verb string) (*session,
 		return nil, executor.Errorf(executor.CodeForbidden,
 			"%s works in session workspaces; this conversation uses the host workspace", verb)
 	}
-	return s.session(id)
+	return s.session(ctx, id)
 }
 
 // locked runs f on the caller's session with the session locked, starting

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
@@ -120,6 +120,9 @@ func OpenWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 // openWorkspace opens dir; a session workspace passes its host's
 // protection, shared, and no Protect or Deny entries of its own.
 func openWorkspace(dir string, opts WorkspaceOptions, shared *protection) (*Workspace, error) {
+	if err := unix.Supported(); err != nil {
+		return nil, err
+	}
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err

@@ -70,6 +70,7 @@ func runDoctor(env *cliEnv, args []string) error {
 	}
 	doctorWorkspace(r, cfg)
 	running := doctorState(r, cfg)
+	doctorTargets(r, cfg)
 	doctorListen(r, cfg, running)
 	doctorTokens(r, cfg)
 	return r.finish()
@@ -159,11 +160,6 @@ func doctorState(r *doctorReport, cfg *config.Config) (running bool) {
 	} else {
 		r.ok("database", filepath.Join(abs, store.DBFile))
 	}
-	if _, err := store.OpenTargets(st.Path(store.DeliveryTargetsFile)); err != nil {
-		r.fail("targets", err.Error(), "repair the file, or move it aside and add the targets again with hub targets add")
-	} else {
-		r.ok("targets", store.DeliveryTargetsFile)
-	}
 	if d, err := store.OpenDirectory(st.Path(store.ChannelDirectory), store.DirectoryOptions{}); err != nil {
 		r.fail("channels", err.Error(), "run hub channels rebuild (the directory is rebuilt from the mirrors)")
 	} else {
@@ -171,6 +167,32 @@ func doctorState(r *doctorReport, cfg *config.Config) (running bool) {
 		r.ok("channels", store.ChannelDirectory)
 	}
 	return false
+}
+
+// doctorTargets checks the delivery targets file (plain JSON, readable
+// while a hub runs) and that every local: target stays where it may write:
+// inside the state directory or a directory outbox.local_roots lists.
+func doctorTargets(r *doctorReport, cfg *config.Config) {
+	abs, _ := filepath.Abs(cfg.StateDir)
+	path := filepath.Join(abs, store.DeliveryTargetsFile)
+	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	t, err := store.OpenTargets(path)
+	if err != nil {
+		r.fail("targets", err.Error(), "repair the file, or move it aside and add the targets again with hub targets add")
+		return
+	}
+	bad := 0
+	for _, k := range t.List() {
+		if err := outbox.CheckLocalTarget(abs, cfg.Outbox.LocalRoots, k); err != nil {
+			bad++
+			r.fail("targets", err.Error(), fmt.Sprintf("hub targets rm %s, or list its directory in %s; its chunks are dead-lettered, never written", k, outbox.LocalRootsKey))
+		}
+	}
+	if bad == 0 {
+		r.ok("targets", store.DeliveryTargetsFile)
+	}
 }
 
 func doctorListen(r *doctorReport, cfg *config.Config, running bool) {

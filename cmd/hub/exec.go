@@ -28,7 +28,9 @@ Runs verb envelopes ({verb, arguments} in YAML or JSON) against the workspace.
   arguments: {path: README.md, startLine: 1, endLine: 5}' | hub exec
   hub exec --interactive     envelopes end at a blank line; "exit" quits
   hub exec --stdio           one JSON envelope per line in, one JSON result per line out, "id" echoed
-Exit status: 0 when the verb succeeded, 1 when it failed, 2 for usage errors.`
+Exit status: 0 when the verb succeeded, 1 when it failed, 2 for usage errors.
+Calls that may change something (and, with mirror.cli: all, every call) are
+mirrored as kind "cli" with the local user (see docs/state.md).`
 
 func runExec(env *cliEnv, args []string) error {
 	f := newFlags(env, "exec", execUsage)
@@ -71,6 +73,11 @@ func runExec(env *cliEnv, args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	mir := newCLIMirror(cfg)
+	defer mir.Close()
+	run := func(ctx context.Context, input []byte) *executor.Outcome {
+		return runCLI(ctx, tc.exec, mir, input, env.stderr)
+	}
 
 	w := env.stdout
 	if *out != "" {
@@ -83,9 +90,9 @@ func runExec(env *cliEnv, args []string) error {
 	}
 	switch {
 	case *stdio:
-		return serveStdio(ctx, tc.exec, env.stdin, w)
+		return serveStdio(ctx, run, env.stdin, w)
 	case *interactive:
-		return interact(ctx, tc.exec, env.stdin, w, env.stderr, *pretty)
+		return interact(ctx, run, env.stdin, w, env.stderr, *pretty)
 	}
 	var input []byte
 	switch {
@@ -102,19 +109,12 @@ func runExec(env *cliEnv, args []string) error {
 			return fmt.Errorf("read envelope from stdin: %w", err)
 		}
 	}
-	cctx := executor.WithCall(ctx, executor.Call{TurnID: hub.NewTurnID("cli", clock.Real{}.Now()), Identity: "cli"})
-	var o *executor.Outcome
-	envelope, err := tc.exec.DecodeEnvelope(input)
-	if err != nil {
-		o = &executor.Outcome{Err: executor.ErrorFrom(err), ID: envelope.ID}
-	} else {
-		o = tc.exec.Run(cctx, envelope)
-	}
+	o := run(ctx, input)
 	if err := writeResult(w, o.JSON(), *pretty); err != nil {
 		return err
 	}
 	if *deliver {
-		if err := deliverOutcome(cfg, o, env); err != nil {
+		if err := deliverOutcome(ctx, cfg, mir, o, env); err != nil {
 			return err
 		}
 	}
@@ -122,6 +122,32 @@ func runExec(env *cliEnv, args []string) error {
 		return &exitError{code: exitFailed}
 	}
 	return nil
+}
+
+// runCLI decodes and runs one envelope given to the CLI. A call that may
+// change something is mirrored first (and not run when that fails), its
+// result after; notes go to stderr.
+func runCLI(ctx context.Context, x *executor.Executor, mir *cliMirror, input []byte, stderr io.Writer) *executor.Outcome {
+	envelope, err := x.DecodeEnvelope(input)
+	if err != nil {
+		return &executor.Outcome{Err: executor.ErrorFrom(err), ID: envelope.ID}
+	}
+	turnID := hub.NewTurnID("cli", clock.Real{}.Now())
+	ctx = executor.WithCall(ctx, executor.Call{TurnID: turnID, Identity: "cli"})
+	mirrored, err := mir.call(ctx, x.Registry(), envelope, turnID)
+	if err != nil {
+		return &executor.Outcome{Err: executor.Errorf(executor.CodeIOError, "%s was not run: %v", envelope.Verb, err), ID: envelope.ID}
+	}
+	o := x.Run(ctx, envelope)
+	if mirrored {
+		if err := mir.result(ctx, o, envelope.Verb, turnID); err != nil {
+			fmt.Fprintf(stderr, "warning: %v\n", err)
+		}
+	}
+	for _, n := range o.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	return o
 }
 
 func writeResult(w io.Writer, res []byte, pretty bool) error {
@@ -138,7 +164,7 @@ func writeResult(w io.Writer, res []byte, pretty bool) error {
 // interact reads envelopes separated by blank lines. The prompt goes to
 // stderr so stdout carries only results. "exit" on its own quits; an
 // envelope still pending at the end of input is executed, not dropped.
-func interact(ctx context.Context, x *executor.Executor, r io.Reader, w, prompt io.Writer, pretty bool) error {
+func interact(ctx context.Context, run func(context.Context, []byte) *executor.Outcome, r io.Reader, w, prompt io.Writer, pretty bool) error {
 	br := bufio.NewReader(r)
 	var buf strings.Builder
 	failed := false
@@ -155,7 +181,7 @@ func interact(ctx context.Context, x *executor.Executor, r io.Reader, w, prompt 
 		if strings.TrimSpace(text) == "" {
 			return nil
 		}
-		o := x.ExecuteInput(ctx, []byte(text))
+		o := run(ctx, []byte(text))
 		if !o.Succeeded() {
 			failed = true
 		}
@@ -209,7 +235,7 @@ func interact(ctx context.Context, x *executor.Executor, r io.Reader, w, prompt 
 // serveStdio runs one JSON envelope per input line and writes one JSON result
 // per line, with the envelope's "id" echoed first. A malformed line gets an
 // error result and the loop goes on; output is flushed per line.
-func serveStdio(ctx context.Context, x *executor.Executor, r io.Reader, w io.Writer) error {
+func serveStdio(ctx context.Context, run func(context.Context, []byte) *executor.Outcome, r io.Reader, w io.Writer) error {
 	limit := executor.DefaultLimits.MaxInputBytes
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -222,7 +248,7 @@ func serveStdio(ctx context.Context, x *executor.Executor, r io.Reader, w io.Wri
 				o := executor.Outcome{Err: executor.Errorf(executor.CodeTooLarge, "Line is over the %d-byte limit; it was discarded", limit)}
 				res = o.JSON()
 			} else {
-				o := x.ExecuteInput(ctx, line)
+				o := run(ctx, line)
 				res, id = o.JSON(), o.ID
 			}
 			if err := writeStdioResult(bw, id, res); err != nil {
@@ -280,15 +306,19 @@ func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error
 
 // deliverOutcome renders the result as in chat and fans it out to the
 // delivery targets, through the running hub or the state directory.
-func deliverOutcome(cfg *config.Config, o *executor.Outcome, env *cliEnv) error {
+func deliverOutcome(ctx context.Context, cfg *config.Config, mir *cliMirror, o *executor.Outcome, env *cliEnv) error {
 	text := executor.RenderText(o, false)
 	c, err := openAdmin(cfg)
 	if err != nil {
 		return fmt.Errorf("deliver: %w", err)
 	}
 	defer c.Close()
-	var res admin.DeliverResult
-	if err := c.do("POST", "/api/deliver", nil, admin.DeliverRequest{Text: text}, &res); err != nil {
+	res, err := mir.deliver(ctx, "exec --deliver", text, "", func() (admin.DeliverResult, error) {
+		var res admin.DeliverResult
+		err := c.do("POST", "/api/deliver", nil, admin.DeliverRequest{Text: text}, &res)
+		return res, err
+	})
+	if err != nil {
 		return fmt.Errorf("deliver: %w", err)
 	}
 	fmt.Fprintf(env.stderr, "delivered as turn %s: %d %s enqueued\n", res.TurnID, len(res.Outbox), plural(len(res.Outbox), "chunk", "chunks"))

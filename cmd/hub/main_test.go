@@ -8,10 +8,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // hubBin is the hub binary built once for the tests that run it as a process.
@@ -366,9 +370,16 @@ func TestAdminCommandsOffline(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("mirror tail: %d %s", code, out)
 	}
-	// No empty run directories were created by offline commands.
-	if runs, _ := os.ReadDir(filepath.Join(dir, ".hub", "flows")); len(runs) != 0 {
+	// No empty run directories were created by offline commands: the only
+	// runs are the two sends', mirrored as CLI calls.
+	runs, _ := os.ReadDir(filepath.Join(dir, ".hub", "flows"))
+	if len(runs) != 2 {
 		t.Fatalf("offline commands created runs: %v", runs)
+	}
+	for _, r := range runs {
+		if b, _ := os.ReadFile(filepath.Join(dir, ".hub", "flows", r.Name(), "chat", "inbound.jsonl")); !strings.Contains(string(b), `"kind":"cli"`) {
+			t.Fatalf("run %s is not a mirrored send: %s", r.Name(), b)
+		}
 	}
 }
 
@@ -493,5 +504,138 @@ func TestExecDeliver(t *testing.T) {
 	list, _, _ = runHub(t, dir, "", "outbox", "list", "--json")
 	if err := json.Unmarshal([]byte(list), &entries); err != nil || len(entries) != 2 || !strings.Contains(entries[0].Text+entries[1].Text, "invalid_envelope") {
 		t.Errorf("the failure was not delivered with its code: %v %s", err, list)
+	}
+}
+
+// TestLocalTargetsConfined: hub targets add refuses a local: path that
+// leaves the state directory or lies outside outbox.local_roots, naming the
+// setting; one put in delivery_targets.json by hand is reported by hub
+// doctor.
+func TestLocalTargetsConfined(t *testing.T) {
+	dir := workspace(t)
+	allowed := t.TempDir()
+	cfg := filepath.Join(dir, "hub.yml")
+	if err := os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\noutbox:\n  local_roots: ["+allowed+"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "x.jsonl")
+	for _, tc := range []struct{ target, why string }{
+		{"local:" + outside, "outbox.local_roots"},
+		{"local:../../x.jsonl", "leaves the state directory"},
+		{"local:" + filepath.Join(allowed, "..", "x.jsonl"), "outbox.local_roots"},
+	} {
+		_, errOut, code := runHub(t, dir, "", "targets", "add", "--config", cfg, tc.target)
+		if code == 0 || !strings.Contains(errOut, tc.why) {
+			t.Errorf("add %s: exit %d %q, want a refusal saying %q", tc.target, code, errOut, tc.why)
+		}
+	}
+	for _, ok := range []string{"local:pma/x.jsonl", "local:" + filepath.Join(allowed, "sub", "x.jsonl")} {
+		if out, errOut, code := runHub(t, dir, "", "targets", "add", "--config", cfg, ok); code != 0 || !strings.Contains(out, "Added") {
+			t.Errorf("add %s: exit %d %s%s", ok, code, out, errOut)
+		}
+	}
+	if out, _, code := runHub(t, dir, "", "doctor", "--config", cfg); code != 0 || !strings.Contains(out, "ok    targets") {
+		t.Fatalf("doctor with allowed targets: %d %s", code, out)
+	}
+	// By hand, past the check.
+	p := filepath.Join(dir, ".hub", "pma", "delivery_targets.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), `"targets": [`, `"targets": [{"kind": "local", "path": "`+outside+`"}, `, 1)
+	if err := os.WriteFile(p, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runHub(t, dir, "", "doctor", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "FAIL  targets") || !strings.Contains(out, outside) || !strings.Contains(out, "outbox.local_roots") {
+		t.Fatalf("doctor with a target outside the roots: %d %s", code, out)
+	}
+}
+
+// TestCLIMirror: a CLI call that changes something (a write verb, a
+// delivery) is mirrored as kind "cli" with the local user, in a run of its
+// own; a read-only call is not, unless mirror.cli is all.
+func TestCLIMirror(t *testing.T) {
+	dir := workspace(t)
+	flows := filepath.Join(dir, ".hub", "flows")
+	me, err := user.Current()
+	if err != nil {
+		t.Skip("no current user:", err)
+	}
+	records := func() (in, out []store.MirrorRecord) {
+		t.Helper()
+		for _, r := range store.ListRuns(flows) {
+			for dirn, dst := range map[string]*[]store.MirrorRecord{"inbound": &in, "outbound": &out} {
+				b, _ := os.ReadFile(filepath.Join(flows, r, "chat", dirn+".jsonl"))
+				for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+					if line == "" {
+						continue
+					}
+					var rec store.MirrorRecord
+					if err := json.Unmarshal([]byte(line), &rec); err != nil {
+						t.Fatalf("%s: %v", line, err)
+					}
+					*dst = append(*dst, rec)
+				}
+			}
+		}
+		// Runs started in the same second do not sort by time: the records do.
+		for _, l := range [][]store.MirrorRecord{in, out} {
+			sort.SliceStable(l, func(i, j int) bool { return l[i].TS.Before(l[j].TS) })
+		}
+		return in, out
+	}
+	if _, errOut, code := runHub(t, dir, "", "exec", `{"verb":"fs.readFile","arguments":{"path":"README.md"}}`); code != 0 {
+		t.Fatal(errOut)
+	}
+	if runs := store.ListRuns(flows); len(runs) != 0 {
+		t.Fatalf("a read-only call was mirrored: %v", runs)
+	}
+	if _, errOut, code := runHub(t, dir, "", "exec", `{"verb":"fs.writeFile","arguments":{"path":"new.txt","content":"hi"}}`); code != 0 {
+		t.Fatal(errOut)
+	}
+	in, out := records()
+	if len(in) != 1 || len(out) != 1 {
+		t.Fatalf("write: %d inbound, %d outbound records", len(in), len(out))
+	}
+	r := in[0]
+	if r.Kind != "cli" || r.Platform != "cli" || r.Actor != "cli:"+me.Username || r.Meta["uid"] != me.Uid || r.Meta["user_name"] != me.Username ||
+		r.Meta["verb"] != "fs.writeFile" || !strings.Contains(r.Text, `"new.txt"`) || r.Meta["turn_id"] == "" {
+		t.Fatalf("inbound record %+v", r)
+	}
+	if o := out[0]; o.Kind != "cli" || o.Meta["succeeded"] != "true" || o.Meta["turn_id"] != r.Meta["turn_id"] || !strings.Contains(o.Text, `"succeeded":true`) {
+		t.Fatalf("outbound record %+v", o)
+	}
+	// Each invocation has its own run; stdio mirrors per call.
+	if _, errOut, code := runHub(t, dir, `{"verb":"fs.createDirectory","arguments":{"path":"d"}}`+"\n"+`{"verb":"fs.exists","arguments":{"path":"d"}}`+"\n", "exec", "--stdio"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if runs := store.ListRuns(flows); len(runs) != 2 {
+		t.Fatalf("runs %v, want one per invocation", runs)
+	}
+	if in, _ := records(); len(in) != 2 || in[1].Meta["verb"] != "fs.createDirectory" {
+		t.Fatalf("stdio: %+v", in)
+	}
+	// A delivery is mirrored, with its turn.
+	if _, errOut, code := runHub(t, dir, "", "send", "--turn", "t-1", "hello", "there"); code != 0 {
+		t.Fatal(errOut)
+	}
+	in, out = records()
+	if got := in[len(in)-1]; got.Meta["action"] != "send" || got.Text != "hello there" || got.Meta["turn_id"] != "t-1" {
+		t.Fatalf("send record %+v", got)
+	}
+	if got := out[len(out)-1]; got.Meta["action"] != "send" || got.Meta["succeeded"] != "true" || !strings.Contains(got.Text, `"turnId"`) && !strings.Contains(got.Text, "t-1") {
+		t.Fatalf("send result record %+v", got)
+	}
+	// mirror.cli: all mirrors read-only calls too.
+	cfg := filepath.Join(dir, "hub.yml")
+	os.WriteFile(cfg, []byte("mirror:\n  cli: all\n"), 0o600)
+	before := len(store.ListRuns(flows))
+	if _, errOut, code := runHub(t, dir, "", "exec", "--config", cfg, `{"verb":"fs.exists","arguments":{"path":"README.md"}}`); code != 0 {
+		t.Fatal(errOut)
+	}
+	if in, _ := records(); len(store.ListRuns(flows)) != before+1 || in[len(in)-1].Meta["verb"] != "fs.exists" {
+		t.Fatalf("mirror.cli: all did not mirror a read-only call: %+v", in[len(in)-1])
 	}
 }

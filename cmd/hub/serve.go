@@ -223,6 +223,9 @@ func waitListening(ctx context.Context, s *web.Server) {
 // hub that died is replaced; a live one means another hub runs, which the
 // database lock has already ruled out.
 func listenAdmin(path string) (net.Listener, error) {
+	if err := peerCheckSupported(); err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(path); err == nil {
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
@@ -262,21 +265,6 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 		}
 		c.Close()
 	}
-}
-
-func peerUID(c *net.UnixConn) int {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1
-	}
-	uid := -1
-	_ = raw.Control(func(fd uintptr) {
-		cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-		if err == nil {
-			uid = int(cred.Uid)
-		}
-	})
-	return uid
 }
 
 // newLogger builds the slog logger of the configuration.

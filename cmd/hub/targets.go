@@ -13,7 +13,9 @@ const targetsUsage = `hub targets list|add TARGET|rm TARGET|clear [--json]
 Delivery targets receive hub-level output (hub send, hub exec --deliver,
 POST /api/deliver). TARGET is one of:
   web
-  local:<path>                       (relative to the state directory)
+  local:<path>                       (relative to the state directory, inside
+                                     it; an absolute path only inside the
+                                     state directory or outbox.local_roots)
   telegram:<chat_id>[:<thread_id>]   or chat:telegram:<chat_id>[:<thread_id>]
   discord:<channel_id>               or chat:discord:<channel_id>`
 

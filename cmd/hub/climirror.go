@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+
+	"github.com/a6afc2ce/hermes-hub/admin"
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// Mirror records of CLI calls: kind "cli" on platform "cli", the actor
+// "cli:<user>", and the local user's name and uid in meta.
+const (
+	kindCLI     = "cli"
+	platformCLI = "cli"
+)
+
+// cliMirror mirrors what the CLI changes (and, with mirror.cli: all, every
+// call) so that every exchange is mirrored, the operator's too. Each CLI
+// invocation gets its own run, flows/<run_id>/, opened on its first record:
+// a running hub appends to its own run only, so nothing is shared, and the
+// database is never needed. The CLI never prunes runs (the hub does when it
+// starts), so it cannot remove a running hub's.
+type cliMirror struct {
+	flows string
+	opts  store.MirrorOptions
+	all   bool
+	clk   clock.Clock
+	user  string
+	uid   string
+	m     *store.Mirror
+}
+
+func newCLIMirror(cfg *config.Config) *cliMirror {
+	name, uid := "unknown", strconv.Itoa(os.Getuid())
+	if u, err := user.Current(); err == nil {
+		name, uid = u.Username, u.Uid
+	}
+	clk := clock.Real{}
+	return &cliMirror{
+		flows: filepath.Join(cfg.StateDir, store.FlowsDir),
+		opts:  store.MirrorOptions{RotateBytes: int64(cfg.Mirror.RotateBytes), KeepRuns: -1, KeepAge: -1, Clock: clk},
+		all:   cfg.Mirror.CLI == config.MirrorCLIAll,
+		clk:   clk,
+		user:  name,
+		uid:   uid,
+	}
+}
+
+// wants reports whether a call of verb (canonical or as given) is
+// mirrored: one that may change something always, a read-only one or one
+// that names no known verb only with mirror.cli: all.
+func (c *cliMirror) wants(reg *executor.Registry, verb string) bool {
+	if c == nil {
+		return false
+	}
+	if c.all {
+		return true
+	}
+	info, ok := reg.Lookup(verb)
+	return ok && !info.ReadOnly
+}
+
+// record appends one line in direction (store.DirectionInbound for what the
+// operator asked, store.DirectionOutbound for the answer), durably.
+func (c *cliMirror) record(ctx context.Context, direction, turnID, text string, meta map[string]string) error {
+	if c.m == nil {
+		m, err := store.OpenMirror(c.flows, store.NewRunID(c.clk.Now()), c.opts)
+		if err != nil {
+			return fmt.Errorf("mirror the CLI call: %w", err)
+		}
+		c.m = m
+	}
+	all := map[string]string{"user_name": c.user, "uid": c.uid, "turn_id": turnID}
+	for k, v := range meta {
+		all[k] = v
+	}
+	rec := store.MirrorRecord{
+		Direction: direction, Platform: platformCLI, ChatID: c.user, MessageID: turnID,
+		Actor: "cli:" + c.user, Kind: kindCLI, Text: text, Meta: all,
+	}
+	if err := c.m.Append(ctx, rec, true); err != nil {
+		return fmt.Errorf("mirror the CLI call: %w", err)
+	}
+	return nil
+}
+
+// call mirrors one verb call made from the CLI, before it runs: a call
+// that cannot be mirrored does not run.
+func (c *cliMirror) call(ctx context.Context, reg *executor.Registry, env executor.Envelope, turnID string) (bool, error) {
+	if !c.wants(reg, env.Verb) {
+		return false, nil
+	}
+	text := string(env.Arguments)
+	if text == "" {
+		text = "{}"
+	}
+	return true, c.record(ctx, store.DirectionInbound, turnID, text, map[string]string{"verb": env.Verb})
+}
+
+// result mirrors the outcome of a mirrored call.
+func (c *cliMirror) result(ctx context.Context, o *executor.Outcome, verb, turnID string) error {
+	return c.record(ctx, store.DirectionOutbound, turnID, string(o.JSON()), map[string]string{
+		"verb": verb, "succeeded": strconv.FormatBool(o.Succeeded()),
+	})
+}
+
+// Close closes the run's files, if any were opened.
+func (c *cliMirror) Close() error {
+	if c == nil || c.m == nil {
+		return nil
+	}
+	return c.m.Close()
+}
+
+// deliver mirrors a delivery made from the CLI (hub send, hub exec
+// --deliver) around do, which performs it: what is sent before, the turn
+// and chunks after. A delivery that cannot be mirrored is not made.
+func (c *cliMirror) deliver(ctx context.Context, action, text, turnID string, do func() (admin.DeliverResult, error)) (admin.DeliverResult, error) {
+	meta := map[string]string{"action": action}
+	if err := c.record(ctx, store.DirectionInbound, turnID, text, meta); err != nil {
+		return admin.DeliverResult{}, err
+	}
+	res, err := do()
+	out := map[string]string{"action": action, "succeeded": strconv.FormatBool(err == nil)}
+	answer := ""
+	if err != nil {
+		answer = err.Error()
+	} else {
+		b, _ := json.Marshal(res)
+		answer = string(b)
+		if turnID == "" {
+			out["turn_id"] = res.TurnID
+		}
+	}
+	if merr := c.record(ctx, store.DirectionOutbound, turnID, answer, out); merr != nil && err == nil {
+		return res, merr
+	}
+	return res, err
+}

@@ -1,0 +1,40 @@
+package executor
+
+import (
+	"context"
+	"sync"
+)
+
+// notesKey carries the notes of the call being run.
+type notesKey struct{}
+
+// notes collects what a verb wants people to know besides its result.
+type notes struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// Note attaches a remark for people to the call running in ctx, such as
+// "the session workspace had disappeared and was recreated". The executor
+// puts it in Outcome.Notes and RenderText shows it under the reply; the
+// result JSON is unchanged. Outside a call it does nothing.
+func Note(ctx context.Context, text string) {
+	n, ok := ctx.Value(notesKey{}).(*notes)
+	if !ok || text == "" {
+		return
+	}
+	n.mu.Lock()
+	n.list = append(n.list, text)
+	n.mu.Unlock()
+}
+
+func withNotes(ctx context.Context) (context.Context, *notes) {
+	n := &notes{}
+	return context.WithValue(ctx, notesKey{}, n), n
+}
+
+func (n *notes) take() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.list
+}

@@ -1,0 +1,33 @@
+//go:build unix
+
+package verbs
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// Open flags that keep a path's last element from being followed or a FIFO
+// from blocking the open.
+const (
+	oNoFollow = syscall.O_NOFOLLOW
+	oNonblock = syscall.O_NONBLOCK
+)
+
+// hostFileID is the identity (device, inode) of a host stat result.
+func hostFileID(fi fs.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
+}
+
+// fileOwner is the user id owning a host stat result.
+func fileOwner(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}
