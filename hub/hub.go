@@ -249,7 +249,10 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 	}
 	meta := replyMeta(in, private)
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), meta)
-	added, err := h.opts.Outbox.Enqueue(ctx, entries)
+	// Once the turn has been decided (a verb may have run), its answer is
+	// made durable whatever happens to the caller's context: a stop that
+	// cancels the turn must not leave a verb that ran without its reply.
+	added, err := h.opts.Outbox.Enqueue(context.WithoutCancel(ctx), entries)
 	if err != nil {
 		// The verb ran but its answer is not durable: leave the turn started
 		// so a restart tells the chat, rather than pretend it finished.

@@ -17,6 +17,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -405,4 +406,29 @@ func TestDeliverLocalOutsideRootsDeadLetters(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.ws, "escape.jsonl")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("written outside the state root: %v", err)
 	}
+}
+
+// TestCancelledTurnStillEnqueuesItsReply: a turn whose context ends while
+// its verb runs (the adapter stopping) still gets its answer enqueued and
+// is finished, so a restart neither notices it again nor sends two answers.
+func TestCancelledTurnStillEnqueuesItsReply(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	in := tgMsg(1, 90, "/proc.run sleep 30")
+	go func() {
+		// Cancel once the verb is running: its process has started.
+		testkit.WaitFor(t, "proc.run to start", func() bool {
+			entries, _ := os.ReadDir(filepath.Join(e.state, "proc"))
+			return len(entries) > 0
+		})
+		cancel()
+	}()
+	res, err := e.rt.Hub.Handle(ctx, in)
+	if err != nil || res.Status != hub.StatusExecuted || len(res.Outbox) != 1 {
+		t.Fatalf("cancelled turn: %+v %v", res, err)
+	}
+	if rec, _ := e.rt.Ledger.Get(in.TurnID); rec == nil || rec.State != store.TurnDone {
+		t.Fatalf("ledger record %+v, want done", rec)
+	}
+	e.rec.Wait(t, "chat:telegram:100", 1)
 }
