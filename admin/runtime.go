@@ -25,5 +25,6 @@ func ForRuntime(rt *hub.Runtime) *API {
 		Off:              rt.PlatformOff,
 		MaxBody:          int64(rt.Config.Web.MaxBodyBytes),
 		Clock:            rt.Clock(),
+		Allowed:          rt.Hub.Access().Permitted,
 	}
 }
