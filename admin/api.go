@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -52,24 +52,36 @@ type API struct {
 	MaxBody int64
 	// Clock dates GET /api/status; default real.
 	Clock clock.Clock
+	// Allowed reports whether an identity holds an admin permission
+	// (config.AdminRead, …). The operator (the admin socket) holds them
+	// all; any other caller is refused what Allowed does not grant, and
+	// everything when it is nil. GET /api/status and GET /api/whoami need
+	// none.
+	Allowed func(identity, permission string) bool
 }
 
-// Handler serves the admin API under /api/.
+// followWriteTimeout bounds each write of GET /api/mirror?follow=1.
+const followWriteTimeout = 30 * time.Second
+
+// Handler serves the admin API under /api/. Every endpoint but GET
+// /api/status and GET /api/whoami needs an admin permission of the caller's
+// identity (WithIdentity; HandlerAs).
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/targets", a.listTargets)
-	mux.HandleFunc("POST /api/targets", a.addTarget)
-	mux.HandleFunc("DELETE /api/targets", a.removeTarget)
-	mux.HandleFunc("POST /api/targets/clear", a.clearTargets)
-	mux.HandleFunc("GET /api/channels", a.listChannels)
-	mux.HandleFunc("POST /api/channels/rebuild", a.rebuildChannels)
-	mux.HandleFunc("GET /api/outbox", a.listOutbox)
-	mux.HandleFunc("GET /api/outbox/entry", a.showEntry)
-	mux.HandleFunc("POST /api/outbox/retry", a.retryEntry)
-	mux.HandleFunc("POST /api/outbox/purge", a.purgeOutbox)
-	mux.HandleFunc("GET /api/mirror", a.tailMirror)
-	mux.HandleFunc("POST /api/deliver", a.deliver)
+	mux.HandleFunc("GET /api/targets", a.need(config.AdminRead, a.listTargets))
+	mux.HandleFunc("POST /api/targets", a.need(config.AdminTargets, a.addTarget))
+	mux.HandleFunc("DELETE /api/targets", a.need(config.AdminTargets, a.removeTarget))
+	mux.HandleFunc("POST /api/targets/clear", a.need(config.AdminTargets, a.clearTargets))
+	mux.HandleFunc("GET /api/channels", a.need(config.AdminRead, a.listChannels))
+	mux.HandleFunc("POST /api/channels/rebuild", a.need(config.AdminChannels, a.rebuildChannels))
+	mux.HandleFunc("GET /api/outbox", a.need(config.AdminRead, a.listOutbox))
+	mux.HandleFunc("GET /api/outbox/entry", a.need(config.AdminRead, a.showEntry))
+	mux.HandleFunc("POST /api/outbox/retry", a.need(config.AdminOutbox, a.retryEntry))
+	mux.HandleFunc("POST /api/outbox/purge", a.need(config.AdminOutbox, a.purgeOutbox))
+	mux.HandleFunc("GET /api/mirror", a.need(config.AdminRead, a.tailMirror))
+	mux.HandleFunc("POST /api/deliver", a.need(config.AdminDeliver, a.deliver))
 	mux.HandleFunc("GET /api/status", a.status)
+	mux.HandleFunc("GET /api/whoami", a.whoami)
 	return mux
 }
 
@@ -225,14 +237,11 @@ func (a *API) listOutbox(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, "state %q is not accepted (accepted: pending, dead, delivered)", f.State)
 		return
 	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 {
-			WriteError(w, http.StatusBadRequest, "limit %q is not a positive integer", l)
-			return
-		}
-		f.Limit = n
+	limit, ok := queryCount(w, r, "limit", 0, 1, MaxList)
+	if !ok {
+		return
 	}
+	f.Limit = limit // 0: the store's default
 	entries, err := a.Outbox.Store().List(r.Context(), f)
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "%v", err)
@@ -322,14 +331,9 @@ func (a *API) tailMirror(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, "direction %q is not accepted (accepted: in, out)", f.Direction)
 		return
 	}
-	n := 50
-	if s := q.Get("n"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 0 {
-			WriteError(w, http.StatusBadRequest, "n %q is not a non-negative integer", s)
-			return
-		}
-		n = v
+	n, ok := queryCount(w, r, "n", 50, 0, MaxTail)
+	if !ok {
+		return
 	}
 	recs, err := store.TailMirror(a.FlowsDir, f, n)
 	if err != nil {
@@ -347,21 +351,22 @@ func (a *API) tailMirror(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
+	// Each write of the stream gets its own deadline: a reader that stops
+	// reading is dropped, one that waits for records is not. Deadlines are
+	// the network's, so real time, not a.Clock.
+	deadline := func() { _ = rc.SetWriteDeadline(clock.Real{}.Now().Add(followWriteTimeout)) }
+	deadline()
 	for _, rec := range recs {
 		_ = enc.Encode(rec)
 	}
-	if flusher != nil {
-		flusher.Flush()
-	}
+	_ = rc.Flush()
 	_ = store.FollowMirror(r.Context(), a.FlowsDir, f, func(rec store.MirrorRecord) error {
+		deadline()
 		if err := enc.Encode(rec); err != nil {
 			return err
 		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return nil
+		return rc.Flush()
 	})
 }
 

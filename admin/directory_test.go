@@ -36,7 +36,7 @@ func TestEveryAdminSeesARebuiltDirectory(t *testing.T) {
 	if _, err := rt.Hub.Handle(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
-	socket, panel := admin.ForRuntime(rt).Handler(), admin.ForRuntime(rt).Handler()
+	socket, panel := admin.ForRuntime(rt).HandlerAs(admin.Operator), admin.ForRuntime(rt).HandlerAs(admin.Operator)
 	do := func(h http.Handler, method, path string) (int, string) {
 		var body *strings.Reader
 		if method == http.MethodPost {

@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -67,6 +69,20 @@ type Web struct {
 	// AllowedHosts are extra Host header names the listener answers to,
 	// besides loopback names, its own address and public_url's host.
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// MaxConnections caps the listener's open connections; one more is
+	// closed as soon as it is accepted.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerClient caps the open connections of one client
+	// address (behind a reverse proxy every client is the proxy's address).
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// HeaderTimeout bounds reading a request's headers, BodyTimeout its
+	// body, WriteTimeout writing a response (each write of a stream) and
+	// IdleTimeout how long a kept-alive connection may wait for its next
+	// request.
+	HeaderTimeout Duration `yaml:"header_timeout"`
+	BodyTimeout   Duration `yaml:"body_timeout"`
+	WriteTimeout  Duration `yaml:"write_timeout"`
+	IdleTimeout   Duration `yaml:"idle_timeout"`
 }
 
 // MCP configures the Model Context Protocol endpoint /mcp on the web
@@ -137,10 +153,38 @@ type Access struct {
 	DefaultRoles []string `yaml:"default_roles"`
 }
 
-// Role is a named set of verb patterns.
+// Role is a named set of verb patterns and admin permissions.
 type Role struct {
+	// Verbs are verb names or globs ("fs.read*", "*"), and admin
+	// permissions (AdminPermissions, or "admin.*" for all of them). A verb
+	// glob never grants an admin permission: "*" is every verb, not the
+	// admin API.
 	Verbs []string `yaml:"verbs"`
 }
+
+// The admin permissions: what a role must name for its identity (the web
+// token holder) to use the admin API beyond GET /api/status.
+const (
+	// AdminRead reads other conversations and the hub's delivery state:
+	// the mirrors, the outbox entries, the delivery targets and the
+	// channel directory.
+	AdminRead = "admin.read"
+	// AdminTargets adds, removes and clears delivery targets.
+	AdminTargets = "admin.targets"
+	// AdminDeliver makes the hub post text to the delivery targets.
+	AdminDeliver = "admin.deliver"
+	// AdminOutbox retries and purges outbox entries.
+	AdminOutbox = "admin.outbox"
+	// AdminChannels rebuilds the channel directory.
+	AdminChannels = "admin.channels"
+)
+
+// AdminPermissions lists every admin permission.
+var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels}
+
+// AdminPrefix starts every admin permission; only a pattern that starts
+// with it grants one.
+const AdminPrefix = "admin."
 
 // Verbs tunes the verbs.
 type Verbs struct {
@@ -504,6 +548,12 @@ func (c *Config) ApplyDefaults() {
 	def(&c.Web.Listen, "127.0.0.1:8080")
 	defS(&c.Web.MaxBodyBytes, 1<<20)
 	defI(&c.Web.History, 1000)
+	defI(&c.Web.MaxConnections, 1024)
+	defI(&c.Web.MaxConnectionsPerClient, 64)
+	defD(&c.Web.HeaderTimeout, "10s")
+	defD(&c.Web.BodyTimeout, "60s")
+	defD(&c.Web.WriteTimeout, "60s")
+	defD(&c.Web.IdleTimeout, "120s")
 	def(&c.Telegram.APIEndpoint, "https://api.telegram.org")
 	def(&c.Telegram.Mode, "polling")
 	defD(&c.Telegram.PollTimeout, "30s")
@@ -593,6 +643,23 @@ func (c *Config) Validate() error {
 				bad("web.allowed_hosts: %q is not a host name such as hub.example.org (no scheme, port or path)", h)
 			}
 		}
+		if n := c.Web.MaxConnections; n < 1 || n > MaxWebConnections {
+			bad("web.max_connections: %d is out of range (accepted: 1 to %d connections at once)", n, MaxWebConnections)
+		}
+		if n := c.Web.MaxConnectionsPerClient; n < 1 || n > c.Web.MaxConnections {
+			bad("web.max_connections_per_client: %d is out of range (accepted: 1 to web.max_connections, %d)", n, c.Web.MaxConnections)
+		}
+		if h := c.Web.History; h < 1 || h > MaxWebHistory {
+			bad("web.history: %d is out of range (accepted: 1 to %d events)", h, MaxWebHistory)
+		}
+		for _, t := range []struct {
+			key string
+			d   Duration
+		}{{"web.header_timeout", c.Web.HeaderTimeout}, {"web.body_timeout", c.Web.BodyTimeout}, {"web.write_timeout", c.Web.WriteTimeout}, {"web.idle_timeout", c.Web.IdleTimeout}} {
+			if t.d.D() < 100*time.Millisecond || t.d.D() > time.Hour {
+				bad("%s: %s is out of range (accepted: 100ms to 1h)", t.key, t.d)
+			}
+		}
 	}
 	c.validateMCP(bad)
 	if c.Telegram.Enabled {
@@ -641,6 +708,10 @@ func (c *Config) Validate() error {
 		for _, p := range r.Verbs {
 			if _, err := filepath.Match(strings.ToLower(p), "x"); err != nil || p == "" {
 				bad("access.roles.%s.verbs: %q is not a valid pattern (accepted: a verb name, or a glob such as fs.read* or *)", name, p)
+				continue
+			}
+			if strings.HasPrefix(strings.ToLower(p), AdminPrefix) && !matchesAdminPermission(p) {
+				bad("access.roles.%s.verbs: %q is not an admin permission (accepted: %s, or admin.* for all of them)", name, p, strings.Join(AdminPermissions, ", "))
 			}
 		}
 	}
@@ -747,6 +818,23 @@ func (c *Config) Validate() error {
 		bad("mirror.max_text_bytes: %s is out of range (1KiB to 64MiB)", c.Mirror.MaxTextBytes)
 	}
 	return errors.Join(errs...)
+}
+
+// Bounds of the web limits.
+const (
+	MaxWebConnections = 1 << 20
+	MaxWebHistory     = 100000
+)
+
+// matchesAdminPermission reports whether pattern names at least one admin
+// permission.
+func matchesAdminPermission(pattern string) bool {
+	for _, perm := range AdminPermissions {
+		if ok, _ := path.Match(strings.ToLower(pattern), perm); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckStateDir refuses a state directory that is the workspace or

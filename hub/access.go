@@ -15,7 +15,10 @@ const ReaderRole = "reader"
 
 // Access decides who may run what. It denies by default: an identity may run
 // a verb only when one of its roles names the verb (exactly, or by a glob
-// such as fs.read* or *).
+// such as fs.read* or *). The admin permissions (config.AdminPermissions)
+// are granted the same way, but only by patterns that start with "admin.":
+// "*" grants every verb and no admin permission, and the built-in reader
+// role grants none.
 type Access struct {
 	roles    map[string][]string // role → lower-cased verb patterns
 	grants   map[string][]string // identity → roles
@@ -70,16 +73,32 @@ func (a *Access) Allowed(ids []string, verb string) bool {
 
 func (a *Access) roleAllows(role, verb string) bool {
 	lv := strings.ToLower(verb)
+	admin := strings.HasPrefix(lv, config.AdminPrefix)
 	if role == ReaderRole && a.roles[ReaderRole] == nil {
+		if admin {
+			return false
+		}
 		info, ok := a.reg.Lookup(verb)
 		return ok && info.ReadOnly
 	}
 	for _, p := range a.roles[role] {
+		if admin && !strings.HasPrefix(p, config.AdminPrefix) {
+			continue // a verb glob such as * grants no admin permission
+		}
 		if ok, _ := path.Match(p, lv); ok {
 			return true
 		}
 	}
 	return false
+}
+
+// Permitted reports whether identity holds the admin permission perm
+// (config.AdminRead, …) through its roles.
+func (a *Access) Permitted(identity, perm string) bool {
+	if !strings.HasPrefix(perm, config.AdminPrefix) {
+		return false
+	}
+	return a.Allowed([]string{identity}, perm)
 }
 
 // VerbsFor lists the verbs the identities may run, sorted by name.

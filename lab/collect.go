@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -33,13 +34,17 @@ func (w *world) readOutbox(ctx context.Context) (outboxState, error) {
 		state string
 		into  *[]outbox.Entry
 	}{{"pending", &s.pending}, {"delivered", &s.delivered}, {"dead", &s.dead}} {
-		q := url.Values{"state": {st.state}, "limit": {"1000000"}}
+		q := url.Values{"state": {st.state}, "limit": {strconv.Itoa(admin.MaxList)}}
 		status, raw, err := w.admin.do(ctx, "GET", "/api/outbox?"+q.Encode(), nil, st.into)
 		if err != nil {
 			return s, fmt.Errorf("list %s outbox entries: %w", st.state, err)
 		}
 		if status != 200 {
 			return s, fmt.Errorf("list %s outbox entries: %d %s", st.state, status, raw)
+		}
+		if len(*st.into) >= admin.MaxList {
+			// The checks need every entry: a truncated list would pass them wrongly.
+			return s, fmt.Errorf("list %s outbox entries: %d or more, the most one request returns", st.state, admin.MaxList)
 		}
 	}
 	return s, nil

@@ -347,7 +347,7 @@ discord:
 access:
   roles:
     admin:
-      verbs: ["*"]
+      verbs: ["*", "admin.*"]
   grants:
     web: [admin]
     "telegram:%d": [admin]

@@ -144,17 +144,20 @@ func TailMirror(flowsDir string, f MirrorFilter, n int) ([]MirrorRecord, error) 
 	return out, nil
 }
 
-// ring keeps the last cap records pushed.
+// ring keeps the last max records pushed. Its buffer grows with what is
+// pushed, never to max up front: a huge n costs nothing until that many
+// records exist.
 type ring struct {
 	buf  []MirrorRecord
+	max  int
 	next int
 	full bool
 }
 
-func newRing(n int) *ring { return &ring{buf: make([]MirrorRecord, 0, n)} }
+func newRing(n int) *ring { return &ring{max: n} }
 
 func (r *ring) push(rec MirrorRecord) {
-	if len(r.buf) < cap(r.buf) {
+	if len(r.buf) < r.max {
 		r.buf = append(r.buf, rec)
 		return
 	}

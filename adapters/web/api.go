@@ -114,6 +114,7 @@ func (s *Server) adminHandler() http.Handler {
 					m = base()
 				}
 				m["web"] = s.events.stats()
+				m["connections"] = s.connStats()
 				return m
 			}
 			h = a.Handler()

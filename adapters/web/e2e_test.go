@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
@@ -100,6 +101,21 @@ func TestPanelE2E(t *testing.T) {
 	}
 	waitUntil(t, "the dead letter", func() bool { return discordCalls.Load() >= 1 })
 
+	// A second hub with no access configuration: the token is a reader,
+	// with no admin permission; the panel hides the admin views.
+	reader := newEnv(t, envConfig{noServer: true, mod: func(c *config.Config) { c.Access = config.Default().Access }})
+	reader.writeFile("notes.txt", "alpha\n")
+	rctx, rcancel := context.WithCancel(context.Background())
+	rdone := make(chan error, 1)
+	go func() { rdone <- reader.srv.Run(rctx) }()
+	defer func() {
+		rcancel()
+		if err := <-rdone; err != nil {
+			t.Errorf("Run (reader): %v", err)
+		}
+	}()
+	waitUntil(t, "the reader's listener", func() bool { return reader.srv.Addr() != "" })
+
 	out := filepath.Join(repoRoot(t), "test-output", "web")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
@@ -107,7 +123,7 @@ func TestPanelE2E(t *testing.T) {
 	base := "http://" + e.srv.Addr() + "/"
 	cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer ccancel()
-	cmd := exec.CommandContext(cctx, node, "e2e.mjs", base, e.token, out)
+	cmd := exec.CommandContext(cctx, node, "e2e.mjs", base, e.token, out, "http://"+reader.srv.Addr()+"/", reader.token)
 	cmd.Dir = e2eDir
 	cmd.Env = append(os.Environ(), "CHROMIUM="+chromiumPath)
 	output, err := cmd.CombinedOutput()

@@ -59,7 +59,7 @@ func serverOptions(rt *hub.Runtime, cfg config.Web) Options {
 }
 
 // testConfig is the default configuration with temp dirs and the web
-// identity granted every verb.
+// identity granted every verb and every admin permission.
 func testConfig(t testing.TB, workspace, state string) *config.Config {
 	t.Helper()
 	if state == "" {
@@ -67,7 +67,7 @@ func testConfig(t testing.TB, workspace, state string) *config.Config {
 	}
 	cfg := hubtest.Config(t, workspace, state)
 	cfg.Web.Listen = "127.0.0.1:0"
-	cfg.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*"}}}
+	cfg.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*", "admin.*"}}}
 	cfg.Access.Grants = map[string][]string{"web": {"admin"}}
 	return cfg
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/internal/netlimit"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
 
@@ -30,13 +31,19 @@ var panelFiles embed.FS
 
 // Defaults of the server.
 const (
-	DefaultHeartbeat   = 15 * time.Second
-	DefaultMaxBody     = 1 << 20
-	ShutdownTimeout    = 5 * time.Second
-	sseWriteTimeout    = 10 * time.Second
-	readHeaderTimeout  = 10 * time.Second
-	idleTimeout        = 120 * time.Second
-	contentSecurityPol = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+	DefaultHeartbeat = 15 * time.Second
+	DefaultMaxBody   = 1 << 20
+	ShutdownTimeout  = 5 * time.Second
+	sseWriteTimeout  = 10 * time.Second
+	// The listener's defaults, for a config.Web without them (the
+	// configuration's defaults are the same).
+	DefaultMaxConnections          = 1024
+	DefaultMaxConnectionsPerClient = 64
+	DefaultHeaderTimeout           = 10 * time.Second
+	DefaultBodyTimeout             = 60 * time.Second
+	DefaultWriteTimeout            = 60 * time.Second
+	DefaultIdleTimeout             = 120 * time.Second
+	contentSecurityPol             = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
 
 // Options configure a Server.
@@ -92,6 +99,7 @@ type Server struct {
 	admin     http.Handler
 
 	addr     atomic.Value // string
+	conns    atomic.Pointer[netlimit.Listener]
 	running  atomic.Bool
 	closing  chan struct{}
 	closeMu  sync.Once
@@ -155,6 +163,7 @@ func New(opts Options) (*Server, error) {
 		cfg.Listen = "127.0.0.1:8080"
 		s.cfg.Listen = cfg.Listen
 	}
+	s.cfg = withLimitDefaults(s.cfg)
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("web: listen address %q is not host:port (for example 127.0.0.1:8080)", cfg.Listen)
@@ -285,10 +294,12 @@ func (s *Server) Run(ctx context.Context) error {
 			s.reporter.Report(state, detail)
 		}
 	}
+	// No ReadTimeout or WriteTimeout: both would cut long turns and the
+	// streams; netlimit bounds the body and the writes instead.
 	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
+		Handler:           netlimit.Handler(s.handler, netlimit.Timeouts{Body: s.cfg.BodyTimeout.D(), Write: s.cfg.WriteTimeout.D()}),
+		ReadHeaderTimeout: s.cfg.HeaderTimeout.D(),
+		IdleTimeout:       s.cfg.IdleTimeout.D(),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		MaxHeaderBytes:    64 << 10,
 	}
@@ -300,11 +311,16 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	ln, err := net.Listen("tcp", s.cfg.Listen)
+	tcp, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		board("stopped", err.Error())
 		return fmt.Errorf("web: listen on %s: %w", s.cfg.Listen, err)
 	}
+	ln := netlimit.NewListener(tcp, netlimit.Limits{
+		MaxConns: s.cfg.MaxConnections, MaxPerClient: s.cfg.MaxConnectionsPerClient,
+		OnRefuse: s.logRefused,
+	})
+	s.conns.Store(ln)
 	s.addr.Store(ln.Addr().String())
 	board("running", "listening on "+ln.Addr().String())
 	s.log.Info("web panel listening", "addr", ln.Addr().String(), "tls", srv.TLSConfig != nil)
@@ -374,7 +390,8 @@ func (s *Server) buildHandler() http.Handler {
 		}
 		if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
 			h.Set("Cache-Control", "no-store")
-			api.ServeHTTP(w, r)
+			// The admin API checks its permissions against this identity.
+			api.ServeHTTP(w, r.WithContext(admin.WithIdentity(r.Context(), Identity)))
 			return
 		}
 		if s.mounted.Load() {

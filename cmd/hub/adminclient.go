@@ -55,7 +55,8 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 		return nil, err
 	}
 	ln := newPipeListener()
-	srv := &http.Server{Handler: admin.ForRuntime(rt).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// The CLI's own user opened the state: the operator.
+	srv := &http.Server{Handler: admin.ForRuntime(rt).HandlerAs(admin.Operator), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	c := &adminClient{
 		http: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial() }}},

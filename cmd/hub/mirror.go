@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -17,7 +18,7 @@ func runMirror(env *cliEnv, args []string) error {
 	return withAdmin(env, "mirror", "hub mirror tail [--run ID] [--direction in|out] [-n N] [--follow] [--json]\n\nShows the chat mirror records: every inbound message and every delivered or dead chunk.", args, func(f *flagSet) {
 		run = f.String("run", "", "only this run (default: all runs)")
 		dir = f.String("direction", "", "in or out (default: both)")
-		n = f.Int("n", 20, "the last N records")
+		n = f.count("n", 20, 0, admin.MaxTail, "the last N records")
 		follow = f.Bool("follow", false, "keep printing new records")
 		asJSON = f.Bool("json", false, "print the raw JSON lines")
 	}, func(c *adminClient, pos []string) error {

@@ -28,7 +28,7 @@ func runOutbox(env *cliEnv, args []string) error {
 		asJSON = f.Bool("json", false, "print JSON")
 		target = f.String("target", "", "only this target key")
 		turn = f.String("turn", "", "only this turn id")
-		limit = f.Int("limit", 100, "at most N entries")
+		limit = f.count("limit", 100, 1, admin.MaxList, "at most N entries")
 	}, func(c *adminClient, pos []string) error {
 		if len(pos) == 0 {
 			pos = []string{"list"}

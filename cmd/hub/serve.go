@@ -23,6 +23,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/internal/netlimit"
 	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs/boltmeta"
 )
@@ -147,8 +148,12 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if err != nil {
 		return err
 	}
-	adminSrv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go adminSrv.Serve(sock)
+	adminSrv := adminServer(api)
+	go adminSrv.Serve(netlimit.NewListener(sock, netlimit.Limits{MaxConns: adminMaxConns, OnRefuse: func(_, _ string, n int64) {
+		if n == 1 {
+			logger.Warn("admin socket: connections refused over the cap", "max", adminMaxConns)
+		}
+	}}))
 	defer func() {
 		adminSrv.Close()
 		os.Remove(sock.Addr().String())
@@ -207,6 +212,27 @@ func printPanel(out io.Writer, c config.Web, s *web.Server) {
 		from = "the file of web.token_file"
 	}
 	fmt.Fprintf(out, "Hermes Hub is running. Open the panel: %s and log in with the token of %s.\n", s.PanelURL(), from)
+}
+
+// The admin socket's limits: few connections (the CLI opens one per
+// command), and timeouts as the web listener's defaults.
+const (
+	adminMaxConns      = 16
+	adminHeaderTimeout = 10 * time.Second
+	adminBodyTimeout   = 30 * time.Second
+	adminWriteTimeout  = 60 * time.Second
+	adminIdleTimeout   = 60 * time.Second
+)
+
+// adminServer serves the admin API on the socket to the operator, who may
+// do everything: only the hub's own user reaches the socket.
+func adminServer(api *admin.API) *http.Server {
+	return &http.Server{
+		Handler:           netlimit.Handler(api.HandlerAs(admin.Operator), netlimit.Timeouts{Body: adminBodyTimeout, Write: adminWriteTimeout}),
+		ReadHeaderTimeout: adminHeaderTimeout,
+		IdleTimeout:       adminIdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+	}
 }
 
 // waitListening waits briefly for the web listener so the printed URL has

@@ -1,17 +1,19 @@
 // End-to-end test of the web panel in headless Chromium.
 //
-//   node e2e.mjs <base-url> <token> <out-dir>
+//   node e2e.mjs <base-url> <token> <out-dir> [<reader-base-url> <reader-token>]
 //
 // It logs in, runs verbs from the command box and from the generated form,
 // checks a forbidden path is refused, walks the targets and outbox views,
 // and writes screenshots to <out-dir>. Any failed step, page error or
 // console error (a Content-Security-Policy violation, say) exits non-zero.
+// With a second hub whose web identity holds no admin permission (the
+// built-in reader role), it checks the panel hides the admin views there.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const [base, token, outDir] = process.argv.slice(2);
+const [base, token, outDir, readerBase, readerToken] = process.argv.slice(2);
 if (!base || !token || !outDir) {
   console.error('usage: node e2e.mjs <base-url> <token> <out-dir>');
   process.exit(2);
@@ -228,6 +230,7 @@ try {
     const url = mobile.url();
     if (url.includes('token')) throw new Error(`the token stays in the address bar: ${url}`);
     for (const sel of ['.tab[data-view="outbox"]', '#logout', '#send']) {
+      await mobile.locator(sel).waitFor();
       const b = await mobile.locator(sel).boundingBox();
       if (!b || b.x < 0 || b.x + b.width > 390) throw new Error(`${sel} does not fit the screen: ${JSON.stringify(b)}`);
     }
@@ -257,6 +260,33 @@ try {
     await send(mobile, '/fs.readRange notes.txt 1 1');
     await reply(mobile, '1: alpha').waitFor();
   });
+
+  if (readerBase) {
+    await check('a reader sees the chat and no admin view or control', async () => {
+      const ctx = await launch({ viewport: { width: 1280, height: 860 }, colorScheme: 'light' });
+      try {
+        const rp = ctx.pages()[0] || await ctx.newPage();
+        watch(rp, 'reader');
+        const whoami = rp.waitForResponse((r) => r.url().endsWith('/api/whoami'));
+        await rp.goto(readerBase + '#token=' + encodeURIComponent(readerToken));
+        await rp.locator('#app').waitFor();
+        await rp.locator('#conn[data-state="live"]').waitFor();
+        // The permissions apply once whoami has answered.
+        const who = await (await whoami).json();
+        if (who.identity !== 'web' || (who.permissions || []).length !== 0) throw new Error(`whoami of a reader: ${JSON.stringify(who)}`);
+        await rp.waitForTimeout(200);
+        for (const sel of ['.tab[data-view="channels"]', '.tab[data-view="targets"]', '.tab[data-view="outbox"]', '#target-form', '#channels-rebuild']) {
+          if (await rp.locator(sel).isVisible()) throw new Error(`${sel} shows to a reader`);
+        }
+        if (!await rp.locator('.tab[data-view="chat"]').isVisible()) throw new Error('the chat tab is hidden from a reader');
+        await send(rp, '/fs.listDir .');
+        await reply(rp, 'notes.txt').waitFor();
+        await shot(rp, '10-reader.png');
+      } finally {
+        await ctx.close().catch(() => {});
+      }
+    });
+  }
 
   if (problems.length > 0) throw new Error('problems in the page:\n' + problems.join('\n'));
   console.log(`all ${step} checks passed`);

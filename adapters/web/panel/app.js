@@ -119,6 +119,7 @@
     $('app').hidden = false;
     $('login').hidden = true;
     openStream();
+    loadPermissions();
     loadVerbs();
     refreshStatus();
     if (!started) {
@@ -126,6 +127,32 @@
       setInterval(() => { if (!document.hidden && !$('app').hidden) refreshStatus(); }, 10000);
     }
     $('input').focus();
+  }
+
+  // ---- Permissions -------------------------------------------------------
+  //
+  // The admin views and controls show only when the panel's identity holds
+  // the admin permission they need (GET /api/whoami); the hub refuses the
+  // rest anyway. Elements name theirs in data-perm.
+
+  let perms = new Set();
+
+  function can(perm) { return perms.has(perm); }
+
+  function applyPermissions() {
+    for (const node of document.querySelectorAll('[data-perm]')) node.hidden = !can(node.dataset.perm);
+    const current = document.querySelector('.tab[aria-current="page"]');
+    if (current && current.hidden) showView('chat');
+  }
+
+  async function loadPermissions() {
+    try {
+      const who = await api('GET', '/api/whoami');
+      perms = new Set(who.permissions || []);
+    } catch (e) {
+      perms = new Set();
+    }
+    applyPermissions();
   }
 
   // ---- Views -------------------------------------------------------------
@@ -621,7 +648,7 @@
         ? [el('p', { class: 'muted', text: 'No delivery targets yet.' })]
         : v.targets.map((t) => el('div', { class: 'item card' },
           el('div', { class: 'item-head' }, el('span', { class: 'key', text: t }),
-            el('button', { type: 'button', class: 'ghost small danger', text: 'Remove', 'aria-label': 'Remove ' + t, onclick: () => removeTarget(t) })),
+            can('admin.targets') ? el('button', { type: 'button', class: 'ghost small danger', text: 'Remove', 'aria-label': 'Remove ' + t, onclick: () => removeTarget(t) }) : null),
           last[t] ? el('div', { class: 'muted', text: 'last delivery: ' + last[t] }) : null))));
     } catch (e) {
       $('targets-list').replaceChildren(el('p', { class: 'error', text: '⚠ ' + e.message }));
@@ -674,7 +701,7 @@
         el('div', { class: 'muted', text: 'to ' + e.target + ' · chunk ' + (e.index + 1) + '/' + e.total + ' · attempts ' + e.attempts }),
         e.last_error ? el('div', { class: 'last-error', text: e.last_error }) : null,
         el('div', { class: 'text', text: (e.text || '').slice(0, 400) }),
-        e.state === 'dead' ? el('div', { class: 'row' }, el('button', { type: 'button', class: 'primary small', text: 'Retry', onclick: () => retry(e.id) })) : null)));
+        e.state === 'dead' && can('admin.outbox') ? el('div', { class: 'row' }, el('button', { type: 'button', class: 'primary small', text: 'Retry', onclick: () => retry(e.id) })) : null)));
     } catch (err) {
       $('outbox-note').textContent = '⚠ ' + err.message;
       $('outbox-list').replaceChildren();
