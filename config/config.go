@@ -35,6 +35,7 @@ type Config struct {
 	Outbox   Outbox   `yaml:"outbox"`
 	Mirror   Mirror   `yaml:"mirror"`
 	MCP      MCP      `yaml:"mcp"`
+	Metrics  Metrics  `yaml:"metrics"`
 
 	// Path is the file the configuration came from; empty for defaults.
 	Path string `yaml:"-"`
@@ -96,6 +97,15 @@ type MCP struct {
 	Agents map[string]MCPAgent `yaml:"agents"`
 	// SessionTimeout closes MCP sessions idle this long; 0 keeps them.
 	SessionTimeout Duration `yaml:"session_timeout"`
+}
+
+// Metrics configures where the Prometheus metrics (docs/metrics.md) are
+// served.
+type Metrics struct {
+	// Listen is a separate host:port for GET /metrics, without
+	// authentication; empty serves /metrics on the web listener behind the
+	// web token instead.
+	Listen string `yaml:"listen"`
 }
 
 // MCPAgent is one MCP caller over HTTP.
@@ -662,6 +672,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateMCP(bad)
+	if c.Metrics.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
+			bad("metrics.listen: %q is not host:port (for example 127.0.0.1:9090)", c.Metrics.Listen)
+		}
+	}
 	if c.Telegram.Enabled {
 		if !c.Telegram.Token.IsSet() {
 			bad("telegram.token is empty but telegram.enabled is true: set it from the environment, e.g. token: ${TELEGRAM_BOT_TOKEN}")

@@ -51,18 +51,24 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 		req.Session = h.opts.SessionFor(&chat.Inbound{Platform: chat.Web, ChatID: "web", UserID: "web"}, h.opts.Access.RolesOf(ids))
 	}
 	if err := h.mirrorAPI(ctx, req, nil); err != nil {
+		h.observeTurn(SurfaceAPI, nil, err)
 		return nil, fmt.Errorf("api call %s: %w: %w", req.TurnID, ErrNotMirrored, err)
 	}
 	var out *executor.Outcome
+	res := &TurnResult{TurnID: req.TurnID}
 	switch {
 	case decErr != nil:
 		out = &executor.Outcome{Err: executor.ErrorFrom(decErr), ID: env.ID}
+		res.Status = StatusRejected
 	case forbidden:
 		out = &executor.Outcome{Verb: info.Name, ID: env.ID, Err: executor.Errorf(executor.CodeForbidden,
 			"%s may not run %s; grant a role that names it under access.roles", req.Identity, info.Name)}
+		res.Status = StatusForbidden
 	default:
 		out = h.call(ctx, executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session}, env)
+		res.Status = StatusExecuted
 	}
+	h.observeTurn(SurfaceAPI, res, nil)
 	if err := h.mirrorAPI(context.WithoutCancel(ctx), req, out); err != nil {
 		// The verb has run; its outcome still reaches the caller.
 		h.log.Error("mirror api result", "turn", req.TurnID, "err", fmt.Sprint(err))

@@ -43,8 +43,10 @@ type Options struct {
 	VerbTimeout time.Duration
 	// SessionFor picks the session workspace of a turn ("" = host workspace).
 	SessionFor func(in *chat.Inbound, roles []string) string
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	// Observer hears every turn and verb call; nil: no one.
+	Observer Observer
+	Clock    clock.Clock
+	Logger   *slog.Logger
 }
 
 // Hub routes turns. It is safe for concurrent use by every adapter.
@@ -145,11 +147,12 @@ func Identities(in *chat.Inbound) []string {
 // enqueued: only then may the adapter acknowledge the inbound (advance the
 // Telegram offset, say). A duplicate (same TurnID) never runs twice; a turn
 // the hub died in is answered with a notice and not run again.
-func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error) {
+func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, err error) {
 	if err := validInbound(in); err != nil {
 		return nil, err
 	}
-	res := &TurnResult{TurnID: in.TurnID}
+	defer func() { h.observeTurn(string(in.Platform), res, err) }()
+	res = &TurnResult{TurnID: in.TurnID}
 	if !h.claim(in.TurnID) {
 		res.Status = StatusDuplicate
 		h.mirrorInbound(ctx, in, "", map[string]string{"duplicate": "in-flight"})
@@ -283,7 +286,11 @@ func (h *Hub) call(ctx context.Context, call executor.Call, env executor.Envelop
 		ctx, cancel = context.WithTimeout(ctx, h.opts.VerbTimeout)
 		defer cancel()
 	}
-	return h.x.Run(ctx, env)
+	out := h.x.Run(ctx, env)
+	if h.opts.Observer != nil {
+		h.opts.Observer.Verb(out)
+	}
+	return out
 }
 
 // deny answers a stranger at most once per DenialInterval with its identity

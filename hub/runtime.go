@@ -66,6 +66,11 @@ type RuntimeOptions struct {
 	// MirrorOpenFile replaces how the mirror opens its files (tests inject
 	// write failures with it); nil opens them on disk.
 	MirrorOpenFile func(name string, flag int, perm os.FileMode) (store.MirrorFile, error)
+	// Observer hears every turn and verb call (metrics); nil: no one.
+	Observer Observer
+	// OutboxEvents hears what happens to outbox entries besides the
+	// mirror (metrics); nil: no one.
+	OutboxEvents outbox.Events
 }
 
 // Open wires a Runtime around x over the state root st, which the caller
@@ -133,6 +138,9 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	if rt.Mirror != nil {
 		events = &mirrorEvents{mirror: rt.Mirror, conv: rt.Conversations, clock: opts.Clock, log: opts.Logger}
 	}
+	if opts.OutboxEvents != nil {
+		events = bothEvents{events, opts.OutboxEvents}
+	}
 	rt.Outbox = outbox.New(bs, rt.Mux, outbox.Options{
 		Concurrency: cfg.Outbox.Concurrency,
 		MaxAttempts: cfg.Outbox.MaxAttempts,
@@ -156,6 +164,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		ChunkMarkers:   cfg.Outbox.ChunkMarkers,
 		VerbTimeout:    cfg.Verbs.Timeout.D(),
 		SessionFor:     opts.SessionFor,
+		Observer:       opts.Observer,
 		Clock:          opts.Clock,
 		Logger:         opts.Logger,
 	})
@@ -389,4 +398,23 @@ func (m *mirrorEvents) append(e *outbox.Entry, rec store.MirrorRecord) {
 		rec.Text += "\n" + executor.Fence(string(e.Attachment.Data), "")
 	}
 	m.conv.record(rec)
+}
+
+// bothEvents tells two listeners every outbox event, the first one first
+// (the mirror, so its record is written before anyone counts it).
+type bothEvents [2]outbox.Events
+
+func (b bothEvents) Delivered(e *outbox.Entry, r outbox.Receipt) {
+	b[0].Delivered(e, r)
+	b[1].Delivered(e, r)
+}
+
+func (b bothEvents) Dead(e *outbox.Entry) {
+	b[0].Dead(e)
+	b[1].Dead(e)
+}
+
+func (b bothEvents) Retrying(e *outbox.Entry, err error, next time.Time) {
+	b[0].Retrying(e, err, next)
+	b[1].Retrying(e, err, next)
 }

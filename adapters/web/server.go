@@ -71,6 +71,12 @@ type Options struct {
 	// ClientBuffer is how many events a slow SSE client may lag behind
 	// before it is disconnected; default DefaultClientBuffer.
 	ClientBuffer int
+	// Health answers /healthz and /readyz without authentication; nil
+	// serves neither.
+	Health http.Handler
+	// Metrics answers /metrics behind the API's authentication; nil
+	// serves no metrics.
+	Metrics http.Handler
 }
 
 // Server is the web panel and HTTP API. It implements hub.Adapter.
@@ -97,6 +103,9 @@ type Server struct {
 
 	adminOnce sync.Once
 	admin     http.Handler
+
+	health  http.Handler
+	metrics http.Handler
 
 	addr     atomic.Value // string
 	conns    atomic.Pointer[netlimit.Listener]
@@ -155,6 +164,7 @@ func New(opts Options) (*Server, error) {
 		heartbeat: opts.Heartbeat, maxBody: int64(cfg.MaxBodyBytes),
 		events: newBroker(cfg.History, opts.ClientBuffer, opts.Clock), allowOrigins: map[string]bool{},
 		mounts: http.NewServeMux(), closing: make(chan struct{}),
+		health: opts.Health, metrics: opts.Metrics,
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
@@ -392,6 +402,9 @@ func (s *Server) buildHandler() http.Handler {
 			h.Set("Cache-Control", "no-store")
 			// The admin API checks its permissions against this identity.
 			api.ServeHTTP(w, r.WithContext(admin.WithIdentity(r.Context(), Identity)))
+			return
+		}
+		if s.ops(w, r) {
 			return
 		}
 		if s.mounted.Load() {

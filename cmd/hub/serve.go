@@ -24,6 +24,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/internal/netlimit"
+	"github.com/a6afc2ce/hermes-hub/metrics"
 	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs/boltmeta"
 )
@@ -94,8 +95,15 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if err := tc.registerVerbs(cfg, meta, cfg.SessionsDir(), true, logger); err != nil {
 		return err
 	}
-	rt, err := hub.Open(cfg, st, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions)})
+	mx, err := metrics.New(metrics.Options{Clock: clk})
 	if err != nil {
+		return err
+	}
+	rt, err := hub.Open(cfg, st, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions), Observer: mx, OutboxEvents: mx})
+	if err != nil {
+		return err
+	}
+	if err := mx.Watch(rt.Outbox, rt.Board); err != nil {
 		return err
 	}
 	closeCtx := func() (context.Context, context.CancelFunc) {
@@ -121,6 +129,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 			Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: api,
 			Status: rt.Board.Reporter("web"), Config: cfg.Web, Logger: logger,
 			Sessions: st.Sessions(clk),
+			Health:   metrics.Health(rt.Board, rt.Running), Metrics: webMetrics(cfg, mx),
 		})
 		if err != nil {
 			return err
@@ -147,6 +156,13 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	sock, err := listenAdmin(filepath.Join(rt.State.Dir(), store.SocketFile))
 	if err != nil {
 		return err
+	}
+	if cfg.Metrics.Listen != "" {
+		stopMetrics, err := serveMetrics(ctx, cfg.Metrics.Listen, mx, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 	}
 	adminSrv := adminServer(api)
 	go adminSrv.Serve(netlimit.NewListener(sock, netlimit.Limits{MaxConns: adminMaxConns, OnRefuse: func(_, _ string, n int64) {

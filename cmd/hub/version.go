@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"strings"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -18,16 +20,67 @@ func hubVersion() string {
 	return "dev"
 }
 
+// buildInfo is what `hub version` tells: the module version and the VCS
+// revision the binary was built from, when the build recorded them.
+type buildInfo struct {
+	Version   string `json:"version"`
+	Go        string `json:"go"`
+	Revision  string `json:"revision,omitempty"`
+	Time      string `json:"time,omitempty"`
+	Modified  bool   `json:"modified,omitempty"`
+	BuildInfo bool   `json:"build_info"` // false: the binary carries none
+}
+
+func readBuildInfo() buildInfo {
+	out := buildInfo{Version: hubVersion()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return out
+	}
+	out.BuildInfo, out.Go = true, bi.GoVersion
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			out.Revision = s.Value
+		case "vcs.time":
+			out.Time = s.Value
+		case "vcs.modified":
+			out.Modified = s.Value == "true"
+		}
+	}
+	return out
+}
+
+func (b buildInfo) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "hub %s", b.Version)
+	if b.Go != "" {
+		fmt.Fprintf(&sb, " (%s)", b.Go)
+	}
+	if b.Revision != "" {
+		fmt.Fprintf(&sb, "\nrevision %s", b.Revision)
+		if b.Modified {
+			sb.WriteString(" (modified)")
+		}
+		if b.Time != "" {
+			fmt.Fprintf(&sb, "\ncommitted %s", b.Time)
+		}
+	}
+	return sb.String()
+}
+
 func runVersion(env *cliEnv, args []string) error {
-	f := newFlags(env, "version", "hub version")
+	f := newFlags(env, "version", "hub version [--json]")
+	asJSON := f.Bool("json", false, "print the version, Go version and VCS revision as JSON")
 	if _, err := f.parse(args); err != nil {
 		return err
 	}
-	bi, _ := debug.ReadBuildInfo()
-	goVersion := ""
-	if bi != nil {
-		goVersion = bi.GoVersion
+	b := readBuildInfo()
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(b)
 	}
-	fmt.Fprintf(env.stdout, "hub %s (%s)\n", hubVersion(), goVersion)
+	fmt.Fprintln(env.stdout, b)
 	return nil
 }

@@ -1,0 +1,236 @@
+package metrics_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/a6afc2ce/hermes-hub/adapters/web"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+	"github.com/a6afc2ce/hermes-hub/metrics"
+)
+
+// panel is a real, started hub with the web server in front of it, its
+// metrics and probes mounted, served over HTTP.
+type panel struct {
+	rt  *hub.Runtime
+	rec *hubtest.Recorder
+	srv *web.Server
+	ts  *httptest.Server
+}
+
+func newPanel(t *testing.T) *panel {
+	t.Helper()
+	m, err := metrics.New(metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := hubtest.Config(t, "", "")
+	env := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Observer: m, OutboxEvents: m}})
+	rt := env.Runtime
+	if err := m.Watch(rt.Outbox, rt.Board); err != nil {
+		t.Fatal(err)
+	}
+	rec := hubtest.NewRecorder()
+	rec.HandleAll(t, rt)
+	srv, err := web.New(web.Options{
+		Intake: rt.Hub, Config: cfg.Web, Logger: testkit.Discard(), Status: rt.Board.Reporter("web"),
+		Health: metrics.Health(rt.Board, rt.Running), Metrics: m.Handler(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Start(t)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	rt.Board.Set("web", "running", "")
+	return &panel{rt: rt, rec: rec, srv: srv, ts: ts}
+}
+
+func (p *panel) do(t *testing.T, method, path, body string, auth bool) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, p.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth {
+		req.Header.Set("Authorization", "Bearer "+p.srv.Token())
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := p.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// scrape reads /metrics with the token and parses it.
+func (p *panel) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, body := p.do(t, http.MethodGet, web.MetricsPath, "", true)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d %s", code, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v\n%s", err, body)
+	}
+	return fams
+}
+
+// value is the value of the series of name whose labels include want; ok is
+// false when there is none.
+func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) (v float64, ok bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, w := range want {
+			if got[k] != w {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			v += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			v += m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			v += float64(m.GetHistogram().GetSampleCount())
+		}
+		ok = true
+	}
+	return v, ok
+}
+
+func TestProbes(t *testing.T) {
+	p := newPanel(t)
+	tests := []struct {
+		name     string
+		set      func()
+		path     string
+		wantCode int
+		wantBody string
+	}{
+		{"healthz", func() {}, web.HealthPath, http.StatusOK, "ok\n"},
+		{"ready", func() { p.rt.Board.Set("telegram", "running", "") }, web.ReadyPath, http.StatusOK, "ready\n"},
+		{"ready while retrying", func() { p.rt.Board.Set("telegram", "degraded", "api.telegram.org: 502, retrying") }, web.ReadyPath, http.StatusOK, "ready\n"},
+		{"adapter stopped", func() { p.rt.Board.Set("telegram", "stopped", "token /etc/secret rejected") }, web.ReadyPath, http.StatusServiceUnavailable, "not ready: adapters not running: telegram stopped\n"},
+		{"adapter starting", func() { p.rt.Board.Set("telegram", "starting", "") }, web.ReadyPath, http.StatusServiceUnavailable, "not ready: adapters not running: telegram starting\n"},
+		{"healthz while not ready", func() {}, web.HealthPath, http.StatusOK, "ok\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.set()
+			// No credentials: the probes answer before login.
+			code, body := p.do(t, http.MethodGet, tt.path, "", false)
+			if code != tt.wantCode || body != tt.wantBody {
+				t.Errorf("GET %s = %d %q, want %d %q", tt.path, code, body, tt.wantCode, tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestProbesKeepTheHostAllowList(t *testing.T) {
+	p := newPanel(t)
+	req, err := http.NewRequest(http.MethodGet, p.ts.URL+web.HealthPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "evil.example.org"
+	resp, err := p.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Errorf("GET /healthz with Host evil.example.org = 200, want a refusal")
+	}
+}
+
+func TestMetricsNeedTheToken(t *testing.T) {
+	p := newPanel(t)
+	if code, body := p.do(t, http.MethodGet, web.MetricsPath, "", false); code != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without the token = %d %s, want 401", code, body)
+	}
+}
+
+func TestMetricsMove(t *testing.T) {
+	p := newPanel(t)
+	before := p.scrape(t)
+	for _, name := range []string{"go_goroutines", "process_start_time_seconds", "hub_adapter_state", "hub_outbox_targets"} {
+		if _, ok := before[name]; !ok {
+			t.Errorf("metric %s is missing", name)
+		}
+	}
+	if v, _ := value(before, "hub_adapter_state", map[string]string{"adapter": "web", "state": "running"}); v != 1 {
+		t.Errorf(`hub_adapter_state{adapter="web",state="running"} = %v, want 1`, v)
+	}
+
+	// A chat turn from the panel: a verb runs, its reply is delivered.
+	code, body := p.do(t, http.MethodPost, "/api/messages", `{"text":"/sys.machineInfo"}`, true)
+	if code != http.StatusAccepted || !strings.Contains(body, `"executed"`) {
+		t.Fatalf("POST /api/messages = %d %s", code, body)
+	}
+	p.rec.Wait(t, "web", 1)
+	// An API call: a turn of the api surface.
+	if code, body := p.do(t, http.MethodPost, "/api/execute", `{"verb":"sys.machineInfo"}`, true); code != http.StatusOK {
+		t.Fatalf("POST /api/execute = %d %s", code, body)
+	}
+
+	var after map[string]*dto.MetricFamily
+	testkit.WaitFor(t, "the delivery counted", func() bool {
+		after = p.scrape(t)
+		v, _ := value(after, "hub_outbox_delivered_total", map[string]string{"platform": "web"})
+		return v >= 1
+	})
+	tests := []struct {
+		name   string
+		labels map[string]string
+		delta  float64
+	}{
+		{"hub_turns_total", map[string]string{"surface": "web", "status": "executed"}, 1},
+		{"hub_turns_total", map[string]string{"surface": "api", "status": "executed"}, 1},
+		{"hub_verb_calls_total", map[string]string{"verb": "sys.machineInfo", "outcome": "ok"}, 2},
+		{"hub_verb_duration_seconds", map[string]string{"verb": "sys.machineInfo"}, 2},
+		{"hub_outbox_delivered_total", map[string]string{"platform": "web"}, 1},
+		{"hub_outbox_delivery_seconds", map[string]string{"platform": "web"}, 1},
+	}
+	for _, tt := range tests {
+		b, _ := value(before, tt.name, tt.labels)
+		a, ok := value(after, tt.name, tt.labels)
+		if !ok {
+			t.Errorf("%s%v is missing", tt.name, tt.labels)
+			continue
+		}
+		if a-b < tt.delta {
+			t.Errorf("%s%v moved from %v to %v, want at least +%v", tt.name, tt.labels, b, a, tt.delta)
+		}
+	}
+	if v, ok := value(after, "hub_outbox_chunks", map[string]string{"platform": "web", "state": "pending"}); !ok || v != 0 {
+		t.Errorf(`hub_outbox_chunks{platform="web",state="pending"} = %v (present %v), want 0 after delivery`, v, ok)
+	}
+}
