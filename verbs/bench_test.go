@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
@@ -137,6 +141,180 @@ func BenchmarkDispatchExists(b *testing.B) {
 				if len(out) < 20 || out[13] != 't' { // {"succeeded":true
 					b.Fatalf("unexpected result %s", out)
 				}
+			}
+		})
+	}
+}
+
+// tailFile writes, in dir, a file of about size bytes made of one 1 MiB block
+// of benchLine lines written over and over (quick even for 1 GB), and returns
+// its name and line count.
+func tailFile(b *testing.B, dir string, size int) (string, int) {
+	b.Helper()
+	var block []byte
+	per := 0
+	for len(block)+benchLineLen <= 1<<20 {
+		per++
+		block = append(block, benchLine(per)...)
+	}
+	name := fmt.Sprintf("tail-%d.txt", size)
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	blocks := max(size/len(block), 1)
+	for range blocks {
+		if _, err := f.Write(block); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return name, blocks * per
+}
+
+// dirSet opens dir as a host workspace. The clock stands an hour ahead, as
+// if the benchmark files had been written long ago: the line-count cache
+// leaves out files changed in the last seconds.
+func dirSet(b *testing.B, dir string) *verbs.Set {
+	b.Helper()
+	ws, err := verbs.OpenWorkspace(dir, verbs.WorkspaceOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ws.Close() })
+	opts := verbs.DefaultOptions(b.TempDir())
+	opts.Clock = clock.NewFake(clock.Real{}.Now().Add(time.Hour))
+	s, err := verbs.NewSet(ws, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkReadRangeTail reads the first and the last 50 lines of a 10 MB
+// and a 1 GB file. The last 50 are read backwards from the end once the
+// file's line count is known (the first call counts it), so their time does
+// not grow with the file. The 1 GB file is left out with -short.
+func BenchmarkReadRangeTail(b *testing.B) {
+	for _, size := range []int{10 << 20, 1 << 30} {
+		label := fmt.Sprintf("%dMB", size>>20)
+		if size >= 1<<30 {
+			label = "1GB"
+			if testing.Short() {
+				b.Logf("skipping %s with -short", label)
+				continue
+			}
+		}
+		dir := b.TempDir()
+		name, lines := tailFile(b, dir, size)
+		s := dirSet(b, dir)
+		var first float64 // ns per read of the first 50 lines, the baseline
+		for _, c := range []struct {
+			part       string
+			start, end int
+		}{
+			{"first50", 1, 50},
+			{"last50", lines - 49, lines},
+		} {
+			b.Run(label+"/"+c.part, func(b *testing.B) {
+				args := verbs.FsReadRangeArgs{Path: name, StartLine: c.start, EndLine: c.end}
+				want := strconv.Itoa(c.start) + ": line "
+				b.ReportAllocs()
+				for b.Loop() {
+					r, err := s.ReadRange(context.Background(), args)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !strings.HasPrefix(r.Content, want) {
+						b.Fatalf("content starts %q", r.Content[:min(len(r.Content), 40)])
+					}
+				}
+				per := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				if c.start == 1 {
+					first = per
+				} else if first > 0 {
+					b.ReportMetric(per/first, "x-first50")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkLineCountCache counts a 10 MB file: cold with a fresh Set (and
+// so an empty cache) each time, cached with one Set whose cache answers for
+// the unchanged file.
+func BenchmarkLineCountCache(b *testing.B) {
+	dir := b.TempDir()
+	name, lines := tailFile(b, dir, 10<<20)
+	shared := dirSet(b, dir)
+	var cold float64 // ns per cold count, the baseline
+	for _, mode := range []string{"cold", "cached"} {
+		b.Run(mode, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s := shared
+				if mode == "cold" {
+					b.StopTimer()
+					s = dirSet(b, dir)
+					b.StartTimer()
+				}
+				r, err := s.LineCount(context.Background(), verbs.FsLineCountArgs{Path: name})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.LineCount != lines {
+					b.Fatalf("%d lines, want %d", r.LineCount, lines)
+				}
+			}
+			per := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			if mode == "cold" {
+				cold = per
+			} else if cold > 0 {
+				b.ReportMetric(per/cold, "x-cold")
+			}
+		})
+	}
+}
+
+// BenchmarkListDir lists a host directory of 100 and of 10,000 files (and a
+// tenth as many subdirectories).
+func BenchmarkListDir(b *testing.B) {
+	var small float64 // ns per entry listing 100, the baseline
+	for _, n := range []int{100, 10_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			dir := b.TempDir()
+			for i := range n {
+				p := filepath.Join(dir, fmt.Sprintf("entry-%05d", i))
+				var err error
+				if i%10 == 9 {
+					err = os.Mkdir(p, 0o755)
+				} else {
+					err = os.WriteFile(p, []byte("x\n"), 0o644)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			s := dirSet(b, dir)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				r, err := s.ListDir(context.Background(), verbs.FsListDirArgs{Path: "."})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(r.Entries) != n {
+					b.Fatalf("%d entries, want %d", len(r.Entries), n)
+				}
+			}
+			per := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(n)
+			b.ReportMetric(per, "ns/entry")
+			if n == 100 {
+				small = per
+			} else if small > 0 {
+				b.ReportMetric(per/small, "x-per-entry-100")
 			}
 		})
 	}

@@ -8,3 +8,7 @@ func WithoutSupervisor(t testing.TB) {
 	was := supervisorReady.Swap(false)
 	t.Cleanup(func() { supervisorReady.Store(was) })
 }
+
+// LineCacheStats returns the hits and misses of s's line-count cache, and
+// the entries it keeps.
+func LineCacheStats(s *Set) (hits, misses int64, entries int) { return s.lines.stats() }

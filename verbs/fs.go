@@ -752,6 +752,11 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 	if err != nil {
 		return res, fsError(err, show, "list")
 	}
+	// One pass over the directory gives each entry's name and type; an
+	// entry is stat'ed (relative to the directory's descriptor) only when
+	// the result needs more: a directory, to leave out the hub's protected
+	// ones; a file in a session workspace, for its size and version; a
+	// link, for what it points to.
 	dfd := int(d.Fd())
 	res.Entries = make([]DirEntry, 0, len(des))
 	for _, de := range des {
@@ -759,20 +764,27 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 		if _, ok := w.denied(child); ok {
 			continue
 		}
+		typ := de.Type()
+		e := DirEntry{Name: de.Name(), IsDirectory: typ.IsDir()}
 		var cfi fs.FileInfo
-		cst, err := lstatAt(dfd, de.Name())
-		if err != nil {
-			continue // removed meanwhile
-		}
-		if _, ok := w.prot.lookup(idOf(cst)); ok && isDir(cst) {
-			continue
-		}
-		e := DirEntry{Name: de.Name(), IsDirectory: isDir(cst)}
 		switch {
-		case isLink(cst):
+		case typ&fs.ModeSymlink != 0:
 			cfi, _ = w.statFollow(child)
-		case !isDir(cst) && w.session():
-			cfi = newStatInfo(child, cst) // sizes and versions: session workspaces only
+		case typ.IsDir() || w.session():
+			cst, err := lstatAt(dfd, de.Name())
+			if err != nil {
+				continue // removed meanwhile
+			}
+			if _, ok := w.prot.lookup(idOf(cst)); ok && isDir(cst) {
+				continue
+			}
+			e.IsDirectory = isDir(cst)
+			switch {
+			case isLink(cst): // replaced by a link meanwhile
+				cfi, _ = w.statFollow(child)
+			case !isDir(cst):
+				cfi = newStatInfo(child, cst) // sizes and versions: session workspaces only
+			}
 		}
 		if cfi != nil {
 			e.IsDirectory = cfi.IsDir()

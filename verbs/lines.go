@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -139,7 +140,10 @@ func readLine(r *bufio.Reader, dst *bytes.Buffer, limit int) (ok bool, err error
 
 var errLineTooLong = errors.New("line too long")
 
-// ReadRange implements fs.readRange.
+// ReadRange implements fs.readRange. A range nearer the end of the file
+// than its start is read backwards from the end when the file's line count
+// is cached (see lineCache), so the last lines of a large file cost what
+// the first ones do; otherwise the file is read from the start.
 func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResult, error) {
 	var res FsReadRangeResult
 	w, l, release, err := s.usePath(ctx, false, a.Path, followFinal)
@@ -148,23 +152,41 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 	}
 	defer release()
 	show := l.show
-	f, _, err := openRegular(l)
+	f, fi, err := openRegular(l)
 	if err != nil {
 		return res, err
 	}
 	defer f.Close()
 	src := ctxReader{ctx, f}
 	if a.StartLine < 1 || a.EndLine < a.StartLine {
-		return res, rangeError(src, a.StartLine, a.EndLine, 0, show)
+		n, err := s.countFile(ctx, f, fi)
+		if err != nil {
+			return res, fsError(err, show, "read")
+		}
+		return res, invalidRange(a.StartLine, a.EndLine, n)
 	}
 	numbered := a.IncludeLineNumbers == nil || *a.IncludeLineNumbers
-	br := bufio.NewReaderSize(src, blockSize)
-	skipped, _, err := copyLines(br, io.Discard, a.StartLine-1)
-	if err != nil {
-		return res, fsError(err, show, "read")
+	n, known := s.lines.get(fi)
+	backward := known && a.EndLine <= n && n-a.EndLine < a.StartLine-1
+	if backward {
+		off, err := lineStart(ctx, f, fi.Size(), n, a.StartLine)
+		if err == nil {
+			_, err = f.Seek(off, io.SeekStart)
+		}
+		if err != nil {
+			return res, fsError(err, show, "read")
+		}
 	}
-	if skipped < a.StartLine-1 {
-		return res, invalidRange(a.StartLine, a.EndLine, skipped)
+	br := bufio.NewReaderSize(src, blockSize)
+	if !backward {
+		skipped, _, err := copyLines(br, io.Discard, a.StartLine-1)
+		if err != nil {
+			return res, fsError(err, show, "read")
+		}
+		if skipped < a.StartLine-1 {
+			s.keepCount(f, fi, skipped)
+			return res, invalidRange(a.StartLine, a.EndLine, skipped)
+		}
 	}
 	limit := int(min(w.opts.MaxReadBytes, int64(^uint(0)>>1)))
 	var out, line bytes.Buffer
@@ -179,6 +201,9 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 			return res, fsError(err, show, "read")
 		}
 		if !ok {
+			if !backward {
+				s.keepCount(f, fi, ln-1)
+			}
 			return res, invalidRange(a.StartLine, a.EndLine, ln-1)
 		}
 		if ln > a.StartLine {
@@ -190,11 +215,111 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 		}
 		out.Write(line.Bytes())
 	}
+	if !known {
+		s.countRest(f, fi, br, a.EndLine)
+	}
 	res.Content = string(out.Bytes())
 	if !utf8.ValidString(res.Content) {
 		res.Content = strings.ToValidUTF8(res.Content, "\uFFFD")
 	}
 	return res, nil
+}
+
+// restMax is how much of a file fs.readRange reads past the range it
+// returns to learn the file's line count.
+const restMax = 1 << 20
+
+// countRest learns the line count of f, read through br up to and including
+// line done, when little of it is left: a range read near the end of a file
+// is then read backwards the next time.
+func (s *Set) countRest(f *os.File, fi fs.FileInfo, br *bufio.Reader, done int) {
+	pos, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || fi.Size()-(pos-int64(br.Buffered())) > restMax {
+		return
+	}
+	rest, err := countLines(br)
+	if err != nil {
+		return
+	}
+	s.keepCount(f, fi, done+rest)
+}
+
+// countFile returns the line count of f, which fi describes and which is
+// read from its start unless the count is cached.
+func (s *Set) countFile(ctx context.Context, f *os.File, fi fs.FileInfo) (int, error) {
+	if n, ok := s.lines.get(fi); ok {
+		return n, nil
+	}
+	n, err := countLines(ctxReader{ctx, f})
+	if err != nil {
+		return 0, err
+	}
+	s.keepCount(f, fi, n)
+	return n, nil
+}
+
+// keepCount caches n as the line count of f, described by fi when it was
+// opened, if f has not changed since.
+func (s *Set) keepCount(f *os.File, fi fs.FileInfo, n int) {
+	now, err := f.Stat()
+	if err != nil {
+		return
+	}
+	k1, ok1 := fileKeyOf(fi)
+	k2, ok2 := fileKeyOf(now)
+	if !ok1 || !ok2 || k1 != k2 {
+		return
+	}
+	s.lines.put(fi, n, s.opts.Clock.Now())
+}
+
+var errShrunk = errors.New("the file changed while it was being read")
+
+// lineStart returns the offset of line k of f, a file of size bytes and n
+// lines (1 <= k <= n), found by counting line endings backwards from its
+// end in blocks.
+func lineStart(ctx context.Context, f io.ReaderAt, size int64, n, k int) (int64, error) {
+	if k <= 1 {
+		return 0, nil
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return 0, err
+	}
+	endings := n // line endings in the file
+	if last[0] != '\n' {
+		endings--
+	}
+	// Line k starts after the (k-1)th ending from the start, which is the
+	// want-th from the end.
+	want := endings - (k - 1) + 1
+	buf := make([]byte, blockSize)
+	for end := size; end > 0; {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		start := max(end-blockSize, 0)
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil {
+			if err == io.EOF {
+				err = errShrunk
+			}
+			return 0, err
+		}
+		if c := bytes.Count(b, []byte{'\n'}); c < want {
+			want -= c
+			end = start
+			continue
+		}
+		for {
+			i := bytes.LastIndexByte(b, '\n')
+			if want--; want == 0 {
+				return start + int64(i) + 1, nil
+			}
+			b = b[:i]
+		}
+	}
+	return 0, errShrunk
 }
 
 // rangeError counts the rest of the file so the message can say how many
@@ -217,7 +342,8 @@ func invalidInsert(start, n int) error {
 		"Invalid line range: insert before line %d (file has %d lines; insert before lines 1 to %d, where %d appends)", start, n, n+1, n+1)
 }
 
-// LineCount implements fs.lineCount.
+// LineCount implements fs.lineCount; the count of a file unchanged since
+// it was last counted comes from the cache.
 func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResult, error) {
 	var res FsLineCountResult
 	_, l, release, err := s.usePath(ctx, false, a.Path, followFinal)
@@ -226,12 +352,12 @@ func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResu
 	}
 	defer release()
 	show := l.show
-	f, _, err := openRegular(l)
+	f, fi, err := openRegular(l)
 	if err != nil {
 		return res, err
 	}
 	defer f.Close()
-	n, err := countLines(ctxReader{ctx, f})
+	n, err := s.countFile(ctx, f, fi)
 	if err != nil {
 		return res, fsError(err, show, "read")
 	}

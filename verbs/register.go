@@ -122,8 +122,9 @@ func (o Options) validate() (Options, error) {
 // Set holds the verbs' implementations. Its methods can be called directly
 // from Go; Register exposes them through an executor.Registry.
 type Set struct {
-	src  WorkspaceSource
-	opts Options
+	src   WorkspaceSource
+	opts  Options
+	lines *lineCache // line counts of files, for fs.lineCount and fs.readRange
 }
 
 // NewSet returns the verbs acting in the workspaces src hands out.
@@ -138,7 +139,7 @@ func NewSet(src WorkspaceSource, opts Options) (*Set, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	return &Set{src: src, opts: opts}, nil
+	return &Set{src: src, opts: opts, lines: newLineCache(lineCacheSize)}, nil
 }
 
 // Register adds the fourteen verbs to reg.

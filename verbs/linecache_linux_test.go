@@ -1,0 +1,84 @@
+package verbs_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/verbs"
+)
+
+func changeTimeOf(fi os.FileInfo) time.Time {
+	st := fi.Sys().(*syscall.Stat_t)
+	return time.Unix(st.Ctim.Unix())
+}
+
+func changeTime(t *testing.T, p string) time.Time {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return changeTimeOf(fi)
+}
+
+// TestLineCountCacheSameSizeWrite: rewriting a file with content of the
+// same length invalidates its cached count, even when its modification
+// time is then set back to what it was (only the change time differs).
+func TestLineCountCacheSameSizeWrite(t *testing.T) {
+	e := newEnv(t)
+	p := filepath.Join(e.dir, "a.txt")
+	before, after := "aa\nbb\ncc\n", "aaaaaaaa\n" // 9 bytes each: 3 lines, then 1
+	writeFile(t, p, before)
+	s := setAt(t, e, clock.Real{}.Now().Add(time.Hour))
+	count := func() int {
+		t.Helper()
+		r, err := s.LineCount(context.Background(), verbs.FsLineCountArgs{Path: "a.txt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.LineCount
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("count %d, want 3", n)
+	}
+	fi0, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite until the change time moves on (the clock behind it ticks
+	// coarsely), then put the modification time back.
+	for i := 0; ; i++ {
+		if err := os.WriteFile(p, []byte(after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, fi0.ModTime(), fi0.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		if !changeTime(t, p).Equal(changeTimeOf(fi0)) {
+			break
+		}
+		if i > 1000 {
+			t.Fatal("the change time never moved")
+		}
+		writeFile(t, p, before)
+	}
+	fi1, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi1.Size() != fi0.Size() || !fi1.ModTime().Equal(fi0.ModTime()) {
+		t.Fatalf("size %d mtime %v, want %d %v", fi1.Size(), fi1.ModTime(), fi0.Size(), fi0.ModTime())
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("count after a same-size write %d, want 1", n)
+	}
+	r, err := s.ReadRange(context.Background(), verbs.FsReadRangeArgs{Path: "a.txt", StartLine: 1, EndLine: 1})
+	if err != nil || r.Content != "1: aaaaaaaa" {
+		t.Fatalf("readRange after the write: %q, %v", r.Content, err)
+	}
+}
