@@ -20,7 +20,6 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/store"
-	"github.com/a6afc2ce/hermes-hub/verbs/boltmeta"
 )
 
 const mcpUsage = `hub mcp [--config FILE] [--state DIR] [--workspace DIR] [--identity agent:NAME]
@@ -56,26 +55,15 @@ func runMCP(env *cliEnv, args []string) error {
 	}
 	logger := newLogger(cfg.Log, env.stderr)
 
-	st, err := store.Open(cfg.StateDir, store.Options{LockTimeout: 500 * time.Millisecond})
+	sk, err := openStack(cfg, logger, 500*time.Millisecond)
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("%w: a hub runs on this state; connect the MCP client to its /mcp endpoint (mcp.enabled, see docs/mcp.md) instead of starting hub mcp", err)
 		}
 		return err
 	}
-	defer st.Close()
-	meta, err := boltmeta.Open(st.DB())
-	if err != nil {
-		return err
-	}
-	tc, err := newToolchain(cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	if err := tc.registerVerbs(cfg, meta, cfg.SessionsDir(), true, logger); err != nil {
-		return err
-	}
+	defer sk.Close()
+	st, tc := sk.st, sk.tc
 	// The runtime is not started: no outbox dispatch and no recovery of chat
 	// turns, which belong to hub serve. Calls are mirrored under this run.
 	rt, err := hub.Open(cfg, st, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions)})

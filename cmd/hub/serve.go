@@ -26,7 +26,6 @@ import (
 	"github.com/a6afc2ce/hermes-hub/internal/netlimit"
 	"github.com/a6afc2ce/hermes-hub/metrics"
 	"github.com/a6afc2ce/hermes-hub/store"
-	"github.com/a6afc2ce/hermes-hub/verbs/boltmeta"
 )
 
 const serveUsage = `hub serve [--config FILE] [--state DIR] [--workspace DIR]
@@ -78,23 +77,12 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	started := clk.Now()
 	// The composition, in order: the state root, the verbs (whose session
 	// metadata lives in it) and their executor, then the hub around them.
-	st, err := store.Open(cfg.StateDir, store.Options{})
+	sk, err := openStack(cfg, logger, 0)
 	if err != nil {
 		return err
 	}
-	defer st.Close() // last: after the runtime and the sweeper
-	meta, err := boltmeta.Open(st.DB())
-	if err != nil {
-		return err
-	}
-	tc, err := newToolchain(cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	if err := tc.registerVerbs(cfg, meta, cfg.SessionsDir(), true, logger); err != nil {
-		return err
-	}
+	defer sk.Close() // last: after the runtime and the sweeper
+	st, tc := sk.st, sk.tc
 	mx, err := metrics.New(metrics.Options{Clock: clk})
 	if err != nil {
 		return err

@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/boltmeta"
 )
 
 // loadConfig loads the configuration with the command-line overrides applied.
@@ -165,3 +168,39 @@ func registryOnly() (*toolchain, error) {
 	tc.cleanup = append(tc.cleanup, func() error { return os.RemoveAll(state) })
 	return tc, nil
 }
+
+// stack is the composition every command that runs a hub shares, built in
+// order: the state root, then the verbs (whose session metadata lives in
+// it) and their executor. The hub runtime is opened over it by the caller.
+type stack struct {
+	st *store.State
+	tc *toolchain
+}
+
+// openStack opens the state root (waiting lockTimeout for its lock) and
+// builds the verbs with the configured session workspaces and mounts.
+func openStack(cfg *config.Config, logger *slog.Logger, lockTimeout time.Duration) (*stack, error) {
+	st, err := store.Open(cfg.StateDir, store.Options{LockTimeout: lockTimeout})
+	if err != nil {
+		return nil, err
+	}
+	meta, err := boltmeta.Open(st.DB())
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	tc, err := newToolchain(cfg, logger)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := tc.registerVerbs(cfg, meta, cfg.SessionsDir(), true, logger); err != nil {
+		tc.Close()
+		st.Close()
+		return nil, err
+	}
+	return &stack{st: st, tc: tc}, nil
+}
+
+// Close closes the verbs, then the state root: after the runtime.
+func (s *stack) Close() error { return errors.Join(s.tc.Close(), s.st.Close()) }
