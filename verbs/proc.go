@@ -49,7 +49,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	// run for minutes, and it works on paths, not on the workspace handle.
 	release = sync.OnceFunc(release)
 	defer release()
-	if w.session() && !w.sess.src.opts.AllowProc {
+	if w.session() && !w.sess.src.opts.AllowProc && w.opts.Runner == nil {
 		return res, executor.Errorf(executor.CodeForbidden,
 			"proc.run is not available in session workspaces: a process is not confined to its directory (the operator can allow it with sessions.allow_proc)")
 	}
@@ -93,10 +93,13 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	}
 	dir := filepath.Join(w.Dir(), filepath.FromSlash(wdName))
 
-	env := s.childEnv()
-	exe, err := s.findExecutable(w, a.Executable, wdName, env)
-	if err != nil {
-		return res, err
+	var env []string
+	exe := a.Executable
+	if w.opts.Runner == nil {
+		env = s.childEnv()
+		if exe, err = s.findExecutable(w, a.Executable, wdName, env); err != nil {
+			return res, err
+		}
 	}
 
 	turn, err := turnDir(ctx, s.opts.Clock.Now())
@@ -125,6 +128,16 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if w.opts.Runner != nil {
+		spec := RunSpec{
+			Workspace: w.opts.Name, Dir: w.Dir(), Hide: w.hidden(), WorkDir: wdName,
+			Executable: a.Executable, Args: a.Arguments, Timeout: timeout, Stdout: stdout, Stderr: stderr,
+		}
+		if w.sess != nil {
+			spec.Session = w.sess.id
+		}
+		return s.runElsewhere(ctx, runCtx, w.opts.Runner, spec, release, &res, stdout, stderr)
+	}
 	cmd := exec.CommandContext(runCtx, exe, a.Arguments...)
 	cmd.Args[0] = a.Executable
 	cmd.Dir = dir
@@ -250,6 +263,36 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 		return res, executor.Errorf(executor.CodeIOError, "Waiting for %s failed: %v", a.Executable, waitErr)
 	}
 	return res, nil
+}
+
+// runElsewhere runs spec with a workspace's Runner and fills res as a host
+// process's run would: the same exit codes, timeout and output files.
+func (s *Set) runElsewhere(ctx, runCtx context.Context, r Runner, spec RunSpec, release func(), res *ProcRunResult, stdout, stderr *capture) (ProcRunResult, error) {
+	release()
+	start := s.opts.Clock.Now()
+	rr, runErr := r.Run(runCtx, spec)
+	res.DurationMs = s.opts.Clock.Now().Sub(start).Milliseconds()
+	for _, c := range []*capture{stdout, stderr} {
+		if err := c.finish(); err != nil {
+			return *res, s.stateError("write output of "+spec.Executable+" to", c.f.Name(), err)
+		}
+	}
+	res.StdoutBytes, res.StderrBytes = stdout.total, stderr.total
+	res.StdoutTail, res.StderrTail = stdout.tailString(), stderr.tailString()
+	if err := ctx.Err(); err != nil {
+		code := executor.CodeCanceled
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = executor.CodeTimeout
+		}
+		return *res, &executor.Error{Code: code, Err: err, Message: fmt.Sprintf(
+			"%s was stopped before it finished (%v); its output so far is in %s and %s", spec.Executable, err, res.StdoutPath, res.StderrPath)}
+	}
+	if runErr != nil {
+		return *res, runErr
+	}
+	res.ExitCode = rr.ExitCode
+	res.TimedOut = res.ExitCode == -1 && errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	return *res, nil
 }
 
 func closeAll(files []*os.File) {

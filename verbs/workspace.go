@@ -53,6 +53,14 @@ type WorkspaceOptions struct {
 	MaxDepth int
 	// MaxSegment caps the length of one path segment, in bytes.
 	MaxSegment int
+	// Name is the workspace's configured name ("default" when unnamed);
+	// messages and runners use it.
+	Name string
+	// Runner runs proc.run's programs in this workspace (and its session
+	// workspaces) somewhere other than on the host, in a container say;
+	// nil runs them as host processes. With a Runner, proc.run is allowed in
+	// session workspaces: each session's directory is all its sandbox sees.
+	Runner Runner
 }
 
 func (o WorkspaceOptions) withDefaults() (WorkspaceOptions, error) {
