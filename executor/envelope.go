@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -53,15 +54,36 @@ func (o *Outcome) JSON() []byte {
 	} else {
 		v = o.Value
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*resultEncoder)
+	defer func() {
+		if e.buf.Cap() <= maxPooledResult { // a large result's buffer is not kept
+			encoders.Put(e)
+		}
+	}()
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
 		fb, _ := json.Marshal(&Result{Succeeded: false, ErrorCode: CodeInternal, ErrorMessage: "encode result: " + err.Error()})
 		return fb
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
+	return bytes.Clone(bytes.TrimRight(e.buf.Bytes(), "\n"))
 }
+
+// resultEncoder is a JSON encoder (HTML left unescaped) with its buffer,
+// pooled: a result is encoded into the buffer and copied out.
+type resultEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxPooledResult is the largest encoding buffer kept for reuse.
+const maxPooledResult = 64 << 10
+
+var encoders = sync.Pool{New: func() any {
+	e := &resultEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
 
 // DecodeEnvelope parses a YAML or JSON envelope strictly: valid UTF-8, within
 // the size, depth and alias limits, exactly the keys verb, arguments and id.
@@ -74,46 +96,66 @@ func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 	if !utf8.Valid(input) {
 		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: input is not valid UTF-8 (at byte %d); send UTF-8 text, and binary data as base64", invalidUTF8At(input))
 	}
-	data := input
+	// The envelope's arguments and id are slices of data: copy the caller's
+	// buffer, which it may reuse once this returns.
+	data := bytes.Clone(input)
 	if len(bytes.TrimSpace(data)) == 0 {
 		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: input is empty; expected {verb: <name>, arguments: {...}} in YAML or JSON")
 	}
-	if bytes.TrimLeft(data, " \t\r\n")[0] == '{' {
-		if err := checkJSON(data, lim); err != nil {
-			return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: %v", err)
-		}
-	} else {
+	if bytes.TrimLeft(data, " \t\r\n")[0] != '{' {
 		j, err := YAMLToJSON(data, lim)
 		if err != nil {
 			return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: %v", err)
 		}
 		data = j
 	}
-	var raw map[string]json.RawMessage
+	// YAMLToJSON's output is scanned too: it yields the members, and a
+	// YAML document that is not a mapping is refused below like JSON.
+	scan, err := scanJSON(data, lim.MaxDepth)
+	defer scan.release()
+	members := scan.top
+	if err != nil {
+		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: %v", err)
+	}
 	if jsonKind(data) != "an object" { // jsonKind trims
 		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: expected an object {verb: <name>, arguments: {...}}, got %s", jsonKind(data))
 	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: %v", jsonSyntaxError(data, err))
-	}
 	var env Envelope
-	env.ID = raw["id"]
-	for k := range raw {
-		switch k {
-		case "verb", "arguments", "id":
-		default:
-			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: unknown key %q (accepted: verb, arguments, id)", k)
+	var verb []byte
+	haveVerb := false
+	for _, m := range members {
+		switch {
+		case m.is("verb"):
+			verb, haveVerb = m.val, true
+		case m.is("arguments"):
+			env.Arguments = m.val
+		case m.is("id"):
+			env.ID = m.val
 		}
 	}
-	v, ok := raw["verb"]
-	if !ok {
+	for _, m := range members {
+		if !m.is("verb") && !m.is("arguments") && !m.is("id") {
+			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: unknown key %q (accepted: verb, arguments, id)", m.key)
+		}
+	}
+	if !haveVerb {
 		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: missing \"verb\" (accepted: verb, arguments, id)")
 	}
-	if err := json.Unmarshal(v, &env.Verb); err != nil || env.Verb == "" {
-		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"verb\" must be a non-empty string, got %s", jsonKind(v))
+	if env.Verb = plainString(verb); env.Verb == "" {
+		if err := json.Unmarshal(verb, &env.Verb); err != nil || env.Verb == "" {
+			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"verb\" must be a non-empty string, got %s", jsonKind(verb))
+		}
 	}
-	env.Arguments = raw["arguments"]
 	return env, nil
+}
+
+// plainString returns the value of a JSON string literal without escapes,
+// "" for anything else.
+func plainString(raw []byte) string {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return ""
+	}
+	return string(raw[1 : len(raw)-1])
 }
 
 // decodeArgs decodes raw JSON arguments into a new *A strictly: an object,
@@ -123,7 +165,7 @@ func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
 	ptr := reflect.New(reg.argsType)
 	fields, known := reg.argFields, reg.argKnown
 	raw = bytes.TrimSpace(raw)
-	var obj map[string]json.RawMessage
+	var members []jsonMember
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		// No arguments at all: enough for a verb that requires none.
 		var req []string
@@ -135,14 +177,23 @@ func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
 		if len(req) > 0 {
 			return nil, reg.argError("\"arguments\" is missing; this verb requires %s", strings.Join(req, ", "))
 		}
-		obj = map[string]json.RawMessage{}
-	} else if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
+		return ptr.Interface(), nil
+	}
+	if raw[0] != '{' {
 		return nil, reg.argError("arguments must be an object, got %s", jsonKind(raw))
 	}
+	// The envelope was checked whole (syntax, depth, duplicate keys); this
+	// scan only lists the arguments' members.
+	scan, err := scanJSON(raw, maxArgDepth)
+	defer scan.release()
+	if err != nil {
+		return nil, reg.argError("arguments must be an object, got %s", jsonKind(raw))
+	}
+	members = scan.top
 	var unknown []string
-	for k := range obj {
-		if !known[k] {
-			unknown = append(unknown, k)
+	for _, m := range members {
+		if !known[string(m.key)] {
+			unknown = append(unknown, string(m.key))
 		}
 	}
 	if len(unknown) > 0 {
@@ -161,28 +212,64 @@ func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
 		if !f.required {
 			continue
 		}
-		v, ok := obj[f.name]
-		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		present := false
+		for _, m := range members {
+			if string(m.key) == f.name {
+				present = !bytes.Equal(m.val, []byte("null"))
+				break
+			}
+		}
+		if !present {
 			return nil, reg.argError("missing required argument %q (%s)", f.name, typeSpec(f.Type))
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
-		if err := dec.Decode(ptr.Interface()); err != nil {
+	// Every key is a declared field, spelled exactly, and none appears
+	// twice: each member is decoded into its field.
+	args := ptr.Elem()
+	for _, m := range members {
+		f := fieldNamed(fields, m.key)
+		fv, err := args.FieldByIndexErr(f.Index)
+		if err != nil { // a field of a nil embedded pointer: decode the whole object
+			if err := json.Unmarshal(raw, ptr.Interface()); err != nil {
+				return nil, reg.argError("%v", strings.TrimPrefix(err.Error(), "json: "))
+			}
+			return ptr.Interface(), nil
+		}
+		if f.Type == stringType && len(m.val) > 0 && m.val[0] == '"' && bytes.IndexByte(m.val, '\\') < 0 {
+			fv.SetString(string(m.val[1 : len(m.val)-1]))
+			continue
+		}
+		if err := json.Unmarshal(m.val, fv.Addr().Interface()); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
-				field := te.Field
-				if field == "" {
-					field = "(arguments)"
+				field := f.name
+				if te.Field != "" {
+					field += "." + te.Field
 				}
 				return nil, reg.argError("argument %q: expected %s, got %s", field, typeSpecFor(te), te.Value)
 			}
-			return nil, reg.argError("%v", strings.TrimPrefix(err.Error(), "json: "))
+			return nil, reg.argError("argument %q: %v", f.name, strings.TrimPrefix(err.Error(), "json: "))
 		}
 	}
 	return ptr.Interface(), nil
 }
+
+var stringType = reflect.TypeFor[string]()
+
+// fieldNamed returns the field whose JSON name is key; decodeArgs has
+// checked that there is one.
+func fieldNamed(fields []structField, key []byte) *structField {
+	for i := range fields {
+		if fields[i].name == string(key) {
+			return &fields[i]
+		}
+	}
+	panic("executor: no field " + string(key))
+}
+
+// maxArgDepth bounds the nesting of arguments given to Run without an
+// envelope (DecodeEnvelope's own, lower limit applies to envelopes).
+const maxArgDepth = 512
 
 func (reg *registration) argError(format string, args ...any) error {
 	return &Error{Code: CodeInvalidArguments, Message: fmt.Sprintf("Invalid arguments for %s: %s", reg.info.Name, fmt.Sprintf(format, args...))}

@@ -6,71 +6,367 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"sync"
 )
 
 // checkJSON validates that data is exactly one JSON value, nested no deeper
 // than lim.MaxDepth, with no duplicate object keys. encoding/json alone would
 // silently keep the last of two duplicate keys.
 func checkJSON(data []byte, lim Limits) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		object bool
-		keys   map[string]struct{}
-		want   bool // next string token in an object is a key
+	s, err := scanJSON(data, lim.MaxDepth)
+	s.release()
+	return err
+}
+
+// jsonMember is one member of an object: its key (unescaped) and the raw
+// bytes of its value.
+type jsonMember struct {
+	key []byte
+	val []byte
+}
+
+// is reports whether the member's key is k.
+func (m jsonMember) is(k string) bool { return string(m.key) == k }
+
+// scanJSON checks data as checkJSON does, in one pass and without
+// allocating for the usual envelope, and returns the members of data when
+// it is an object (s.top) in a pooled scanner, to release once they are no
+// longer used. Keys holding escapes are
+// unescaped as encoding/json would, so "a" and "\u0061" are the same key.
+func scanJSON(data []byte, maxDepth int) (*jsonScanner, error) {
+	s := scanners.Get().(*jsonScanner)
+	*s = jsonScanner{data: data, maxDepth: maxDepth, keys: s.keys[:0], unesc: s.unesc[:0], top: s.top[:0]}
+	s.skipSpace()
+	if s.pos >= len(s.data) {
+		return s, errors.New("not valid JSON: unexpected end of input")
 	}
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			if len(stack) > 0 {
-				return fmt.Errorf("not valid JSON: unexpected end of input (%d unclosed brackets)", len(stack))
-			}
-			break
+	if err := s.value(); err != nil {
+		return s, err
+	}
+	s.skipSpace()
+	if s.pos < len(s.data) {
+		return s, fmt.Errorf("unexpected data after the JSON value at offset %d; send one envelope at a time", s.pos)
+	}
+	return s, nil
+}
+
+// release returns s to the pool.
+func (s *jsonScanner) release() {
+	s.data = nil
+	clear(s.top)
+	s.top = s.top[:0]
+	scanners.Put(s)
+}
+
+// jsonScanner is a strict recursive-descent JSON checker.
+type jsonScanner struct {
+	data     []byte
+	pos      int
+	maxDepth int
+	depth    int
+	// keys holds the keys of every object being scanned, innermost last,
+	// as spans of data or, for keys with escapes, of unesc.
+	keys  []keySpan
+	unesc []byte
+	top   []jsonMember
+}
+
+// keySpan locates a key: data[start:end], or unesc[start:end] when unesc.
+type keySpan struct {
+	start, end int
+	unesc      bool
+}
+
+func (s *jsonScanner) key(k keySpan) []byte {
+	if k.unesc {
+		return s.unesc[k.start:k.end]
+	}
+	return s.data[k.start:k.end]
+}
+
+// scanners keeps scanners' key buffers between calls.
+var scanners = sync.Pool{New: func() any {
+	return &jsonScanner{keys: make([]keySpan, 0, 32), top: make([]jsonMember, 0, 8)}
+}}
+
+// maxLinearKeys is how many keys an object may have before duplicate keys
+// are found with a map rather than by comparing each new key with the others.
+const maxLinearKeys = 16
+
+func (s *jsonScanner) skipSpace() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
 		}
-		if err != nil {
-			return jsonSyntaxError(data, err)
+	}
+}
+
+// syntax is the error for the byte at s.pos (or the end of input).
+func (s *jsonScanner) syntax(context string) error {
+	if s.pos >= len(s.data) {
+		return errors.New("not valid JSON: unexpected end of input")
+	}
+	line, col := lineCol(s.data, int64(s.pos))
+	return fmt.Errorf("not valid JSON at line %d, column %d: invalid character %s %s", line, col, quoteByte(s.data[s.pos]), context)
+}
+
+func quoteByte(c byte) string {
+	if c == '\'' {
+		return `'\''`
+	}
+	if c == '"' {
+		return `'"'`
+	}
+	q := strconv.Quote(string(rune(c)))
+	return "'" + q[1:len(q)-1] + "'"
+}
+
+func (s *jsonScanner) value() error {
+	if s.pos >= len(s.data) {
+		return s.syntax("")
+	}
+	switch c := s.data[s.pos]; {
+	case c == '{':
+		return s.object()
+	case c == '[':
+		return s.array()
+	case c == '"':
+		_, _, err := s.str()
+		return err
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	}
+	return s.syntax("looking for beginning of value")
+}
+
+func (s *jsonScanner) literal(word string) error {
+	for i := 0; i < len(word); i++ {
+		if s.pos >= len(s.data) || s.data[s.pos] != word[i] {
+			return s.syntax("in literal " + word + " (expecting " + quoteByte(word[i]) + ")")
 		}
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
+		s.pos++
+	}
+	return nil
+}
+
+func (s *jsonScanner) digits() int {
+	n := 0
+	for s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9' {
+		s.pos++
+		n++
+	}
+	return n
+}
+
+func (s *jsonScanner) number() error {
+	if s.data[s.pos] == '-' {
+		s.pos++
+	}
+	switch {
+	case s.pos < len(s.data) && s.data[s.pos] == '0':
+		s.pos++
+	case s.digits() == 0:
+		return s.syntax("in numeric literal")
+	}
+	if s.pos < len(s.data) && s.data[s.pos] == '.' {
+		s.pos++
+		if s.digits() == 0 {
+			return s.syntax("after decimal point in numeric literal")
 		}
-		if top != nil && top.object && top.want {
-			key, ok := tok.(string)
-			if ok {
-				if _, dup := top.keys[key]; dup {
-					return fmt.Errorf("key %q appears twice in one object (offset %d)", key, dec.InputOffset())
-				}
-				top.keys[key] = struct{}{}
-				top.want = false
-				continue
-			}
+	}
+	if s.pos < len(s.data) && (s.data[s.pos] == 'e' || s.data[s.pos] == 'E') {
+		s.pos++
+		if s.pos < len(s.data) && (s.data[s.pos] == '+' || s.data[s.pos] == '-') {
+			s.pos++
 		}
-		if top != nil && top.object {
-			top.want = true
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if len(stack) >= lim.MaxDepth {
-				return fmt.Errorf("input nests more than %d levels deep", lim.MaxDepth)
-			}
-			obj := tok == json.Delim('{')
-			f := frame{object: obj, want: obj}
-			if obj {
-				f.keys = map[string]struct{}{}
-			}
-			stack = append(stack, f)
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				stack[len(stack)-1].want = true
-			}
-		}
-		if len(stack) == 0 && dec.More() {
-			return fmt.Errorf("unexpected data after the JSON value at offset %d; send one envelope at a time", dec.InputOffset())
+		if s.digits() == 0 {
+			return s.syntax("in exponent of numeric literal")
 		}
 	}
 	return nil
+}
+
+// str scans a string at s.pos and returns its raw content (between the
+// quotes) and whether it holds escapes.
+func (s *jsonScanner) str() (raw []byte, escaped bool, err error) {
+	s.pos++ // the opening quote
+	start := s.pos
+	for s.pos < len(s.data) {
+		c := s.data[s.pos]
+		switch {
+		case c == '"':
+			raw = s.data[start:s.pos]
+			s.pos++
+			return raw, escaped, nil
+		case c == '\\':
+			escaped = true
+			s.pos++
+			if s.pos >= len(s.data) {
+				return nil, false, s.syntax("")
+			}
+			switch s.data[s.pos] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.pos++
+			case 'u':
+				s.pos++
+				for range 4 {
+					if s.pos >= len(s.data) || !isHex(s.data[s.pos]) {
+						return nil, false, s.syntax("in \\u hexadecimal character escape")
+					}
+					s.pos++
+				}
+			default:
+				return nil, false, s.syntax("in string escape code")
+			}
+		case c < 0x20:
+			return nil, false, s.syntax("in string literal")
+		default:
+			s.pos++
+		}
+	}
+	return nil, false, s.syntax("")
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func (s *jsonScanner) enter() error {
+	if s.depth >= s.maxDepth {
+		return fmt.Errorf("input nests more than %d levels deep", s.maxDepth)
+	}
+	s.depth++
+	return nil
+}
+
+func (s *jsonScanner) array() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	s.pos++ // [
+	s.skipSpace()
+	if s.pos < len(s.data) && s.data[s.pos] == ']' {
+		s.pos++
+		s.depth--
+		return nil
+	}
+	for {
+		s.skipSpace()
+		if err := s.value(); err != nil {
+			return err
+		}
+		s.skipSpace()
+		if s.pos >= len(s.data) {
+			return s.syntax("")
+		}
+		switch s.data[s.pos] {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
+			s.depth--
+			return nil
+		default:
+			return s.syntax("after array element")
+		}
+	}
+}
+
+func (s *jsonScanner) object() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	outer := s.depth == 1
+	s.pos++ // {
+	first := len(s.keys)
+	defer func() { s.keys = s.keys[:first] }()
+	var seen map[string]struct{}
+	s.skipSpace()
+	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+		s.pos++
+		s.depth--
+		return nil
+	}
+	for {
+		s.skipSpace()
+		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+			return s.syntax("looking for beginning of object key string")
+		}
+		keyAt := s.pos
+		key, escaped, err := s.str()
+		if err != nil {
+			return err
+		}
+		span := keySpan{start: keyAt + 1, end: s.pos - 1}
+		if escaped {
+			var k string
+			if err := json.Unmarshal(s.data[keyAt:s.pos], &k); err != nil {
+				return jsonSyntaxError(s.data, err)
+			}
+			span = keySpan{start: len(s.unesc), end: len(s.unesc) + len(k), unesc: true}
+			s.unesc = append(s.unesc, k...)
+			key = s.key(span)
+		}
+		if seen == nil && len(s.keys)-first >= maxLinearKeys {
+			seen = make(map[string]struct{}, 2*maxLinearKeys)
+			for _, k := range s.keys[first:] {
+				seen[string(s.key(k))] = struct{}{}
+			}
+		}
+		dup := false
+		if seen != nil {
+			_, dup = seen[string(key)]
+			seen[string(key)] = struct{}{}
+		} else {
+			for _, k := range s.keys[first:] {
+				if bytes.Equal(s.key(k), key) {
+					dup = true
+					break
+				}
+			}
+		}
+		if dup {
+			return fmt.Errorf("key %q appears twice in one object (offset %d)", key, s.pos)
+		}
+		s.keys = append(s.keys, span)
+		s.skipSpace()
+		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+			return s.syntax("after object key")
+		}
+		s.pos++
+		s.skipSpace()
+		valAt := s.pos
+		if err := s.value(); err != nil {
+			return err
+		}
+		if outer {
+			s.top = append(s.top, jsonMember{key: key, val: s.data[valAt:s.pos]})
+		}
+		s.skipSpace()
+		if s.pos >= len(s.data) {
+			return s.syntax("")
+		}
+		switch s.data[s.pos] {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			s.depth--
+			return nil
+		default:
+			return s.syntax("after object key:value pair")
+		}
+	}
 }
 
 // jsonSyntaxError turns a decoder error into "line L, column C: …".

@@ -29,8 +29,22 @@ func Note(ctx context.Context, text string) {
 }
 
 func withNotes(ctx context.Context) (context.Context, *notes) {
-	n := &notes{}
-	return context.WithValue(ctx, notesKey{}, n), n
+	c := &notesCtx{Context: ctx}
+	return c, &c.n
+}
+
+// notesCtx carries a call's notes: context.WithValue and the notes in one
+// allocation.
+type notesCtx struct {
+	context.Context
+	n notes
+}
+
+func (c *notesCtx) Value(key any) any {
+	if key == (notesKey{}) {
+		return &c.n
+	}
+	return c.Context.Value(key)
 }
 
 func (n *notes) take() []string {

@@ -319,3 +319,17 @@ func BenchmarkListDir(b *testing.B) {
 		})
 	}
 }
+
+// TestDispatchAllocs holds the executor's whole path for fs.exists (JSON
+// envelope in, result JSON out) to its allocation budget: allocation counts
+// do not depend on the machine's load, unlike times.
+func TestDispatchAllocs(t *testing.T) {
+	e := newEnv(t)
+	e.put("README.md", "x\n")
+	in := []byte(`{"verb":"fs.exists","arguments":{"path":"README.md"}}`)
+	ctx := context.Background()
+	e.x.Execute(ctx, in) // warm the pools
+	if n := testing.AllocsPerRun(200, func() { e.x.Execute(ctx, in) }); n > 25 {
+		t.Errorf("fs.exists dispatch allocates %v times, over the budget of 25", n)
+	}
+}
