@@ -5,6 +5,7 @@ package verbs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -150,17 +151,19 @@ func TestProcRunCancelKillsEscapedDescendants(t *testing.T) {
 	}
 }
 
-// maxProcsSlack is how far past MaxProcs a fast fork loop may get before
-// the supervisor's next count, on a loaded machine with the race detector
-// (docs/security.md). Without the limit, the loop below starts 300.
-const maxProcsSlack = 128
+// forkLoop is how many sleeps the program below starts without a limit.
+// The supervisor counts processes when woken by SIGCHLD or its timer, so how
+// far past MaxProcs a fast fork loop gets before the next count depends on
+// the machine's load (docs/security.md); the test asserts that the limit
+// stopped the loop and killed everything, not how quickly.
+const forkLoop = 300
 
 func TestProcRunMaxProcs(t *testing.T) {
 	const limit = 16
 	e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.MaxProcs = limit })
 	r := runProc(t, e, "t.forks", verbs.ProcRunArgs{
 		Executable:     "sh",
-		Arguments:      []string{"-c", `i=0; while [ $i -lt 300 ]; do sleep 300 & echo $! >> pids; i=$((i+1)); done; wait`},
+		Arguments:      []string{"-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do sleep 300 & echo $! >> pids; i=$((i+1)); done; wait`, forkLoop)},
 		TimeoutSeconds: ptr(60),
 	})
 	if r.ExitCode != -1 || r.TimedOut || !strings.Contains(r.StderrTail, "more than 16 processes") {
@@ -168,9 +171,9 @@ func TestProcRunMaxProcs(t *testing.T) {
 	}
 	pids := recordedPids(t, e)
 	// The shell is one of the processes: at most limit-1 sleeps fit, plus
-	// what it started between two checks.
-	if len(pids) > limit+maxProcsSlack {
-		t.Errorf("%d processes ran at once, limit %d + %d", len(pids), limit, maxProcsSlack)
+	// what it started between two checks; the loop must not have finished.
+	if len(pids) >= forkLoop {
+		t.Errorf("all %d sleeps started despite max_procs %d", len(pids), limit)
 	}
 	if left := survivors(t, pids); len(left) > 0 {
 		t.Fatalf("%d processes outlived the call", len(left))
