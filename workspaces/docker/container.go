@@ -1,0 +1,370 @@
+package docker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/verbs"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+)
+
+// keeper is the container's long-running command: PID 1 (docker-init)
+// keeps the container up while it runs.
+var keeper = []string{"sleep", "2147483647"}
+
+// apiTimeout bounds the Docker calls made after a call's context ended
+// (killing, inspecting) and those of the sweeper.
+const apiTimeout = 30 * time.Second
+
+// box is the runner's record of one container.
+type box struct {
+	name    string
+	session string
+
+	mu       sync.Mutex // held while the container is made ready, quieted or killed
+	id       string
+	active   int       // calls running in it
+	lastUsed time.Time // when a call last ended or started
+	replace  bool      // remove it when quiet (it ran out of memory)
+}
+
+// want is the container a call needs.
+type want struct {
+	user   string
+	dir    string
+	mounts []mount.Mount
+	hash   string
+}
+
+func (r *Runner) box(name, session string) *box {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.boxes[name]
+	if b == nil {
+		b = &box{name: name, session: session, lastUsed: r.clock.Now()}
+		r.boxes[name] = b
+	}
+	return b
+}
+
+// want works out the container spec needs from the workspace directory.
+func (r *Runner) want(spec verbs.RunSpec) (want, error) {
+	var w want
+	fi, err := os.Stat(spec.Dir)
+	if err != nil || !fi.IsDir() {
+		return w, r.errorf(codeIO, "the workspace directory %s is missing (removed?); create it again or fix the workspace's path", spec.Dir)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	w.user = r.cfg.User
+	if w.user == "" && st != nil {
+		w.user = fmt.Sprintf("%d:%d", st.Uid, st.Gid)
+	}
+	w.dir = spec.Dir
+	w.mounts = []mount.Mount{{Type: mount.TypeBind, Source: spec.Dir, Target: "/workspace",
+		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}}
+	h := sha256.New()
+	fmt.Fprintf(h, "v1\x00%s\x00%s\x00%d\x00%v\x00%d\x00%s\x00%s\x00", r.cfg.Image, r.cfg.Network, r.cfg.Memory, r.cfg.CPUs, r.cfg.Pids, w.user, spec.Dir)
+	if st != nil {
+		// A directory removed and made again is another inode: the old
+		// container still has the removed one mounted.
+		fmt.Fprintf(h, "%d:%d\x00", st.Dev, st.Ino)
+	}
+	for _, hide := range spec.Hide {
+		clean := path.Clean("/" + hide)
+		if clean == "/" {
+			continue
+		}
+		hfi, err := os.Lstat(filepath.Join(spec.Dir, filepath.FromSlash(clean)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // nothing to hide; a later one changes the hash
+		}
+		target := "/workspace" + clean
+		if err == nil && !hfi.IsDir() {
+			w.mounts = append(w.mounts, mount.Mount{Type: mount.TypeBind, Source: os.DevNull, Target: target, ReadOnly: true})
+			fmt.Fprintf(h, "file %s\x00", clean)
+			continue
+		}
+		w.mounts = append(w.mounts, mount.Mount{Type: mount.TypeTmpfs, Target: target, ReadOnly: true,
+			TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o500}})
+		fmt.Fprintf(h, "dir %s\x00", clean)
+	}
+	w.hash = hex.EncodeToString(h.Sum(nil))[:32]
+	return w, nil
+}
+
+// acquire makes the container of spec's session ready and counts the
+// call in it; release must follow.
+func (r *Runner) acquire(ctx context.Context, cli *client.Client, spec verbs.RunSpec) (*box, want, error) {
+	w, err := r.want(spec)
+	if err != nil {
+		return nil, w, err
+	}
+	b := r.box(r.containerName(spec.Session), spec.Session)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := r.ensure(ctx, cli, b, w); err != nil {
+		return nil, w, err
+	}
+	b.active++
+	b.lastUsed = r.clock.Now()
+	return b, w, nil
+}
+
+// ensure leaves b's container running with w's settings. b.mu is held.
+func (r *Runner) ensure(ctx context.Context, cli *client.Client, b *box, w want) error {
+	ins, err := cli.ContainerInspect(ctx, b.name, client.ContainerInspectOptions{})
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return r.create(ctx, cli, b, w)
+	case err != nil:
+		return r.apiError("inspect the workspace's container", err)
+	}
+	c := ins.Container
+	labels := map[string]string{}
+	if c.Config != nil {
+		labels = c.Config.Labels
+	}
+	if labels[LabelHub] != r.cfg.HubID || labels[LabelWorkspace] != r.cfg.Workspace {
+		return r.errorf(codeIO, "a container named %s that this hub did not make is in the way; remove it (docker rm -f %s)", b.name, b.name)
+	}
+	if labels[LabelConfig] != w.hash || b.replace {
+		r.log.Info("replacing the workspace's container", "container", short(c.ID), "session", b.session, "oom", b.replace)
+		if err := r.remove(ctx, cli, c.ID); err != nil {
+			return err
+		}
+		return r.create(ctx, cli, b, w)
+	}
+	b.id = c.ID
+	if c.State != nil && c.State.Running {
+		return nil
+	}
+	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		r.log.Info("the workspace's container does not start again; creating a new one", "container", short(c.ID), "err", err)
+		if err := r.remove(ctx, cli, c.ID); err != nil {
+			return err
+		}
+		return r.create(ctx, cli, b, w)
+	}
+	return nil
+}
+
+func (r *Runner) labels(session, hash string) map[string]string {
+	return map[string]string{LabelHub: r.cfg.HubID, LabelWorkspace: r.cfg.Workspace, LabelSession: session, LabelConfig: hash}
+}
+
+// containerSpec is the configuration of every container the runner makes.
+func (r *Runner) containerSpec(user string, labels map[string]string, mounts []mount.Mount) (*container.Config, *container.HostConfig) {
+	init := true
+	cfg := &container.Config{
+		Image: r.cfg.Image, Cmd: keeper, User: user, WorkingDir: "/workspace", Labels: labels,
+	}
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(r.cfg.Network),
+		Mounts:         mounts,
+		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,size=64m"},
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		IpcMode:        container.IPCModePrivate,
+		Init:           &init,
+	}
+	hc.Memory = r.cfg.Memory
+	if r.cfg.Memory > 0 {
+		hc.MemorySwap = r.cfg.Memory // no swap beyond the limit
+	}
+	hc.NanoCPUs = int64(r.cfg.CPUs * 1e9)
+	if r.cfg.Pids > 0 {
+		p := r.cfg.Pids
+		hc.PidsLimit = &p
+	}
+	return cfg, hc
+}
+
+// create makes and starts b's container. b.mu is held.
+func (r *Runner) create(ctx context.Context, cli *client.Client, b *box, w want) error {
+	cfg, hc := r.containerSpec(w.user, r.labels(b.session, w.hash), w.mounts)
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: b.name, Config: cfg, HostConfig: hc})
+	if err != nil {
+		return r.createError(err)
+	}
+	b.id, b.replace = res.ID, false
+	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		_ = r.remove(context.WithoutCancel(ctx), cli, res.ID)
+		b.id = ""
+		return r.startError(err)
+	}
+	r.log.Info("created the workspace's container", "container", short(res.ID), "session", b.session, "image", r.cfg.Image)
+	return nil
+}
+
+func (r *Runner) createError(err error) error {
+	if cerrdefs.IsNotFound(err) && strings.Contains(strings.ToLower(err.Error()), "image") {
+		return r.errorf(codeIO, "the image %s is not on the Docker daemon at %s; make it present (docker pull %s, or docker import a root filesystem as %s) or change the workspace's image",
+			r.cfg.Image, r.daemonAddr(), r.cfg.Image, r.cfg.Image)
+	}
+	if cerrdefs.IsConflict(err) {
+		return r.errorf(codeIO, "its container is being created by another call or hub (%s); run the call again", oneLine(err))
+	}
+	return r.apiError("create the workspace's container", err)
+}
+
+func (r *Runner) startError(err error) error {
+	if client.IsErrConnectionFailed(err) || isUnreachable(err) {
+		return r.apiError("start the workspace's container", err)
+	}
+	return r.errorf(codeIO, "its container does not start: %s; check the image (it needs %s) and the limits with hub doctor", oneLine(err), keeper[0])
+}
+
+func (r *Runner) remove(ctx context.Context, cli *client.Client, id string) error {
+	_, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return r.apiError("remove the workspace's container", err)
+	}
+	return nil
+}
+
+// release ends a call's use of b. The last call out kills whatever calls
+// left running (see the package comment).
+func (r *Runner) release(cli *client.Client, b *box) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.active--
+	b.lastUsed = r.clock.Now()
+	if b.active > 0 || b.id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	if b.replace {
+		if err := r.remove(ctx, cli, b.id); err != nil {
+			r.log.Warn("cannot remove the workspace's container", "container", short(b.id), "err", err)
+		}
+		b.id = ""
+		return
+	}
+	top, err := cli.ContainerTop(ctx, b.id, client.ContainerTopOptions{Arguments: []string{"-o", "pid,ppid"}})
+	if err != nil {
+		if !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+			r.log.Warn("cannot list the processes of the workspace's container", "container", short(b.id), "err", err)
+		}
+		return
+	}
+	// docker-init and the keeper; anything more was left by a call.
+	if len(top.Processes) <= 2 {
+		return
+	}
+	r.log.Debug("killing what calls left running", "container", short(b.id), "processes", len(top.Processes)-2)
+	r.stop(ctx, cli, b)
+}
+
+// stop kills b's container (its PID 1, and so every process in it) and
+// waits until it is down. b.mu is held.
+func (r *Runner) stop(ctx context.Context, cli *client.Client, b *box) {
+	wait := cli.ContainerWait(ctx, b.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	if _, err := cli.ContainerKill(ctx, b.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		if !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+			r.log.Warn("cannot kill the workspace's container", "container", short(b.id), "err", err)
+		}
+		return
+	}
+	select {
+	case <-wait.Result:
+	case err := <-wait.Error:
+		r.log.Debug("waiting for the workspace's container", "container", short(b.id), "err", err)
+	}
+}
+
+// killCall kills the processes of a call whose context ended while it ran.
+func (r *Runner) killCall(cli *client.Client, b *box, execID, user string) {
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.active <= 1 {
+		r.stop(ctx, cli, b)
+		return
+	}
+	// Other calls run here: kill this call's tree only.
+	ins, err := cli.ExecInspect(ctx, execID, client.ExecInspectOptions{})
+	if err != nil || ins.PID == 0 {
+		return
+	}
+	top, err := cli.ContainerTop(ctx, b.id, client.ContainerTopOptions{Arguments: []string{"-o", "pid,ppid"}})
+	if err != nil {
+		r.log.Warn("cannot list the processes of the workspace's container", "container", short(b.id), "err", err)
+		return
+	}
+	children := map[int][]int{}
+	for _, p := range top.Processes {
+		if len(p) < 2 {
+			continue
+		}
+		pid, err1 := strconv.Atoi(p[0])
+		ppid, err2 := strconv.Atoi(p[1])
+		if err1 == nil && err2 == nil {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var args []string
+	for queue := []int{ins.PID}; len(queue) > 0; queue = queue[1:] {
+		pid := queue[0]
+		queue = append(queue, children[pid]...)
+		if ns, ok := nsPid(pid); ok {
+			args = append(args, strconv.Itoa(ns))
+		}
+	}
+	if len(args) == 0 {
+		r.log.Warn("cannot map the call's processes into the container; they are killed when the container is next quiet", "container", short(b.id))
+		return
+	}
+	ex, err := cli.ExecCreate(ctx, b.id, client.ExecCreateOptions{User: user,
+		Cmd: append([]string{"sh", "-c", `kill -KILL "$@"`, "kill"}, args...)})
+	if err == nil {
+		_, err = cli.ExecStart(ctx, ex.ID, client.ExecStartOptions{})
+	}
+	if err != nil {
+		r.log.Warn("cannot kill the call's processes in the container", "container", short(b.id), "err", err)
+	}
+}
+
+// nsPid reads the pid that host process pid has in its own (the
+// container's) PID namespace.
+func nsPid(pid int) (int, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) < 2 {
+				return 0, false // not in a nested namespace
+			}
+			n, err := strconv.Atoi(f[len(f)-1])
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
