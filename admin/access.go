@@ -57,6 +57,7 @@ var permissionUse = map[string]string{
 	config.AdminDeliver:  "deliver text to the delivery targets",
 	config.AdminOutbox:   "retry or purge outbox entries",
 	config.AdminChannels: "rebuild the channel directory",
+	config.AdminAccess:   "list, approve or revoke access grants",
 }
 
 // need serves h only to callers holding perm; others get 403 naming it.

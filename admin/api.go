@@ -13,6 +13,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -58,6 +59,12 @@ type API struct {
 	// everything when it is nil. GET /api/status and GET /api/whoami need
 	// none.
 	Allowed func(identity, permission string) bool
+	// AccessAdmin manages the grants of the state (GET /api/access, POST
+	// /api/access/approve and /revoke); nil: unavailable.
+	AccessAdmin AccessAdmin
+	// Reload re-reads the configuration of the running hub (POST
+	// /api/reload, the operator only); nil: unavailable.
+	Reload func() (hub.ReloadReport, error)
 }
 
 // followWriteTimeout bounds each write of GET /api/mirror?follow=1.
@@ -82,6 +89,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("POST /api/deliver", a.need(config.AdminDeliver, a.deliver))
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/whoami", a.whoami)
+	a.accessRoutes(mux)
 	return mux
 }
 

@@ -28,8 +28,10 @@ func ForRuntime(rt *hub.Runtime) *API {
 		CheckTarget: func(k chat.Key) error {
 			return outbox.CheckLocalTarget(rt.State.Dir(), rt.Config.Outbox.LocalRoots, k)
 		},
-		Allowed: rt.Hub.Access().Permitted,
-		MaxBody: int64(rt.Config.Web.MaxBodyBytes),
-		Clock:   rt.Clock(),
+		Allowed:     rt.Hub.Access().Permitted,
+		AccessAdmin: rt.Hub,
+		Reload:      rt.Reload,
+		MaxBody:     int64(rt.Config.Web.MaxBodyBytes),
+		Clock:       rt.Clock(),
 	}
 }

@@ -187,10 +187,14 @@ const (
 	AdminOutbox = "admin.outbox"
 	// AdminChannels rebuilds the channel directory.
 	AdminChannels = "admin.channels"
+	// AdminAccess lists, approves (pairing codes, also /approve from chat)
+	// and revokes the grants kept in the state. Its holder may grant any
+	// role, so it is as strong as the strongest role.
+	AdminAccess = "admin.access"
 )
 
 // AdminPermissions lists every admin permission.
-var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels}
+var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels, AdminAccess}
 
 // AdminPrefix starts every admin permission; only a pattern that starts
 // with it grants one.

@@ -5,9 +5,11 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // ReaderRole is the built-in role allowed to run every read-only verb.
@@ -19,38 +21,122 @@ const ReaderRole = "reader"
 // are granted the same way, but only by patterns that start with "admin.":
 // "*" grants every verb and no admin permission, and the built-in reader
 // role grants none.
+//
+// An identity's roles come from the configuration (access.grants and
+// access.default_roles) and from the grants an operator approved, kept in
+// the state (SetApproved). A reload replaces the configuration's part
+// (Replace); Current freezes both for one turn.
 type Access struct {
+	p        atomic.Pointer[policy]
+	approved atomic.Pointer[map[string][]string] // identity → roles, from the state
+	reg      *executor.Registry
+}
+
+// policy is the configuration's part of Access, replaced whole on reload.
+type policy struct {
 	roles    map[string][]string // role → lower-cased verb patterns
+	defined  map[string]bool     // every configured role, even one without verbs
 	grants   map[string][]string // identity → roles
 	defaults []string
-	reg      *executor.Registry
 }
 
 // NewAccess builds the access policy from configuration. reg supplies the
 // read-only flag of each verb for the built-in reader role.
 func NewAccess(cfg config.Access, reg *executor.Registry) *Access {
-	a := &Access{roles: map[string][]string{}, grants: map[string][]string{}, reg: reg}
-	for name, r := range cfg.Roles {
-		for _, p := range r.Verbs {
-			a.roles[name] = append(a.roles[name], strings.ToLower(p))
-		}
-	}
-	for id, roles := range cfg.Grants {
-		a.grants[id] = append([]string(nil), roles...)
-	}
-	a.defaults = append([]string(nil), cfg.DefaultRoles...)
+	a := &Access{reg: reg}
+	a.Replace(cfg)
 	return a
 }
 
-// RolesOf returns the roles held by any of the identities, sorted.
+// Replace installs the roles, grants and default roles of cfg, as a reload
+// does; approved grants stay. Turns that took a Current view keep theirs.
+func (a *Access) Replace(cfg config.Access) {
+	p := &policy{roles: map[string][]string{}, defined: map[string]bool{}, grants: map[string][]string{}}
+	for name, r := range cfg.Roles {
+		p.defined[name] = true
+		for _, pat := range r.Verbs {
+			p.roles[name] = append(p.roles[name], strings.ToLower(pat))
+		}
+	}
+	for id, roles := range cfg.Grants {
+		p.grants[id] = append([]string(nil), roles...)
+	}
+	p.defaults = append([]string(nil), cfg.DefaultRoles...)
+	a.p.Store(p)
+}
+
+// SetApproved installs the grants approved through pairing (from the
+// state), replacing the previous set.
+func (a *Access) SetApproved(grants []store.Grant) {
+	m := map[string][]string{}
+	for _, g := range grants {
+		m[g.Identity] = append(m[g.Identity], g.Role)
+	}
+	a.approved.Store(&m)
+}
+
+// Current is a view of the access policy as it is now, which later
+// Replace and SetApproved calls do not change: a turn decides with one
+// view from start to end.
+func (a *Access) Current() *Access {
+	c := &Access{reg: a.reg}
+	c.p.Store(a.p.Load())
+	if m := a.approved.Load(); m != nil {
+		c.approved.Store(m)
+	}
+	return c
+}
+
+// RoleDefined reports whether role may be granted: a configured role or
+// the built-in reader.
+func (a *Access) RoleDefined(role string) bool {
+	return role == ReaderRole || a.p.Load().defined[role]
+}
+
+// Roles lists the roles that may be granted, sorted.
+func (a *Access) Roles() []string {
+	p := a.p.Load()
+	out := []string{}
+	if !p.defined[ReaderRole] {
+		out = append(out, ReaderRole)
+	}
+	for r := range p.defined {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ConfigGrants returns the configuration's grants, identity → roles.
+func (a *Access) ConfigGrants() map[string][]string {
+	out := map[string][]string{}
+	for id, roles := range a.p.Load().grants {
+		out[id] = append([]string(nil), roles...)
+	}
+	return out
+}
+
+// RolesOf returns the roles held by any of the identities, sorted. An
+// approved grant whose role the configuration no longer defines counts for
+// nothing.
 func (a *Access) RolesOf(ids []string) []string {
+	p := a.p.Load()
 	set := map[string]bool{}
-	for _, r := range a.defaults {
+	for _, r := range p.defaults {
 		set[r] = true
 	}
+	var approved map[string][]string
+	if m := a.approved.Load(); m != nil {
+		approved = *m
+	}
 	for _, id := range ids {
-		for _, r := range a.grants[id] {
+		for _, r := range p.grants[id] {
 			set[r] = true
+		}
+		for _, r := range approved[id] {
+			if r == ReaderRole || p.defined[r] {
+				set[r] = true
+			}
 		}
 	}
 	out := make([]string, 0, len(set))
@@ -63,29 +149,30 @@ func (a *Access) RolesOf(ids []string) []string {
 
 // Allowed reports whether any of the identities may run verb.
 func (a *Access) Allowed(ids []string, verb string) bool {
+	p := a.p.Load()
 	for _, r := range a.RolesOf(ids) {
-		if a.roleAllows(r, verb) {
+		if a.roleAllows(p, r, verb) {
 			return true
 		}
 	}
 	return false
 }
 
-func (a *Access) roleAllows(role, verb string) bool {
+func (a *Access) roleAllows(p *policy, role, verb string) bool {
 	lv := strings.ToLower(verb)
 	admin := strings.HasPrefix(lv, config.AdminPrefix)
-	if role == ReaderRole && a.roles[ReaderRole] == nil {
+	if role == ReaderRole && p.roles[ReaderRole] == nil {
 		if admin {
 			return false
 		}
 		info, ok := a.reg.Lookup(verb)
 		return ok && info.ReadOnly
 	}
-	for _, p := range a.roles[role] {
-		if admin && !strings.HasPrefix(p, config.AdminPrefix) {
+	for _, pat := range p.roles[role] {
+		if admin && !strings.HasPrefix(pat, config.AdminPrefix) {
 			continue // a verb glob such as * grants no admin permission
 		}
-		if ok, _ := path.Match(p, lv); ok {
+		if ok, _ := path.Match(pat, lv); ok {
 			return true
 		}
 	}
@@ -103,6 +190,7 @@ func (a *Access) Permitted(identity, perm string) bool {
 
 // VerbsFor lists the verbs the identities may run, sorted by name.
 func (a *Access) VerbsFor(ids []string) []executor.Info {
+	a = a.Current()
 	var out []executor.Info
 	for _, v := range a.reg.Verbs() {
 		if a.Allowed(ids, v.Name) {

@@ -47,6 +47,9 @@ type Options struct {
 	Observer Observer
 	Clock    clock.Clock
 	Logger   *slog.Logger
+	// AccessState keeps pairing codes and approved grants (pairing.go);
+	// nil: strangers are shown the configuration line instead of a code.
+	AccessState AccessState
 }
 
 // Hub routes turns. It is safe for concurrent use by every adapter.
@@ -77,6 +80,9 @@ func New(opts Options) (*Hub, error) {
 	h := &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}}
 	if opts.Directory != nil {
 		h.dir.Store(opts.Directory)
+	}
+	if err := h.loadApproved(); err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
 	}
 	return h, nil
 }
@@ -161,7 +167,10 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	defer h.release(in.TurnID)
 
 	ids := Identities(in)
-	roles := h.opts.Access.RolesOf(ids)
+	// The turn decides with the access policy as it is now, whatever a
+	// reload or an approval changes while it runs.
+	acc := h.opts.Access.Current()
+	roles := acc.RolesOf(ids)
 	now := h.opts.Clock.Now()
 	rec := store.TurnRecord{
 		TurnID: in.TurnID, Identity: in.Identity(), Reply: in.ReplyKey().String(),
@@ -219,7 +228,11 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	cmd, perr := h.x.ParseCommand(in.Text)
 	var text, code string
 	private := false
+	approveArgs, approve := approveCommand(in.Text)
 	switch {
+	case approve:
+		res.Status = StatusBuiltin
+		text, private = h.approveFromChat(ctx, acc, ids, approveArgs, in)
 	case errors.Is(perr, executor.ErrNotCommand):
 		if !isConversation(in) {
 			res.Status = StatusIgnored
@@ -234,7 +247,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	case cmd.Builtin != "":
 		res.Status = StatusBuiltin
 		text = h.builtin(cmd, in, ids, roles)
-	case !h.opts.Access.Allowed(ids, cmd.Verb):
+	case !acc.Allowed(ids, cmd.Verb):
 		res.Status = StatusForbidden
 		res.Verb = cmd.Verb
 		code, private = string(executor.CodeForbidden), true
@@ -304,7 +317,7 @@ func (h *Hub) deny(ctx context.Context, in *chat.Inbound, res *TurnResult, now t
 	if !ok {
 		return res, h.opts.Ledger.Finish(in.TurnID, store.TurnDone, string(executor.CodeForbidden), nil, now)
 	}
-	text := fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds this line under access.grants in the configuration:\n%s", in.Identity(), executor.Fence(GrantLine(in.Identity(), ReaderRole), "yaml"))
+	text := h.denialText(in, now)
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), replyMeta(in, true))
 	added, err := h.opts.Outbox.Enqueue(ctx, entries)
 	if err != nil {

@@ -52,6 +52,7 @@ type Runtime struct {
 	stopPending  context.CancelFunc
 	pendingDone  chan struct{}
 	stopDispatch context.CancelFunc
+	reloader     atomic.Pointer[Reloader] // nil: not reloadable (EnableReload)
 }
 
 // RuntimeOptions adjust a Runtime for tests.
@@ -130,6 +131,10 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	if err != nil {
 		return nil, err
 	}
+	accessState, err := store.OpenAccess(rt.State.DB())
+	if err != nil {
+		return nil, err
+	}
 	rt.Mux = outbox.NewMux()
 	if err := rt.Mux.Handle("local", outbox.NewLocalSender(rt.State.Dir(), rt.Config.Outbox.LocalRoots, opts.Clock)); err != nil {
 		return nil, err
@@ -167,6 +172,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Observer:       opts.Observer,
 		Clock:          opts.Clock,
 		Logger:         opts.Logger,
+		AccessState:    accessState,
 	})
 	if err != nil {
 		return nil, err

@@ -31,12 +31,14 @@ type adminClient struct {
 	http    *http.Client
 	running bool
 	close   func() error
+	cfg     *config.Config // the configuration the client was opened with
 }
 
 // openAdmin connects to a running hub's admin socket or opens the state.
 func openAdmin(cfg *config.Config) (*adminClient, error) {
 	sock := filepath.Join(cfg.StateDir, store.SocketFile)
 	if c, ok := dialSocket(sock); ok {
+		c.cfg = cfg
 		return c, nil
 	}
 	// The admin API runs no verb: it needs the state, not the workspace,
@@ -60,6 +62,7 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 	go srv.Serve(ln)
 	c := &adminClient{
 		http: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial() }}},
+		cfg:  cfg,
 		close: func() error {
 			srv.Close()
 			return errors.Join(rt.Close(context.Background()), st.Close())

@@ -96,6 +96,9 @@ func TestAdminSocketIsTheOperator(t *testing.T) {
 		{"POST", "/api/deliver", `{"text":"not from a reader"}`, "admin.deliver"},
 		{"POST", "/api/outbox/purge", `{}`, "admin.outbox"},
 		{"POST", "/api/channels/rebuild", "", "admin.channels"},
+		{"GET", "/api/access", "", "admin.access"},
+		{"POST", "/api/access/approve", `{"code":"ABCD-EFGH","role":"reader"}`, "admin.access"},
+		{"POST", "/api/reload", `{}`, "only the operator"},
 	} {
 		if code, body := overWeb(c.method, c.path, c.body); code != http.StatusForbidden || !strings.Contains(body, c.perm) {
 			t.Errorf("web %s %s: %d %s, want 403 naming %s", c.method, c.path, code, body, c.perm)
@@ -109,7 +112,7 @@ func TestAdminSocketIsTheOperator(t *testing.T) {
 		Permissions []string `json:"permissions"`
 	}
 	_, body := overSocket("GET", "/api/whoami", "")
-	if err := json.Unmarshal([]byte(body), &who); err != nil || who.Identity != "operator" || len(who.Permissions) != 5 {
+	if err := json.Unmarshal([]byte(body), &who); err != nil || who.Identity != "operator" || len(who.Permissions) != 6 {
 		t.Fatalf("socket whoami: %v %s", err, body)
 	}
 	if code, body := overSocket("GET", "/api/mirror?n=1000000000", ""); code != http.StatusBadRequest || !strings.Contains(body, "n must be a whole number from 0 to 10000") {

@@ -57,6 +57,8 @@ func commands() []command {
 		{"channels", "list or rebuild the channel directory", runChannels},
 		{"outbox", "inspect the outbox: list, dead, show, retry, purge", runOutbox},
 		{"mirror", "show chat mirror records", runMirror},
+		{"access", "approve pairing codes, list and revoke grants", runAccess},
+		{"reload", "make the running hub read its configuration again", runReload},
 		{"doctor", "check configuration, state, workspace and tokens", runDoctor},
 		{"discord", "Discord helpers: `hub discord commands` prints the slash commands", runDiscord},
 		{"version", "print the version", runVersion},

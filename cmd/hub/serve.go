@@ -33,7 +33,8 @@ const serveUsage = `hub serve [--config FILE] [--state DIR] [--workspace DIR]
 Runs the hub: the web panel and API, every configured platform adapter, the
 outbox dispatcher and the admin socket (<state>/hub.sock). With no
 configuration it serves the panel on 127.0.0.1:8080 and prints a login URL.
-SIGINT or SIGTERM stops it gracefully; a second signal stops it at once.`
+SIGINT or SIGTERM stops it gracefully; a second signal stops it at once.
+SIGHUP (or ` + "`hub reload`" + `) reads the configuration again (docs/access.md).`
 
 // shutdownGrace bounds how long in-flight sends may take at shutdown.
 const shutdownGrace = 10 * time.Second
@@ -53,7 +54,11 @@ func runServe(env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg.Log, env.stderr)
+	logger, level := newLiveLogger(cfg.Log, env.stderr)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	live := liveConfig{load: func() (*config.Config, error) { return loadConfig(cf) }, level: level, hup: hup}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -68,11 +73,11 @@ func runServe(env *cliEnv, args []string) error {
 		logger.Warn("second signal: exiting now")
 		os.Exit(exitFailed)
 	}()
-	return serve(ctx, cfg, logger, env.stdout)
+	return serve(ctx, cfg, logger, env.stdout, live)
 }
 
 // serve runs the hub until ctx is done, then shuts down in order.
-func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.Writer) error {
+func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.Writer, live liveConfig) error {
 	clk := clock.Real{}
 	started := clk.Now()
 	// The composition, in order: the state root, the verbs (whose session
@@ -87,7 +92,8 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if err != nil {
 		return err
 	}
-	rt, err := hub.Open(cfg, st, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: hub.SessionPolicy(cfg.Sessions), Observer: mx, OutboxEvents: mx})
+	sessions := hub.NewSessionSwitch(cfg.Sessions)
+	rt, err := hub.Open(cfg, st, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: sessions.For, Observer: mx, OutboxEvents: mx})
 	if err != nil {
 		return err
 	}
@@ -138,6 +144,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}
 	adapters = append(adapters, extra...)
 
+	enableReload(ctx, rt, live, sessions, adapters, logger)
 	if err := rt.Start(ctx); err != nil {
 		return err
 	}

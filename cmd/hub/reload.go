@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+const reloadUsage = `hub reload [--config FILE] [--state DIR]
+
+Makes the running hub read its configuration file again, as SIGHUP does:
+access (roles, grants, default roles), the Telegram rates, the session rules
+(sessions.mode, by_chat, by_role) and log.level apply from the next turn.
+Prints what changed and what needs a restart (listen addresses, tokens,
+enabling a platform, the state and workspace directories, …). An invalid
+file changes nothing: the error, with its line, is printed and the exit
+status is 1. Talks to the hub through its admin socket (<state>/hub.sock).`
+
+func runReload(env *cliEnv, args []string) error {
+	f := newFlags(env, "reload", reloadUsage)
+	var cf commonFlags
+	cf.register(f, false)
+	pos, err := f.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	// Only the state directory is needed to find the socket; the hub reads
+	// the file itself, so a broken file is reported by the hub.
+	stateDir := cf.state
+	if stateDir == "" {
+		cfg, err := loadConfig(cf)
+		if err != nil {
+			stateDir = ".hub"
+			if d := stateDirOf(cf); d != "" {
+				stateDir = d
+			}
+		} else {
+			stateDir = cfg.StateDir
+		}
+	}
+	sock := filepath.Join(stateDir, store.SocketFile)
+	c, ok := dialSocket(sock)
+	if !ok {
+		return fmt.Errorf("no running hub answers on %s: the configuration is read when `hub serve` starts", sock)
+	}
+	defer c.Close()
+	var rep hub.ReloadReport
+	if err := c.do("POST", "/api/reload", nil, struct{}{}, &rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "Reloaded %s: %s\n", rep.File, rep.String())
+	return nil
+}
+
+// stateDirOf reads state_dir from a configuration that does not load as a
+// whole (the hub reports why), so `hub reload` still finds the socket.
+func stateDirOf(cf commonFlags) string {
+	path := config.Discover(cf.config)
+	if path == "" {
+		return ""
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "state_dir:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	return ""
+}
+
+// liveConfig is what `hub serve` needs to reload its configuration: how to
+// read it again (the file and the command line's overrides), the log level
+// to change, and the SIGHUP signals.
+type liveConfig struct {
+	load  func() (*config.Config, error)
+	level *slog.LevelVar
+	hup   <-chan os.Signal
+}
+
+// newLiveLogger builds the slog logger of the configuration with a level a
+// reload can change.
+func newLiveLogger(c config.Log, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+	lv := new(slog.LevelVar)
+	lv.Set(parseLevel(c.Level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), lv
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), lv
+}
+
+func parseLevel(s string) slog.Level {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(s))
+	return level
+}
+
+// reloadableAdapter is an adapter with settings a reload applies (the
+// Telegram rates).
+type reloadableAdapter interface {
+	Reloadable() hub.Reloadable
+}
+
+// enableReload makes rt reloadable with every part `hub serve` has (the
+// access policy, the session rules, the log level, the adapters' settings)
+// and reloads on SIGHUP until ctx ends.
+func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions *hub.SessionSwitch, adapters []hub.Adapter, logger *slog.Logger) {
+	if lc.load == nil {
+		return
+	}
+	r := rt.EnableReload(lc.load)
+	r.Register(hub.SessionsReloadable(sessions))
+	if lc.level != nil {
+		r.Register(hub.Reloadable{Name: "log", Keys: []string{"log.level"}, Apply: func(cfg *config.Config) { lc.level.Set(parseLevel(cfg.Log.Level)) }})
+	}
+	for _, a := range adapters {
+		if ra, ok := a.(reloadableAdapter); ok {
+			r.Register(ra.Reloadable())
+		}
+	}
+	if lc.hup == nil {
+		return
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-lc.hup:
+				logger.Info("SIGHUP: reloading the configuration")
+				if rep, err := rt.Reload(); err == nil {
+					logger.Info("reload: " + strings.ReplaceAll(rep.String(), "\n", "; "))
+				}
+			}
+		}
+	}()
+}

@@ -1,0 +1,245 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/config"
+)
+
+// Reloadable is one part of the configuration a running hub applies
+// without a restart. Keys are the configuration keys it covers ("access",
+// "sessions.mode", "telegram.rate"): a key and everything under it. Apply
+// installs the part of a new, valid configuration; it takes effect on the
+// next turn, never on one in flight.
+type Reloadable struct {
+	Name  string
+	Keys  []string
+	Apply func(cfg *config.Config)
+}
+
+// ReloadReport says what a reload did.
+type ReloadReport struct {
+	// File is the configuration file read.
+	File string `json:"file"`
+	// Applied names the parts applied, Changed the keys they changed.
+	Applied []string `json:"applied"`
+	Changed []string `json:"changed"`
+	// Restart lists the keys that differ from the running configuration
+	// and apply only when `hub serve` starts again.
+	Restart []string `json:"restart"`
+}
+
+// String is the report for people (the log, `hub reload`).
+func (r ReloadReport) String() string {
+	var b strings.Builder
+	if len(r.Changed) == 0 {
+		b.WriteString("no reloadable setting changed")
+	} else {
+		fmt.Fprintf(&b, "applied: %s (changed: %s)", strings.Join(r.Applied, ", "), strings.Join(r.Changed, ", "))
+	}
+	if len(r.Restart) > 0 {
+		fmt.Fprintf(&b, "\nneeds a restart: %s", strings.Join(r.Restart, ", "))
+	}
+	return b.String()
+}
+
+// ErrNoReload is returned by Runtime.Reload when the runtime cannot reload
+// (the CLI's own runtime while no hub runs).
+var ErrNoReload = errors.New("no running hub to reload: the configuration is read when `hub serve` starts")
+
+// Reloader re-reads the configuration and applies its reloadable parts:
+// one list of parts, each with its apply func, so that more parts register
+// as they become reloadable. Everything else that changed is reported as
+// needing a restart. An invalid file changes nothing.
+type Reloader struct {
+	load func() (*config.Config, error)
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	started *config.Config // what the process runs with: restart-only keys compare to it
+	current *config.Config // the last configuration applied
+	parts   []Reloadable
+}
+
+// NewReloader returns a Reloader for a hub started with cfg; load reads the
+// configuration again (the file, the environment, the command line's
+// overrides).
+func NewReloader(cfg *config.Config, load func() (*config.Config, error), log *slog.Logger) *Reloader {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Reloader{load: load, log: log, started: cfg, current: cfg}
+}
+
+// Register adds a reloadable part.
+func (r *Reloader) Register(p Reloadable) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.parts = append(r.parts, p)
+}
+
+// Reload reads the configuration and applies the parts that changed. On an
+// error (a file that does not parse or validate, with its line) the
+// running configuration stays whole.
+func (r *Reloader) Reload() (ReloadReport, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cfg, err := r.load()
+	if err != nil {
+		r.log.Error("reload refused: the running configuration is kept", "err", err)
+		return ReloadReport{}, fmt.Errorf("reload refused, the running configuration is kept: %w", err)
+	}
+	rep := ReloadReport{File: cfg.Path, Applied: []string{}, Changed: []string{}, Restart: []string{}}
+	covered := func(k string) bool {
+		for _, p := range r.parts {
+			if coversKey(p.Keys, k) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, k := range ConfigDiff(r.started, cfg) {
+		if !covered(k) {
+			rep.Restart = append(rep.Restart, k)
+		}
+	}
+	changed := ConfigDiff(r.current, cfg)
+	for _, p := range r.parts {
+		var mine []string
+		for _, k := range changed {
+			if coversKey(p.Keys, k) {
+				mine = append(mine, k)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		p.Apply(cfg)
+		rep.Applied = append(rep.Applied, p.Name)
+		rep.Changed = append(rep.Changed, mine...)
+	}
+	r.current = cfg
+	r.log.Info("configuration reloaded", "file", cfg.Path, "applied", strings.Join(rep.Applied, ","), "changed", strings.Join(rep.Changed, ","))
+	if len(rep.Restart) > 0 {
+		r.log.Warn("configuration changes that need a restart: "+strings.Join(rep.Restart, ", "), "file", cfg.Path)
+	}
+	return rep, nil
+}
+
+func coversKey(keys []string, k string) bool {
+	for _, p := range keys {
+		if k == p || strings.HasPrefix(k, p+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// ConfigDiff lists the configuration keys (as written in the file:
+// "web.listen", "access.grants") whose values differ between a and b,
+// sorted. Maps and lists count as one key; secrets are compared, never
+// shown.
+func ConfigDiff(a, b *config.Config) []string {
+	var out []string
+	diffValue(reflect.ValueOf(*a), reflect.ValueOf(*b), "", &out)
+	sort.Strings(out)
+	return out
+}
+
+func diffValue(a, b reflect.Value, key string, out *[]string) {
+	for a.Kind() == reflect.Pointer {
+		if a.IsNil() || b.IsNil() {
+			if a.IsNil() != b.IsNil() {
+				*out = append(*out, key)
+			}
+			return
+		}
+		a, b = a.Elem(), b.Elem()
+	}
+	if a.Kind() == reflect.Struct {
+		t := a.Type()
+		tagged := false
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			tagged = true
+			k := name
+			if key != "" {
+				k = key + "." + name
+			}
+			diffValue(a.Field(i), b.Field(i), k, out)
+		}
+		if tagged {
+			return
+		}
+	}
+	if !reflect.DeepEqual(a.Interface(), b.Interface()) {
+		*out = append(*out, key)
+	}
+}
+
+// SessionSwitch is the session policy of a running hub (SessionPolicy),
+// replaced on reload: pass For as the runtime's SessionFor.
+type SessionSwitch struct {
+	p atomic.Pointer[func(in *chat.Inbound, roles []string) string]
+}
+
+// NewSessionSwitch starts with the policy of cfg.
+func NewSessionSwitch(cfg config.Sessions) *SessionSwitch {
+	s := &SessionSwitch{}
+	s.Set(cfg)
+	return s
+}
+
+// Set installs the policy of cfg.
+func (s *SessionSwitch) Set(cfg config.Sessions) {
+	f := SessionPolicy(cfg)
+	s.p.Store(&f)
+}
+
+// For picks the session of a turn by the policy in force.
+func (s *SessionSwitch) For(in *chat.Inbound, roles []string) string { return (*s.p.Load())(in, roles) }
+
+// Reloadable parts of every runtime and of the session rules.
+var (
+	// AccessKeys: roles, grants and default roles.
+	AccessKeys = []string{"access"}
+	// SessionKeys: the rules that pick a turn's workspace mode.
+	SessionKeys = []string{"sessions.mode", "sessions.by_chat", "sessions.by_role"}
+)
+
+// SessionsReloadable applies the session rules to s.
+func SessionsReloadable(s *SessionSwitch) Reloadable {
+	return Reloadable{Name: "sessions", Keys: SessionKeys, Apply: func(cfg *config.Config) { s.Set(cfg.Sessions) }}
+}
+
+// EnableReload makes the runtime reloadable with load (see Reloader) and
+// registers the access policy as its first part; the composition
+// registers more parts on the Reloader returned.
+func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
+	r := NewReloader(rt.Config, load, rt.log)
+	acc := rt.Hub.Access()
+	r.Register(Reloadable{Name: "access", Keys: AccessKeys, Apply: func(cfg *config.Config) { acc.Replace(cfg.Access) }})
+	rt.reloader.Store(r)
+	return r
+}
+
+// Reload re-reads the configuration (SIGHUP, `hub reload`); ErrNoReload
+// when EnableReload was not called.
+func (rt *Runtime) Reload() (ReloadReport, error) {
+	r := rt.reloader.Load()
+	if r == nil {
+		return ReloadReport{}, ErrNoReload
+	}
+	return r.Reload()
+}
