@@ -146,4 +146,3 @@ func TestScanJSONAllocs(t *testing.T) {
 		t.Fatalf("scanJSON allocates %v times per envelope", n)
 	}
 }
-
