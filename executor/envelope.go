@@ -18,6 +18,9 @@ type Envelope struct {
 	Verb      string          `json:"verb"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	ID        json.RawMessage `json:"id,omitempty"`
+	// Workspace names the configured workspace the call acts in; empty
+	// lets the hub resolve it (see docs/workspaces.md).
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Outcome is the result of one call, before and after encoding.
@@ -64,7 +67,7 @@ func (o *Outcome) JSON() []byte {
 }
 
 // DecodeEnvelope parses a YAML or JSON envelope strictly: valid UTF-8, within
-// the size, depth and alias limits, exactly the keys verb, arguments and id.
+// the size, depth and alias limits, the keys verb, arguments, id and workspace, no others.
 // Errors are *Error with code invalid_envelope.
 func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 	lim := x.opts.Limits
@@ -100,19 +103,24 @@ func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 	env.ID = raw["id"]
 	for k := range raw {
 		switch k {
-		case "verb", "arguments", "id":
+		case "verb", "arguments", "id", "workspace":
 		default:
-			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: unknown key %q (accepted: verb, arguments, id)", k)
+			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: unknown key %q (accepted: verb, arguments, id, workspace)", k)
 		}
 	}
 	v, ok := raw["verb"]
 	if !ok {
-		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: missing \"verb\" (accepted: verb, arguments, id)")
+		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: missing \"verb\" (accepted: verb, arguments, id, workspace)")
 	}
 	if err := json.Unmarshal(v, &env.Verb); err != nil || env.Verb == "" {
 		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"verb\" must be a non-empty string, got %s", jsonKind(v))
 	}
 	env.Arguments = raw["arguments"]
+	if w, ok := raw["workspace"]; ok {
+		if err := json.Unmarshal(w, &env.Workspace); err != nil || env.Workspace == "" {
+			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"workspace\" must be the name of a configured workspace (a non-empty string), got %s", jsonKind(w))
+		}
+	}
 	return env, nil
 }
 
