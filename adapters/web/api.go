@@ -18,8 +18,8 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/chat"
-	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 )
 

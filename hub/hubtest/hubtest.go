@@ -70,7 +70,7 @@ type Env struct {
 	// Workspaces is the open named workspaces with Options.Workspaces.
 	Workspaces *workspaces.Set
 	once       sync.Once
-	closeErr  error
+	closeErr   error
 }
 
 // Open opens the state root of cfg, builds the executor and opens a runtime;
