@@ -57,6 +57,7 @@ func commands() []command {
 		{"channels", "list or rebuild the channel directory", runChannels},
 		{"outbox", "inspect the outbox: list, dead, show, retry, purge", runOutbox},
 		{"mirror", "show chat mirror records", runMirror},
+		{"workspaces", "list, show or reset the named workspaces and their destinations", runWorkspaces},
 		{"doctor", "check configuration, state, workspace and tokens", runDoctor},
 		{"discord", "Discord helpers: `hub discord commands` prints the slash commands", runDiscord},
 		{"version", "print the version", runVersion},
