@@ -21,7 +21,8 @@ import (
 
 // Config is the whole configuration. YAML keys are snake_case.
 type Config struct {
-	// Workspace is the root directory of the fs verbs and proc.run.
+	// Workspace is the root directory of the fs verbs and proc.run: the
+	// path of the default workspace (workspaces.default.path).
 	Workspace string `yaml:"workspace"`
 	// StateDir holds hub.db, mirrors and the other files of DESIGN §3.
 	StateDir string   `yaml:"state_dir"`
@@ -36,6 +37,9 @@ type Config struct {
 	Mirror   Mirror   `yaml:"mirror"`
 	MCP      MCP      `yaml:"mcp"`
 	Metrics  Metrics  `yaml:"metrics"`
+	// Workspaces are the named workspaces and how chats and roles are
+	// given one (see workspaces.go).
+	Workspaces Workspaces `yaml:"workspaces"`
 
 	// Path is the file the configuration came from; empty for defaults.
 	Path string `yaml:"-"`
@@ -170,6 +174,10 @@ type Role struct {
 	// glob never grants an admin permission: "*" is every verb, not the
 	// admin API.
 	Verbs []string `yaml:"verbs"`
+	// Workspaces are the workspaces the role may act in: names or globs
+	// ("dev-*", "*" for all). Without the key a role may use only the
+	// default workspace.
+	Workspaces []string `yaml:"workspaces"`
 }
 
 // The admin permissions: what a role must name for its identity (the web
@@ -191,10 +199,12 @@ const (
 	// and revokes the grants kept in the state. Its holder may grant any
 	// role, so it is as strong as the strongest role.
 	AdminAccess = "admin.access"
+	// AdminWorkspaces resets workspaces' sandboxes (their containers).
+	AdminWorkspaces = "admin.workspaces"
 )
 
 // AdminPermissions lists every admin permission.
-var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels, AdminAccess}
+var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels, AdminAccess, AdminWorkspaces}
 
 // AdminPrefix starts every admin permission; only a pattern that starts
 // with it grants one.
@@ -545,6 +555,7 @@ func (c *Config) ApplyDefaults() {
 			*p = Size(v)
 		}
 	}
+	c.applyWorkspaceDefaults()
 	def(&c.Workspace, ".")
 	if c.Access.Roles == nil && c.Access.Grants == nil && c.Access.DefaultRoles == nil {
 		// No access section at all: whoever holds the web token (printed on
@@ -753,6 +764,7 @@ func (c *Config) Validate() error {
 			bad("access.default_roles: role %q is not defined", r)
 		}
 	}
+	c.validateWorkspaces(bad, roleKnown)
 	if c.Verbs.MaxWriteChars <= 0 {
 		bad("verbs.max_write_chars must be positive")
 	}

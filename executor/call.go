@@ -11,9 +11,16 @@ type Call struct {
 	// Session names the conversation for session workspaces (a chat key or an
 	// API caller's explicit session); empty means the host workspace.
 	Session string
+	// Workspace is the name of the configured workspace the call acts in
+	// (resolved by the hub); empty means "default".
+	Workspace string
 	// Identity is the caller, such as "telegram:123" or "web".
 	Identity string
 }
+
+// DefaultWorkspace is the name of the workspace every hub has: the
+// top-level workspace directory.
+const DefaultWorkspace = "default"
 
 type callKey struct{}
 

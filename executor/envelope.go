@@ -19,6 +19,9 @@ type Envelope struct {
 	Verb      string          `json:"verb"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	ID        json.RawMessage `json:"id,omitempty"`
+	// Workspace names the configured workspace the call acts in; empty
+	// lets the hub resolve it (see docs/workspaces.md).
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // Outcome is the result of one call, before and after encoding.
@@ -86,7 +89,8 @@ var encoders = sync.Pool{New: func() any {
 }}
 
 // DecodeEnvelope parses a YAML or JSON envelope strictly: valid UTF-8, within
-// the size, depth and alias limits, exactly the keys verb, arguments and id.
+// the size, depth and alias limits, the keys verb, arguments, id and
+// workspace, no others.
 // Errors are *Error with code invalid_envelope.
 func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 	lim := x.opts.Limits
@@ -121,8 +125,8 @@ func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: expected an object {verb: <name>, arguments: {...}}, got %s", jsonKind(data))
 	}
 	var env Envelope
-	var verb []byte
-	haveVerb := false
+	var verb, workspace []byte
+	haveVerb, haveWorkspace := false, false
 	for _, m := range members {
 		switch {
 		case m.is("verb"):
@@ -131,19 +135,26 @@ func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 			env.Arguments = m.val
 		case m.is("id"):
 			env.ID = m.val
+		case m.is("workspace"):
+			workspace, haveWorkspace = m.val, true
 		}
 	}
 	for _, m := range members {
-		if !m.is("verb") && !m.is("arguments") && !m.is("id") {
-			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: unknown key %q (accepted: verb, arguments, id)", m.key)
+		if !m.is("verb") && !m.is("arguments") && !m.is("id") && !m.is("workspace") {
+			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: unknown key %q (accepted: verb, arguments, id, workspace)", m.key)
 		}
 	}
 	if !haveVerb {
-		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: missing \"verb\" (accepted: verb, arguments, id)")
+		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: missing \"verb\" (accepted: verb, arguments, id, workspace)")
 	}
 	if env.Verb = plainString(verb); env.Verb == "" {
 		if err := json.Unmarshal(verb, &env.Verb); err != nil || env.Verb == "" {
 			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"verb\" must be a non-empty string, got %s", jsonKind(verb))
+		}
+	}
+	if haveWorkspace {
+		if err := json.Unmarshal(workspace, &env.Workspace); err != nil || env.Workspace == "" {
+			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"workspace\" must be the name of a configured workspace (a non-empty string), got %s", jsonKind(workspace))
 		}
 	}
 	return env, nil

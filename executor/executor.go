@@ -77,6 +77,17 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 		return out
 	}
 	out.Args = args
+	if env.Workspace != "" {
+		// The caller resolves the workspace into the Call; an envelope that
+		// names another one never runs somewhere it did not ask for.
+		if cw := CallFrom(ctx).Workspace; env.Workspace != cw && !(cw == "" && env.Workspace == DefaultWorkspace) {
+			if cw == "" {
+				cw = DefaultWorkspace
+			}
+			out.Err = Errorf(CodeForbidden, "The envelope names workspace %q but this surface runs it in %q; send it where workspaces are resolved (the hub's API, chat, or hub exec --workspace %s)", env.Workspace, cw, env.Workspace)
+			return out
+		}
+	}
 	if x.opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, x.opts.Timeout)

@@ -10,12 +10,13 @@ import (
 )
 
 // Builtin commands every surface understands, besides verbs.
-var Builtins = []string{"help", "verbs", "whoami", "start"}
+var Builtins = []string{"help", "verbs", "whoami", "start", "use", "where"}
 
 // Command is a chat message parsed by ParseCommand.
 type Command struct {
-	// Builtin is "help", "verbs", "whoami" or "start" for a built-in command;
-	// BuiltinArg is its argument (the verb for /help VERB).
+	// Builtin is "help", "verbs", "whoami", "start", "use" or "where" for a
+	// built-in command; BuiltinArg is its argument (the verb for /help VERB,
+	// the workspace for /use NAME).
 	Builtin    string
 	BuiltinArg string
 	// Verb is the canonical verb name and Arguments its JSON object.
@@ -23,13 +24,17 @@ type Command struct {
 	Arguments json.RawMessage
 	// JSON is set by a trailing --json: reply with the raw result.
 	JSON bool
+	// Workspace is the workspace an envelope message names, if any.
+	Workspace string
 	// Mention is the bot name of /cmd@Name, without the @; adapters ignore
 	// commands addressed to another bot.
 	Mention string
 }
 
 // Envelope returns the verb call of a verb command.
-func (c Command) Envelope() Envelope { return Envelope{Verb: c.Verb, Arguments: c.Arguments} }
+func (c Command) Envelope() Envelope {
+	return Envelope{Verb: c.Verb, Arguments: c.Arguments, Workspace: c.Workspace}
+}
 
 // ErrNotCommand is returned for text that is neither a /command nor an envelope.
 var ErrNotCommand = errors.New("not a command: start with /<verb> (for example /fs.listDir .), /help, or send a {verb, arguments} envelope")
@@ -130,7 +135,7 @@ func (x *Executor) parseEnvelopeMessage(text string) (Command, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	return Command{Verb: reg.info.Name, Arguments: args}, nil
+	return Command{Verb: reg.info.Name, Arguments: args, Workspace: env.Workspace}, nil
 }
 
 type token struct {

@@ -27,13 +27,13 @@ const ReaderRole = "reader"
 // the state (SetApproved). A reload replaces the configuration's part
 // (Replace); Current freezes both for one turn.
 type Access struct {
-	p        atomic.Pointer[policy]
+	p        atomic.Pointer[accessPolicy]
 	approved atomic.Pointer[map[string][]string] // identity → roles, from the state
 	reg      *executor.Registry
 }
 
-// policy is the configuration's part of Access, replaced whole on reload.
-type policy struct {
+// accessPolicy is the configuration's part of Access, replaced whole on reload.
+type accessPolicy struct {
 	roles    map[string][]string // role → lower-cased verb patterns
 	defined  map[string]bool     // every configured role, even one without verbs
 	grants   map[string][]string // identity → roles
@@ -51,7 +51,7 @@ func NewAccess(cfg config.Access, reg *executor.Registry) *Access {
 // Replace installs the roles, grants and default roles of cfg, as a reload
 // does; approved grants stay. Turns that took a Current view keep theirs.
 func (a *Access) Replace(cfg config.Access) {
-	p := &policy{roles: map[string][]string{}, defined: map[string]bool{}, grants: map[string][]string{}}
+	p := &accessPolicy{roles: map[string][]string{}, defined: map[string]bool{}, grants: map[string][]string{}}
 	for name, r := range cfg.Roles {
 		p.defined[name] = true
 		for _, pat := range r.Verbs {
@@ -158,7 +158,7 @@ func (a *Access) Allowed(ids []string, verb string) bool {
 	return false
 }
 
-func (a *Access) roleAllows(p *policy, role, verb string) bool {
+func (a *Access) roleAllows(p *accessPolicy, role, verb string) bool {
 	lv := strings.ToLower(verb)
 	admin := strings.HasPrefix(lv, config.AdminPrefix)
 	if role == ReaderRole && p.roles[ReaderRole] == nil {

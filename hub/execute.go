@@ -8,6 +8,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/workspaces/policy"
 )
 
 // ErrNotMirrored is returned (wrapped, with the mirror's own error) by
@@ -22,6 +23,9 @@ type APIRequest struct {
 	Identity string
 	// Session picks a session workspace ("" = by configuration).
 	Session string
+	// Workspace names the workspace to act in (?workspace=); "" lets the
+	// envelope's "workspace" or the web conversation's choice decide.
+	Workspace string
 	// TurnID identifies the call in mirrors and proc output ("api.<id>").
 	TurnID string
 	// Input is the envelope, YAML or JSON.
@@ -50,6 +54,22 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 		// conversation works.
 		req.Session = h.opts.SessionFor(&chat.Inbound{Platform: chat.Web, ChatID: "web", UserID: "web"}, h.opts.Access.RolesOf(ids))
 	}
+	var where policy.Resolution
+	var werr error
+	if decErr == nil && !forbidden {
+		explicit := req.Workspace
+		if env.Workspace != "" && explicit != "" && env.Workspace != explicit {
+			decErr = executor.Errorf(executor.CodeInvalidEnvelope, "The envelope names workspace %q and the request %q; name one", env.Workspace, explicit)
+		} else if explicit == "" {
+			explicit = env.Workspace
+		}
+		if decErr == nil {
+			// Without a choice of its own, an API call works where the
+			// web conversation works.
+			where, werr = h.resolveWorkspace(explicit, WebConversation, h.opts.Access.RolesOf(ids))
+			req.Workspace = where.Name
+		}
+	}
 	if err := h.mirrorAPI(ctx, req, nil); err != nil {
 		h.observeTurn(SurfaceAPI, nil, err)
 		return nil, fmt.Errorf("api call %s: %w: %w", req.TurnID, ErrNotMirrored, err)
@@ -64,8 +84,11 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 		out = &executor.Outcome{Verb: info.Name, ID: env.ID, Err: executor.Errorf(executor.CodeForbidden,
 			"%s may not run %s; grant a role that names it under access.roles", req.Identity, info.Name)}
 		res.Status = StatusForbidden
+	case werr != nil:
+		out = &executor.Outcome{Verb: info.Name, ID: env.ID, Err: executor.Errorf(executor.CodeForbidden, "%s was not run: %s", info.Name, werr.Error())}
+		res.Status = StatusForbidden
 	default:
-		out = h.call(ctx, executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session}, env)
+		out = h.call(ctx, executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session, Workspace: where.Name}, env)
 		res.Status = StatusExecuted
 	}
 	h.observeTurn(SurfaceAPI, res, nil)
@@ -87,6 +110,9 @@ func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outco
 		meta := map[string]string{"turn_id": req.TurnID}
 		if req.Session != "" {
 			meta["session"] = req.Session
+		}
+		if req.Workspace != "" {
+			meta[MetaWorkspace] = req.Workspace
 		}
 		rec = store.MirrorRecord{Direction: store.DirectionInbound, Platform: "api", Actor: req.Identity, Kind: "execute", Text: string(req.Input), Meta: meta}
 	} else {

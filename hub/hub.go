@@ -18,6 +18,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/workspaces/policy"
 )
 
 // DenialInterval is how often a stranger is told it was denied.
@@ -43,6 +44,15 @@ type Options struct {
 	VerbTimeout time.Duration
 	// SessionFor picks the session workspace of a turn ("" = host workspace).
 	SessionFor func(in *chat.Inbound, roles []string) string
+	// Workspaces resolves the named workspace of every call and who may use
+	// it; nil: every call acts in the default workspace.
+	Workspaces *policy.Policy
+	// Choices keeps each conversation's /use choice; nil: /use cannot
+	// record one.
+	Choices WorkspaceChoices
+	// Destinations describes where a workspace runs its programs (its
+	// runner's own words); nil: from the configuration.
+	Destinations Destinations
 	// Observer hears every turn and verb call; nil: no one.
 	Observer Observer
 	Clock    clock.Clock
@@ -203,7 +213,25 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	if len(roles) == 0 {
 		kind = store.KindDenied
 	}
-	if err := h.mirrorInbound(ctx, in, kind, nil); err != nil {
+	// Parsing is pure: the command is known before the turn is mirrored,
+	// so the mirror records the workspace a verb acts in.
+	var (
+		cmd   executor.Command
+		perr  error
+		where policy.Resolution
+		werr  error
+		extra map[string]string
+	)
+	if len(roles) > 0 {
+		cmd, perr = h.x.ParseCommand(in.Text)
+		if perr == nil && cmd.Verb != "" {
+			where, werr = h.resolveWorkspace(cmd.Workspace, in.ReplyKey().String(), roles)
+			if werr == nil {
+				extra = map[string]string{MetaWorkspace: where.Name}
+			}
+		}
+	}
+	if err := h.mirrorInbound(ctx, in, kind, extra); err != nil {
 		// The mirror is contractual: without it the turn does not run. A
 		// turn the platform delivers again (the adapter does not acknowledge
 		// an error) is forgotten, so the redelivery runs it once the mirror
@@ -225,7 +253,6 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 		return h.deny(ctx, in, res, now)
 	}
 
-	cmd, perr := h.x.ParseCommand(in.Text)
 	var text, code string
 	private := false
 	approveArgs, approve := approveCommand(in.Text)
@@ -252,10 +279,15 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 		res.Verb = cmd.Verb
 		code, private = string(executor.CodeForbidden), true
 		text = fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run.", cmd.Verb, strings.Join(roles, ", "))
+	case werr != nil:
+		res.Status = StatusForbidden
+		res.Verb = cmd.Verb
+		code, private = string(executor.CodeForbidden), true
+		text = fmt.Sprintf("⚠ %s was not run: %s. Send /use for the workspaces you may use.", cmd.Verb, upperFirst(werr.Error()))
 	default:
 		res.Status = StatusExecuted
 		res.Verb = cmd.Verb
-		out := h.run(ctx, in, roles, cmd)
+		out := h.run(ctx, in, roles, cmd, where.Name)
 		res.Outcome = out
 		text = executor.RenderText(out, cmd.JSON)
 		if !out.Succeeded() {
@@ -281,9 +313,10 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	return res, nil
 }
 
-// run executes a parsed verb command with the turn's identity and session.
-func (h *Hub) run(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command) *executor.Outcome {
-	call := executor.Call{TurnID: in.TurnID, Identity: in.Identity()}
+// run executes a parsed verb command with the turn's identity, workspace
+// and session.
+func (h *Hub) run(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) *executor.Outcome {
+	call := executor.Call{TurnID: in.TurnID, Identity: in.Identity(), Workspace: workspace}
 	if h.opts.SessionFor != nil {
 		call.Session = h.opts.SessionFor(in, roles)
 	}

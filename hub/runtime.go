@@ -17,6 +17,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/workspaces/policy"
 )
 
 // Runtime is everything `hub serve` runs besides the adapters, over a state
@@ -61,6 +62,9 @@ type RuntimeOptions struct {
 	Logger *slog.Logger
 	// SessionFor is passed to the Hub.
 	SessionFor func(in *chat.Inbound, roles []string) string
+	// Destinations describes the workspaces' destinations (the open
+	// workspaces' runners); nil: from the configuration.
+	Destinations Destinations
 	// Offline opens the state for the CLI while no hub runs: no mirror run
 	// is started (so no empty run directories appear and none are pruned).
 	Offline bool
@@ -169,6 +173,9 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		ChunkMarkers:   cfg.Outbox.ChunkMarkers,
 		VerbTimeout:    cfg.Verbs.Timeout.D(),
 		SessionFor:     opts.SessionFor,
+		Workspaces:     policy.New(cfg),
+		Choices:        st.Choices(),
+		Destinations:   opts.Destinations,
 		Observer:       opts.Observer,
 		Clock:          opts.Clock,
 		Logger:         opts.Logger,

@@ -20,13 +20,28 @@ import (
 // Register adds the five vfs.* verbs to reg. They act on the caller's
 // session (executor.CallFrom(ctx).Session) and fail for calls in the host
 // workspace.
-func (s *SessionSource) Register(reg *executor.Registry) error {
+func (s *SessionSource) Register(reg *executor.Registry) error { return RegisterVfs(reg, s) }
+
+// A SessionPicker hands the vfs.* verbs the session source of a call: a
+// hub with several named workspaces picks the one the call acts in.
+type SessionPicker interface {
+	Sessions(ctx context.Context) (*SessionSource, error)
+}
+
+// Sessions implements SessionPicker by returning s.
+func (s *SessionSource) Sessions(context.Context) (*SessionSource, error) { return s, nil }
+
+var _ SessionPicker = (*SessionSource)(nil)
+
+// RegisterVfs adds the five vfs.* verbs to reg, each acting on the session
+// source p picks for the call.
+func RegisterVfs(reg *executor.Registry, p SessionPicker) error {
 	regs := []func() error{
-		reg1(reg, "vfs.snapshot", "Snapshot this conversation's session workspace", false, s.Snapshot),
-		reg1(reg, "vfs.restore", "Replace the session workspace with a copy of a snapshot", false, s.Restore),
-		reg1(reg, "vfs.reset", "Start the session workspace afresh from the host mounts", false, s.Reset),
-		reg1(reg, "vfs.info", "Describe the session workspace: root, files, sizes and versions", true, s.Info),
-		reg1(reg, "vfs.list", "List this conversation's snapshots", true, s.ListSnapshots),
+		reg1(reg, "vfs.snapshot", "Snapshot this conversation's session workspace", false, picked(p, (*SessionSource).Snapshot)),
+		reg1(reg, "vfs.restore", "Replace the session workspace with a copy of a snapshot", false, picked(p, (*SessionSource).Restore)),
+		reg1(reg, "vfs.reset", "Start the session workspace afresh from the host mounts", false, picked(p, (*SessionSource).Reset)),
+		reg1(reg, "vfs.info", "Describe the session workspace: root, files, sizes and versions", true, picked(p, (*SessionSource).Info)),
+		reg1(reg, "vfs.list", "List this conversation's snapshots", true, picked(p, (*SessionSource).ListSnapshots)),
 	}
 	for _, r := range regs {
 		if err := r(); err != nil {
@@ -34,6 +49,18 @@ func (s *SessionSource) Register(reg *executor.Registry) error {
 		}
 	}
 	return nil
+}
+
+// picked binds a SessionSource method to the source p picks per call.
+func picked[A, R any](p SessionPicker, f func(*SessionSource, context.Context, A) (R, error)) executor.VerbFunc[A, R] {
+	return func(ctx context.Context, a A) (R, error) {
+		s, err := p.Sessions(ctx)
+		if err != nil {
+			var zero R
+			return zero, err
+		}
+		return f(s, ctx, a)
+	}
 }
 
 // callSession returns the caller's open session, or a clear error in the

@@ -174,6 +174,8 @@ func buildCommands(reg *executor.Registry) (*commandSet, error) {
 	cs.routes[HubCommand+" help"] = &route{builtin: "help"}
 	cs.routes[HubCommand+" verbs"] = &route{builtin: "verbs"}
 	cs.routes[HubCommand+" whoami"] = &route{builtin: "whoami"}
+	cs.routes[HubCommand+" where"] = &route{builtin: "where"}
+	cs.routes[HubCommand+" use"] = &route{builtin: "use"}
 	return cs, nil
 }
 
@@ -287,7 +289,7 @@ func fieldOption(name string, f executor.Field, budget int) *discordgo.Applicati
 	return o
 }
 
-// hubCommand is /hub help [verb] | verbs | whoami.
+// hubCommand is /hub help [verb] | verbs | whoami | where | use [workspace].
 func hubCommand(reg *executor.Registry, budget int) *discordgo.ApplicationCommand {
 	verb := &discordgo.ApplicationCommandOption{
 		Type:        discordgo.ApplicationCommandOptionString,
@@ -305,11 +307,17 @@ func hubCommand(reg *executor.Registry, budget int) *discordgo.ApplicationComman
 	return &discordgo.ApplicationCommand{
 		Type:        discordgo.ChatApplicationCommand,
 		Name:        HubCommand,
-		Description: "Hub commands: help, verbs, whoami",
+		Description: "Hub commands: help, verbs, whoami, where, use",
 		Options: []*discordgo.ApplicationCommandOption{
 			sub("help", "How to use the hub, or one verb's usage and schema", verb),
 			sub("verbs", "List the verbs you may run", nil...),
 			sub("whoami", "Show your identity and roles", nil...),
+			sub("where", "Show the workspace you work in and its destination", nil...),
+			sub("use", "List workspaces, or choose one for this channel (--default drops the choice)", &discordgo.ApplicationCommandOption{
+				Type:        discordgo.ApplicationCommandOptionString,
+				Name:        "workspace",
+				Description: describe("The workspace to work in, or --default to let the configuration decide", "workspace", budget),
+			}),
 		},
 	}
 }

@@ -26,6 +26,8 @@ var builtinCommands = []BotCommand{
 	{Command: "help", Description: "How to send verbs; /help <verb> shows one verb"},
 	{Command: "verbs", Description: "List the verbs you may run"},
 	{Command: "whoami", Description: "Show your identity and roles"},
+	{Command: "where", Description: "Show the workspace you work in and its destination"},
+	{Command: "use", Description: "List workspaces; /use NAME chooses one, /use --default drops the choice"},
 }
 
 // CommandName derives a menu command from a verb name: lower case, '.' and

@@ -18,6 +18,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 )
@@ -239,11 +240,18 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		admin.WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	workspace := r.URL.Query().Get("workspace")
+	if workspace != "" {
+		if err := config.ValidWorkspaceName(workspace); err != nil {
+			admin.WriteError(w, http.StatusBadRequest, "workspace: %v", err)
+			return
+		}
+	}
 	body, ok := readBody(w, r)
 	if !ok {
 		return
 	}
-	out, err := s.hub.Execute(r.Context(), hub.APIRequest{Identity: Identity, Session: session, Input: body})
+	out, err := s.hub.Execute(r.Context(), hub.APIRequest{Identity: Identity, Session: session, Workspace: workspace, Input: body})
 	if err != nil {
 		// The full error (with the mirror file's path) goes to the log; the
 		// caller learns the cause without host paths.

@@ -103,7 +103,11 @@ func (c *cliMirror) call(ctx context.Context, reg *executor.Registry, env execut
 	if text == "" {
 		text = "{}"
 	}
-	return true, c.record(ctx, store.DirectionInbound, turnID, text, map[string]string{"verb": env.Verb})
+	ws := executor.CallFrom(ctx).Workspace
+	if ws == "" {
+		ws = executor.DefaultWorkspace
+	}
+	return true, c.record(ctx, store.DirectionInbound, turnID, text, map[string]string{"verb": env.Verb, "workspace": ws})
 }
 
 // result mirrors the outcome of a mirrored call.

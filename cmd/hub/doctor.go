@@ -69,6 +69,7 @@ func runDoctor(env *cliEnv, args []string) error {
 		r.ok("config", path)
 	}
 	doctorWorkspace(r, cfg)
+	doctorDestinations(r, cfg)
 	running := doctorState(r, cfg)
 	doctorTargets(r, cfg)
 	doctorListen(r, cfg, running)

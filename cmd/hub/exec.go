@@ -20,9 +20,12 @@ import (
 	"github.com/a6afc2ce/hermes-hub/hub"
 )
 
-const execUsage = `hub exec [ENVELOPE] [-i FILE] [-o FILE] [--workspace DIR] [--interactive | --stdio]
+const execUsage = `hub exec [ENVELOPE] [-i FILE] [-o FILE] [--workspace NAME|DIR] [--interactive | --stdio]
 
 Runs verb envelopes ({verb, arguments} in YAML or JSON) against the workspace.
+--workspace NAME runs them in the configured workspace NAME (see hub
+workspaces list; an envelope may also carry "workspace": NAME); a value that
+names no configured workspace is a directory, used as the default workspace.
   hub exec '{"verb":"fs.listDir","arguments":{"path":"."}}'
   echo 'verb: fs.readRange
   arguments: {path: README.md, startLine: 1, endLine: 5}' | hub exec
@@ -61,7 +64,7 @@ func runExec(env *cliEnv, args []string) error {
 	if len(pos) > 1 {
 		return usagef("one ENVELOPE argument expected, got %d (quote the envelope)", len(pos))
 	}
-	cfg, err := loadConfig(c)
+	cfg, name, err := loadExecConfig(c)
 	if err != nil {
 		return err
 	}
@@ -76,7 +79,7 @@ func runExec(env *cliEnv, args []string) error {
 	mir := newCLIMirror(cfg)
 	defer mir.Close()
 	run := func(ctx context.Context, input []byte) *executor.Outcome {
-		return runCLI(ctx, tc.exec, mir, input, env.stderr)
+		return runCLI(ctx, tc.exec, mir, input, name, env.stderr)
 	}
 
 	w := env.stdout
@@ -124,16 +127,43 @@ func runExec(env *cliEnv, args []string) error {
 	return nil
 }
 
+// loadExecConfig loads the configuration for hub exec: --workspace names a
+// configured workspace (returned) or, failing that, is the directory of
+// the default workspace, as before workspaces had names.
+func loadExecConfig(c commonFlags) (*config.Config, string, error) {
+	dir := c.workspace
+	c.workspace = ""
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return nil, "", err
+	}
+	if dir == "" {
+		return cfg, "", nil
+	}
+	if _, ok := cfg.WorkspaceByName(dir); ok && config.ValidWorkspaceName(dir) == nil {
+		return cfg, dir, nil
+	}
+	cfg.Workspace = dir
+	return cfg, "", nil
+}
+
 // runCLI decodes and runs one envelope given to the CLI. A call that may
 // change something is mirrored first (and not run when that fails), its
 // result after; notes go to stderr.
-func runCLI(ctx context.Context, x *executor.Executor, mir *cliMirror, input []byte, stderr io.Writer) *executor.Outcome {
+func runCLI(ctx context.Context, x *executor.Executor, mir *cliMirror, input []byte, workspace string, stderr io.Writer) *executor.Outcome {
 	envelope, err := x.DecodeEnvelope(input)
 	if err != nil {
 		return &executor.Outcome{Err: executor.ErrorFrom(err), ID: envelope.ID}
 	}
+	switch {
+	case envelope.Workspace != "" && workspace != "" && envelope.Workspace != workspace:
+		return &executor.Outcome{Err: executor.Errorf(executor.CodeInvalidEnvelope, "The envelope names workspace %q and --workspace %q; name one", envelope.Workspace, workspace), ID: envelope.ID}
+	case workspace == "":
+		workspace = envelope.Workspace
+	}
 	turnID := hub.NewTurnID("cli", clock.Real{}.Now())
-	ctx = executor.WithCall(ctx, executor.Call{TurnID: turnID, Identity: "cli"})
+	// The operator's own command: every configured workspace is open to it.
+	ctx = executor.WithCall(ctx, executor.Call{TurnID: turnID, Identity: "cli", Workspace: workspace})
 	mirrored, err := mir.call(ctx, x.Registry(), envelope, turnID)
 	if err != nil {
 		return &executor.Outcome{Err: executor.Errorf(executor.CodeIOError, "%s was not run: %v", envelope.Verb, err), ID: envelope.ID}

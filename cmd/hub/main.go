@@ -59,6 +59,7 @@ func commands() []command {
 		{"mirror", "show chat mirror records", runMirror},
 		{"access", "approve pairing codes, list and revoke grants", runAccess},
 		{"reload", "make the running hub read its configuration again", runReload},
+		{"workspaces", "list, show or reset the named workspaces and their destinations", runWorkspaces},
 		{"doctor", "check configuration, state, workspace and tokens", runDoctor},
 		{"discord", "Discord helpers: `hub discord commands` prints the slash commands", runDiscord},
 		{"version", "print the version", runVersion},

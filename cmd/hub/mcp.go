@@ -89,7 +89,7 @@ func runMCP(env *cliEnv, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger.Info("serving MCP on stdio", "identity", *identity, "state", rt.State.Dir(), "workspace", tc.ws.Dir(), "run_id", rt.RunID)
+	logger.Info("serving MCP on stdio", "identity", *identity, "state", rt.State.Dir(), "workspace", tc.set.Default().Dir(), "run_id", rt.RunID)
 	return srv.RunStdio(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}})
 }
 

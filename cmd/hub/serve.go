@@ -113,7 +113,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep() // before the database closes
-	go tc.sessions.RunSweeper(sweepCtx, cfg.Sessions.SweepInterval.D())
+	go tc.set.RunSweepers(sweepCtx, cfg.Sessions.SweepInterval.D())
 
 	api := admin.ForRuntime(rt)
 	var adapters []hub.Adapter
@@ -192,7 +192,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	for i, a := range adapters {
 		names[i] = a.Name()
 	}
-	logger.Info("hub running", "run_id", rt.RunID, "state", rt.State.Dir(), "workspace", tc.ws.Dir(), "adapters", strings.Join(names, ","), "startup_ms", clk.Now().Sub(started).Milliseconds())
+	logger.Info("hub running", "run_id", rt.RunID, "state", rt.State.Dir(), "workspace", tc.set.Default().Dir(), "adapters", strings.Join(names, ","), "startup_ms", clk.Now().Sub(started).Milliseconds())
 	if webSrv != nil {
 		waitListening(ctx, webSrv)
 		printPanel(out, cfg.Web, webSrv)

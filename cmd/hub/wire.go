@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -14,6 +15,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs"
 	"github.com/a6afc2ce/hermes-hub/verbs/boltmeta"
+	"github.com/a6afc2ce/hermes-hub/workspaces"
 )
 
 // loadConfig loads the configuration with the command-line overrides applied.
@@ -31,32 +33,48 @@ func loadConfig(c commonFlags) (*config.Config, error) {
 	return cfg, nil
 }
 
-// toolchain is the executor with every verb registered, and what to close.
+// toolchain is the executor with every verb registered over the named
+// workspaces, and what to close.
 type toolchain struct {
-	exec     *executor.Executor
-	ws       *verbs.Workspace
-	sessions *verbs.SessionSource
-	cleanup  []func() error
+	exec    *executor.Executor
+	set     *workspaces.Set
+	cleanup []func() error
 }
 
 func (t *toolchain) Close() error {
 	var errs []error
-	if t.sessions != nil {
-		errs = append(errs, t.sessions.Close())
+	if t.set != nil {
+		errs = append(errs, t.set.Close())
 	}
-	errs = append(errs, t.ws.Close())
 	for _, f := range t.cleanup {
 		errs = append(errs, f())
 	}
 	return errors.Join(errs...)
 }
 
-// newToolchain opens the workspace and an empty registry; registerVerbs
-// fills it once the file metadata store is known.
-func newToolchain(cfg *config.Config, logger *slog.Logger) (*toolchain, error) {
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+// dockerRunners builds the runner of a workspace of kind docker. It is the
+// one place the Docker destination is plugged in; while it is nil, a
+// configuration naming kind docker is refused at start with a clear error.
+var dockerRunners workspaces.RunnerFactory
+
+// runnerFactory returns the factory of the destinations other than local.
+func runnerFactory() workspaces.RunnerFactory {
+	if dockerRunners == nil {
+		return nil
 	}
+	return func(name string, d config.Destination) (verbs.Runner, error) {
+		if d.Kind != config.DestinationDocker {
+			return nil, fmt.Errorf("destination kind %q is not supported (accepted: %s)", d.Kind, strings.Join(config.DestinationKinds, ", "))
+		}
+		return dockerRunners(name, d)
+	}
+}
+
+// openWorkspaces opens the named workspaces with the state directory
+// protected (created first: on a first run too) and their session
+// workspaces under sessionsDir (nil: the configured places), with the
+// configured mounts when withMounts.
+func openWorkspaces(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(string) string, withMounts bool, logger *slog.Logger) (*workspaces.Set, error) {
 	// The state directory is protected by its identity, so it must exist
 	// before the workspace opens (on a first run too). Flags may have moved
 	// it after the configuration was validated: check its place again.
@@ -70,48 +88,22 @@ func newToolchain(cfg *config.Config, logger *slog.Logger) (*toolchain, error) {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	wopts := workspaceOptions(cfg)
-	wopts.Protect = []string{state}
-	ws, err := verbs.OpenWorkspace(cfg.Workspace, wopts)
+	return workspaces.Open(cfg, workspaces.Options{
+		StateDir: state, Meta: meta, SessionsDir: sessionsDir, Mounts: withMounts,
+		Runners: runnerFactory(), Logger: logger,
+	})
+}
+
+// newToolchain opens the named workspaces and registers every verb over
+// them (the vfs verbs over their session workspaces).
+func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(string) string, withMounts bool, logger *slog.Logger) (*toolchain, error) {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	set, err := openWorkspaces(cfg, meta, sessionsDir, withMounts, logger)
 	if err != nil {
 		return nil, err
 	}
-	reg := executor.NewRegistry()
-	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), ws: ws}, nil
-}
-
-func workspaceOptions(cfg *config.Config) verbs.WorkspaceOptions {
-	return verbs.WorkspaceOptions{MaxWriteChars: cfg.Verbs.MaxWriteChars, MaxReadBytes: int64(cfg.Verbs.MaxReadBytes)}
-}
-
-// registerVerbs registers the fourteen verbs and the vfs verbs over a
-// session source: session workspaces under sessionsRoot with their file
-// metadata in meta, and the configured mounts when withMounts.
-func (t *toolchain) registerVerbs(cfg *config.Config, meta verbs.FileMeta, sessionsRoot string, withMounts bool, logger *slog.Logger) error {
-	sopts := verbs.SessionOptions{
-		Root:         sessionsRoot,
-		Workspace:    workspaceOptions(cfg),
-		Meta:         meta,
-		MountRoots:   cfg.Sessions.Allowed,
-		IdleTTL:      cfg.Sessions.IdleTTL.D(),
-		SnapshotTTL:  cfg.Sessions.SnapTTL.D(),
-		MaxSnapshots: cfg.Sessions.MaxSnapshots,
-		AllowProc:    cfg.Sessions.AllowProc,
-		Logger:       logger,
-	}
-	if withMounts {
-		for _, m := range cfg.Sessions.Mounts {
-			sopts.Mounts = append(sopts.Mounts, verbs.Mount{
-				HostPath: m.HostPath, MountPath: m.MountPath, Include: m.Include, Exclude: m.Exclude,
-				MaxBytes: int64(m.MaxBytes), FollowSymlinks: m.FollowSymlinks,
-			})
-		}
-	}
-	src, err := verbs.OpenSessions(t.ws, sopts)
-	if err != nil {
-		return fmt.Errorf("session workspaces: %w", err)
-	}
-	t.sessions = src
 	vopts := verbs.DefaultOptions(cfg.StateDir)
 	vopts.EnvAllow = cfg.Verbs.Proc.EnvAllow
 	vopts.DefaultTimeout = cfg.Verbs.Proc.DefaultTimeout.D()
@@ -120,31 +112,29 @@ func (t *toolchain) registerVerbs(cfg *config.Config, meta verbs.FileMeta, sessi
 	vopts.MaxProcs = cfg.Verbs.Proc.MaxProcs
 	vopts.MaxMemory = int64(cfg.Verbs.Proc.MaxMemory)
 	vopts.MaxCPUSeconds = cfg.Verbs.Proc.MaxCPUSeconds
-	reg := t.exec.Registry()
-	if err := verbs.Register(reg, src, vopts); err != nil {
-		return err
+	reg := executor.NewRegistry()
+	if err := set.Register(reg, vopts); err != nil {
+		set.Close()
+		return nil, err
 	}
-	return src.Register(reg)
+	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), set: set}, nil
 }
 
 // buildExecutor is the toolchain of the commands that run verbs without a
 // hub (hub exec): the host workspace, and the vfs verbs over a throw-away
 // session store (they answer that this is not a session workspace).
 func buildExecutor(cfg *config.Config, logger *slog.Logger) (*toolchain, error) {
-	tc, err := newToolchain(cfg, logger)
+	tmp, err := os.MkdirTemp("", "hub-sessions-")
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "hub-sessions-")
+	dirs := func(name string) string { return filepath.Join(tmp, "sessions-"+name) }
+	tc, err := newToolchain(cfg, verbs.NewMemoryMeta(), dirs, false, logger)
 	if err != nil {
-		tc.Close()
+		os.RemoveAll(tmp)
 		return nil, err
 	}
 	tc.cleanup = append(tc.cleanup, func() error { return os.RemoveAll(tmp) })
-	if err := tc.registerVerbs(cfg, verbs.NewMemoryMeta(), filepath.Join(tmp, "sessions"), false, logger); err != nil {
-		tc.Close()
-		return nil, err
-	}
 	return tc, nil
 }
 
@@ -189,13 +179,8 @@ func openStack(cfg *config.Config, logger *slog.Logger, lockTimeout time.Duratio
 		st.Close()
 		return nil, err
 	}
-	tc, err := newToolchain(cfg, logger)
+	tc, err := newToolchain(cfg, meta, nil, true, logger)
 	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	if err := tc.registerVerbs(cfg, meta, cfg.SessionsDir(), true, logger); err != nil {
-		tc.Close()
 		st.Close()
 		return nil, err
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/boltmeta"
+	"github.com/a6afc2ce/hermes-hub/workspaces"
 )
 
 // Config is config.Default() on a workspace and a state directory (temporary
@@ -50,6 +52,12 @@ type Options struct {
 	Register func(reg *executor.Registry, cfg *config.Config, st *store.State) error
 	// Runtime is passed to hub.Open (a discarding Logger is filled in).
 	Runtime hub.RuntimeOptions
+	// Workspaces opens every configured named workspace as `hub serve`
+	// does (package workspaces, session metadata in the state) instead of
+	// the default one alone, with Runners building the runners of kind
+	// docker.
+	Workspaces bool
+	Runners    workspaces.RunnerFactory
 }
 
 // Env is a runtime on a real state root. Close (also run at cleanup) closes
@@ -59,8 +67,10 @@ type Env struct {
 	State     *store.State
 	Runtime   *hub.Runtime
 	Workspace *verbs.Workspace // nil with Options.Register
-	once      sync.Once
-	closeErr  error
+	// Workspaces is the open named workspaces with Options.Workspaces.
+	Workspaces *workspaces.Set
+	once       sync.Once
+	closeErr   error
 }
 
 // Open opens the state root of cfg, builds the executor and opens a runtime;
@@ -93,15 +103,24 @@ func New(cfg *config.Config, o Options) (e *Env, err error) {
 	defer func() {
 		if err != nil {
 			e.State.Close()
-			if e.Workspace != nil {
+			if e.Workspaces != nil {
+				e.Workspaces.Close()
+			} else if e.Workspace != nil {
 				e.Workspace.Close()
 			}
 		}
 	}()
 	reg := executor.NewRegistry()
-	if o.Register != nil {
+	switch {
+	case o.Register != nil:
 		err = o.Register(reg, cfg, e.State)
-	} else {
+	case o.Workspaces:
+		e.Workspaces, err = OpenWorkspaces(reg, cfg, e.State, o.Runners)
+		if err == nil {
+			e.Workspace = e.Workspaces.Default()
+			o.Runtime.Destinations = e.Workspaces
+		}
+	default:
 		e.Workspace, err = RealVerbs(reg, cfg)
 	}
 	if err != nil {
@@ -136,6 +155,32 @@ func RealVerbs(reg *executor.Registry, cfg *config.Config) (*verbs.Workspace, er
 	return ws, nil
 }
 
+// OpenWorkspaces opens cfg's named workspaces with their session metadata
+// in st and registers every verb (the vfs ones too) over them, as `hub
+// serve` does.
+func OpenWorkspaces(reg *executor.Registry, cfg *config.Config, st *store.State, runners workspaces.RunnerFactory) (*workspaces.Set, error) {
+	state, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return nil, err
+	}
+	meta, err := boltmeta.Open(st.DB())
+	if err != nil {
+		return nil, err
+	}
+	set, err := workspaces.Open(cfg, workspaces.Options{StateDir: state, Meta: meta, Runners: runners, Logger: testkit.Discard()})
+	if err != nil {
+		return nil, err
+	}
+	if err := set.Register(reg, verbs.DefaultOptions(cfg.StateDir)); err != nil {
+		set.Close()
+		return nil, err
+	}
+	return set, nil
+}
+
 // Start starts the runtime (register every sender first).
 func (e *Env) Start(t testing.TB) {
 	t.Helper()
@@ -151,7 +196,9 @@ func (e *Env) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), testkit.Wait)
 		defer cancel()
 		errs := []error{e.Runtime.Close(ctx), e.State.Close()}
-		if e.Workspace != nil {
+		if e.Workspaces != nil {
+			errs = append(errs, e.Workspaces.Close())
+		} else if e.Workspace != nil {
 			errs = append(errs, e.Workspace.Close())
 		}
 		e.closeErr = errors.Join(errs...)
