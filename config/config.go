@@ -40,6 +40,9 @@ type Config struct {
 	// Workspaces are the named workspaces and how chats and roles are
 	// given one (see workspaces.go).
 	Workspaces Workspaces `yaml:"workspaces"`
+	// NATS and Nodes configure remote nodes (see nodes.go).
+	NATS  NATS                 `yaml:"nats"`
+	Nodes map[string]NodeEntry `yaml:"nodes"`
 
 	// Path is the file the configuration came from; empty for defaults.
 	Path string `yaml:"-"`
@@ -687,6 +690,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validateMCP(bad)
+	c.validateNodes(bad)
 	if c.Metrics.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
 			bad("metrics.listen: %q is not host:port (for example 127.0.0.1:9090)", c.Metrics.Listen)

@@ -62,6 +62,8 @@ func commands() []command {
 		{"workspaces", "list, show or reset the named workspaces and their destinations", runWorkspaces},
 		{"doctor", "check configuration, state, workspace and tokens", runDoctor},
 		{"discord", "Discord helpers: `hub discord commands` prints the slash commands", runDiscord},
+		{"node", "run this machine as a remote node of a hub (`hub node init` makes its key)", runNode},
+		{"nodes", "list the remote nodes and whether they are online", runNodes},
 		{"version", "print the version", runVersion},
 	}
 }

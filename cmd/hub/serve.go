@@ -88,6 +88,15 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}
 	defer sk.Close() // last: after the runtime and the sweeper
 	st, tc := sk.st, sk.tc
+	if cfg.NATS.Enabled() {
+		// The remote nodes' transport: queues, results and liveness. The
+		// remote destination of named workspaces calls it.
+		nh, err := openNodes(ctx, cfg, clk, logger)
+		if err != nil {
+			return err
+		}
+		defer nh.Close()
+	}
 	mx, err := metrics.New(metrics.Options{Clock: clk})
 	if err != nil {
 		return err

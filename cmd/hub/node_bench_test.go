@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+	"github.com/a6afc2ce/hermes-hub/nodes"
+)
+
+const existsEnv = `{"verb":"fs.exists","arguments":{"path":"README.md"}}`
+
+// benchNodes opens a hub's end with count in-process nodes serving ws.
+func benchNodes(b *testing.B, count int, ws string) *nodes.Hub {
+	b.Helper()
+	dir := b.TempDir()
+	keys := map[string]string{}
+	seeds := map[string]string{}
+	for i := range count {
+		name := fmt.Sprint("n", i)
+		seeds[name] = filepath.Join(dir, name+".nk")
+		pub, err := nodes.NewSeed(seeds[name])
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys[name] = pub
+	}
+	h, err := nodes.OpenHub(context.Background(), nodes.HubOptions{StateDir: filepath.Join(dir, "hub"), Embedded: true, Listen: "127.0.0.1:0", Nodes: keys, Logger: testkit.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close() })
+	for name := range keys {
+		cfg := config.Default()
+		cfg.Workspace, cfg.StateDir = ws, filepath.Join(dir, name+"-state")
+		tc, err := buildExecutor(cfg, testkit.Discard())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tc.Close() })
+		kp, err := nodes.LoadSeed(seeds[name])
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := nodes.StartNode(context.Background(), nodes.NodeOptions{Name: name, URL: h.ClientURL(), Key: kp, StateDir: cfg.StateDir,
+			Workspaces: map[string]*executor.Executor{"main": tc.exec}, Default: "main", Concurrency: 8, Logger: testkit.Discard()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { n.Run(ctx); close(done) }()
+		b.Cleanup(func() { cancel(); <-done })
+	}
+	return h
+}
+
+func BenchmarkNodeRoundTrip(b *testing.B) {
+	ws := workspace(b)
+	b.Run("local", func(b *testing.B) {
+		cfg := config.Default()
+		cfg.Workspace, cfg.StateDir = ws, b.TempDir()
+		tc, err := buildExecutor(cfg, testkit.Discard())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tc.Close()
+		for b.Loop() {
+			if out := tc.exec.ExecuteInput(context.Background(), []byte(existsEnv)); !out.Succeeded() {
+				b.Fatal(out.Err)
+			}
+		}
+	})
+	b.Run("node", func(b *testing.B) {
+		h := benchNodes(b, 1, ws)
+		i := 0
+		for b.Loop() {
+			i++
+			r, err := h.Call(context.Background(), "n0", nodes.Request{TurnID: "bench.rt", CallIndex: i, Envelope: []byte(existsEnv)})
+			if err != nil || !strings.Contains(string(r.Result), `"succeeded":true`) {
+				b.Fatal(err, string(r.Result))
+			}
+		}
+	})
+}
+
+func BenchmarkNodeThroughput(b *testing.B) {
+	ws := workspace(b)
+	for _, count := range []int{1, 2} {
+		b.Run(fmt.Sprint(count, "nodes"), func(b *testing.B) {
+			h := benchNodes(b, count, ws)
+			var seq atomic.Int64
+			start := time.Now()
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := seq.Add(1)
+					node := fmt.Sprint("n", i%int64(count))
+					if _, err := h.Call(context.Background(), node, nodes.Request{TurnID: "bench.tp", CallIndex: int(i), Envelope: []byte(existsEnv)}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+		})
+	}
+}
+
+// BenchmarkNodeProcess measures an idle `hub node` (its resident memory)
+// and the time from its SIGKILL until the hub sees it offline: at once
+// through the embedded server's connections, and in the heartbeat bucket
+// once its last beat expires (TTL 1s here, 15s by default).
+func BenchmarkNodeProcess(b *testing.B) {
+	var rssKB, connMS, kvMS float64
+	for b.Loop() {
+		r := newNodeRig(b, "db-1", nodes.HubOptions{HeartbeatTTL: time.Second})
+		cmd := r.startNodeProcess(b)
+		testkit.WaitFor(b, "the node online", func() bool { return r.online("db-1") })
+		time.Sleep(500 * time.Millisecond) // let it settle idle
+		rssKB += float64(vmRSS(b, cmd.Process.Pid))
+		nc, err := nodes.DialHub(r.hub.ClientURL(), filepath.Join(filepath.Dir(r.config), "hub"), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		killed := time.Now()
+		cmd.Process.Kill()
+		testkit.WaitFor(b, "offline (connection)", func() bool { return !r.online("db-1") })
+		connMS += float64(time.Since(killed).Microseconds()) / 1000
+		testkit.WaitFor(b, "offline (bucket)", func() bool {
+			l, err := nodes.ListStatus(context.Background(), nc, []string{"db-1"})
+			return err == nil && !l[0].Online
+		})
+		kvMS += float64(time.Since(killed).Microseconds()) / 1000
+		nc.Close()
+	}
+	n := float64(b.N)
+	b.ReportMetric(rssKB/n/1024, "idle_rss_MiB")
+	b.ReportMetric(connMS/n, "kill_to_offline_conn_ms")
+	b.ReportMetric(kvMS/n, "kill_to_offline_kv_ms")
+}
+
+func vmRSS(b *testing.B, pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Skip("no /proc")
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return kb
+		}
+	}
+	return 0
+}

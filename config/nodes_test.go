@@ -1,0 +1,80 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testNKey = "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4"
+
+func TestNodesValidation(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"embedded default", "nats: {embedded: true}\nnodes: {db-1: {nkey: " + testNKey + "}}\n", ""},
+		{"non-loopback without TLS", "nats: {embedded: true, listen: 0.0.0.0:4222}\n", "nats.cert_file and nats.key_file must be set"},
+		{"non-loopback with TLS", "nats: {embedded: true, listen: 0.0.0.0:4222, cert_file: c.pem, key_file: k.pem}\n", ""},
+		{"both embedded and url", "nats: {embedded: true, url: nats://x:4222}\n", "choose one"},
+		{"bad url", "nats: {url: http://x}\n", "must start with nats:// or tls://"},
+		{"nodes without nats", "nodes: {db-1: {nkey: " + testNKey + "}}\n", "nodes are configured but nats is not"},
+		{"bad node name", "nats: {embedded: true}\nnodes: {DB1: {nkey: " + testNKey + "}}\n", "not a node name"},
+		{"bad key", "nats: {embedded: true}\nnodes: {db-1: {nkey: SUAXYZ}}\n", "not a public user nkey"},
+		{"shared key", "nats: {embedded: true}\nnodes: {a: {nkey: " + testNKey + "}, b: {nkey: " + testNKey + "}}\n", "same nkey"},
+		{"unknown key", "nats: {embeded: true}\n", `unknown key "embeded"`},
+		{"short timeout", "nats: {embedded: true, call_timeout: 10ms}\n", "nats.call_timeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "hub.yml")
+			os.WriteFile(p, []byte(tc.yaml), 0o600)
+			cfg, err := LoadWith(p, func(string) (string, bool) { return "", false })
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cfg.NATS.Timeout() != DefaultCallTimeout {
+					t.Fatalf("timeout %s", cfg.NATS.Timeout())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadNode(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"one workspace", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\nworkspaces: {logs: {path: /var/log}}\n", ""},
+		{"two without default", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\nworkspaces: {a: {path: /a}, b: {path: /b}}\n", "default_workspace is empty"},
+		{"bad default", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\nworkspaces: {a: {path: /a}}\ndefault_workspace: z\n", `"z" is not a workspace`},
+		{"no workspace", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\n", "serves no workspace"},
+		{"bad url", "node: {name: db-1, nats_url: h:4222, nkey_file: k}\nworkspaces: {a: {path: /a}}\n", "node.nats_url"},
+		{"unknown key", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k, seed: x}\nworkspaces: {a: {path: /a}}\n", `unknown key "seed"`},
+		{"destination not yet", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\nworkspaces: {a: {path: /a, destination: {kind: docker}}}\n", `unknown key "destination"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "node.yml")
+			os.WriteFile(p, []byte(tc.yaml), 0o600)
+			nf, err := LoadNode(p, func(string) (string, bool) { return "", false })
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if nf.DefaultWorkspace != "logs" || nf.StateDir != ".hub-node" || nf.Node.Concurrency != 4 {
+					t.Fatalf("defaults: %+v", nf)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

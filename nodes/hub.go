@@ -1,0 +1,589 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
+)
+
+// Defaults of HubOptions.
+const (
+	DefaultHeartbeatTTL = 15 * time.Second
+	// retentionGrace is how long past a call's deadline its request and
+	// result stay in their streams: a node checks the deadline itself, the
+	// stream's age limit only bounds the storage of a node that never
+	// comes back.
+	retentionGrace = time.Minute
+	maxDeliver     = 5
+	ackWait        = 30 * time.Second
+	maxPayload     = 8 << 20
+)
+
+// HubOptions configure the hub's end.
+type HubOptions struct {
+	// StateDir is the hub's state directory: the embedded server keeps its
+	// JetStream storage, and the hub its own nkey seed, under StateDir/nats.
+	StateDir string
+	// Embedded runs a NATS server in-process listening on Listen (host:port,
+	// port 0 for any), with TLS when CertFile and KeyFile are set. A
+	// non-loopback Listen without TLS is refused.
+	Embedded          bool
+	Listen            string
+	CertFile, KeyFile string
+	// URL is an existing server or cluster (when not Embedded); CAFile
+	// verifies its certificate.
+	URL, CAFile string
+	// Nodes maps each node's name to its public user nkey.
+	Nodes map[string]string
+	// CallTimeout bounds the wait for an answer (default 10m).
+	CallTimeout time.Duration
+	// HeartbeatTTL is how long a heartbeat counts (default 15s): a node
+	// whose last beat is older is offline.
+	HeartbeatTTL time.Duration
+	// AckWait is how long a node may hold a request without a sign of
+	// life before the server redelivers it (default 30s; a running call
+	// extends it).
+	AckWait time.Duration
+	Clock   clock.Clock
+	Logger  *slog.Logger
+}
+
+// Hub is the hub's end of the remote nodes: it owns the embedded server (if
+// any), the streams, and the calls waiting for an answer.
+type Hub struct {
+	opts  HubOptions
+	log   *slog.Logger
+	clk   clock.Clock
+	srv   *embedded // nil when using an external server
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	cc    jetstream.ConsumeContext
+	names []string
+
+	mu      sync.Mutex
+	pending map[string]*waiter
+}
+
+type waiter struct {
+	node string
+	ch   chan Response
+}
+
+// OpenHub starts the embedded server (when configured), connects to it as
+// the hub, and creates the streams, consumers and status bucket.
+func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = config.DefaultCallTimeout
+	}
+	if opts.HeartbeatTTL <= 0 {
+		opts.HeartbeatTTL = DefaultHeartbeatTTL
+	}
+	if opts.AckWait <= 0 {
+		opts.AckWait = ackWait
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	h := &Hub{opts: opts, log: opts.Logger.With("component", "nodes"), clk: opts.Clock, pending: map[string]*waiter{}}
+	for name, key := range opts.Nodes {
+		if err := config.ValidNodeName(name); err != nil {
+			return nil, fmt.Errorf("nodes: %w", err)
+		}
+		if !nkeys.IsValidPublicUserKey(key) {
+			return nil, fmt.Errorf("nodes.%s.nkey: not a valid public user nkey (U…, from `hub node init`)", name)
+		}
+		h.names = append(h.names, name)
+	}
+	sort.Strings(h.names)
+	dir := filepath.Join(opts.StateDir, "nats")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("nats state: %w", err)
+	}
+	kp, err := hubSeed(dir)
+	if err != nil {
+		return nil, err
+	}
+	hubKey, _ := kp.PublicKey()
+	copts := []nats.Option{
+		nats.Name("hub"),
+		nats.Nkey(hubKey, kp.Sign),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			h.log.Warn("nats", "err", err.Error())
+		}),
+	}
+	url := opts.URL
+	if opts.Embedded {
+		h.srv, err = startEmbedded(opts, dir, hubKey)
+		if err != nil {
+			return nil, err
+		}
+		// The hub talks to its own server in-process: no socket, no TLS
+		// to configure, and the connection follows a restarted server.
+		copts = append(copts, nats.InProcessServer(h.srv))
+		url = ""
+	} else if opts.CAFile != "" {
+		copts = append(copts, nats.RootCAs(opts.CAFile))
+	}
+	h.nc, err = nats.Connect(url, copts...)
+	if err != nil {
+		h.closeServer()
+		return nil, fmt.Errorf("connect to nats: %w", err)
+	}
+	if err := h.setup(ctx); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *Hub) setup(ctx context.Context) error {
+	js, err := jetstream.New(h.nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	h.js = js
+	keep := h.opts.CallTimeout + retentionGrace
+	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: resultsStream, Subjects: []string{resultsPrefix + "*"}, Storage: jetstream.FileStorage,
+		Retention: jetstream.LimitsPolicy, MaxAge: keep, Duplicates: h.opts.CallTimeout,
+	})
+	if err != nil {
+		return fmt.Errorf("results stream: %w", err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, resultsStream, jetstream.ConsumerConfig{
+		Durable: resultsConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+	})
+	if err != nil {
+		return fmt.Errorf("results consumer: %w", err)
+	}
+	for _, n := range h.names {
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: nodeStream(n), Subjects: []string{requestSubject(n)}, Storage: jetstream.FileStorage,
+			Retention: jetstream.WorkQueuePolicy, MaxAge: keep, Duplicates: h.opts.CallTimeout,
+		})
+		if err != nil {
+			return fmt.Errorf("stream of node %s: %w", n, err)
+		}
+		_, err = js.CreateOrUpdateConsumer(ctx, nodeStream(n), jetstream.ConsumerConfig{
+			Durable: workConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: h.opts.AckWait, MaxDeliver: maxDeliver,
+		})
+		if err != nil {
+			return fmt.Errorf("consumer of node %s: %w", n, err)
+		}
+	}
+	h.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: statusBucket, TTL: h.opts.HeartbeatTTL, History: 1, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("status bucket: %w", err)
+	}
+	h.cc, err = cons.Consume(h.onResult)
+	if err != nil {
+		return fmt.Errorf("consume results: %w", err)
+	}
+	return nil
+}
+
+// Close stops consuming, closes the connection and shuts the embedded
+// server down. Calls still waiting end with their context or deadline.
+func (h *Hub) Close() error {
+	if h.cc != nil {
+		h.cc.Stop()
+	}
+	if h.nc != nil {
+		h.nc.Close()
+	}
+	h.closeServer()
+	return nil
+}
+
+func (h *Hub) closeServer() {
+	if h.srv != nil {
+		h.srv.shutdown()
+	}
+}
+
+// ClientURL is the address nodes connect to (the embedded server's, or
+// the configured URL).
+func (h *Hub) ClientURL() string {
+	if h.srv != nil {
+		return h.srv.clientURL()
+	}
+	return h.opts.URL
+}
+
+// NoAnswerError is a call that got no answer before its deadline.
+type NoAnswerError struct {
+	Node   string
+	Waited time.Duration
+	// Queued is false when the request could not even be handed to NATS.
+	Queued bool
+	// Online is whether the node was heartbeating when the wait ended.
+	Online bool
+}
+
+func (e *NoAnswerError) Error() string {
+	switch {
+	case !e.Queued:
+		return fmt.Sprintf("node %s: the call could not be queued within %s (NATS unreachable); it did not run", e.Node, e.Waited)
+	case e.Online:
+		return fmt.Sprintf("node %s did not answer within %s; the call may still be running (or may not have run)", e.Node, e.Waited)
+	default:
+		return fmt.Sprintf("node %s is offline; the call did not run (or may not have): no answer within %s", e.Node, e.Waited)
+	}
+}
+
+// Call sends req to node and waits for its answer, at most the call
+// timeout. The request is published with the call id as its message id,
+// so sending the same call again while the first is queued does not queue
+// it twice. A call that gets no answer in time fails with *NoAnswerError.
+func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, error) {
+	if !h.known(node) {
+		return Response{}, fmt.Errorf("node %q is not configured (known: %v); add it under nodes: with `hub node init`", node, h.names)
+	}
+	id := CallID(req.TurnID, req.CallIndex)
+	deadline := h.clk.Now().Add(h.opts.CallTimeout)
+	data, err := json.Marshal(requestMsg{
+		CallID: id, TurnID: req.TurnID, CallIndex: req.CallIndex, Node: node, Workspace: req.Workspace,
+		Identity: req.Identity, Session: req.Session, Envelope: json.RawMessage(req.Envelope), Deadline: deadline,
+	})
+	if err != nil {
+		return Response{}, fmt.Errorf("call %s: the envelope is not JSON: %w", id, err)
+	}
+	w := &waiter{node: node, ch: make(chan Response, 1)}
+	h.mu.Lock()
+	if _, dup := h.pending[id]; dup {
+		h.mu.Unlock()
+		return Response{}, fmt.Errorf("call %s is already waiting for node %s", id, node)
+	}
+	h.pending[id] = w
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		if h.pending[id] == w {
+			delete(h.pending, id)
+		}
+		h.mu.Unlock()
+	}()
+	expired := make(chan struct{})
+	t := h.clk.AfterFunc(h.opts.CallTimeout, func() { close(expired) })
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := h.js.Publish(pctx, requestSubject(node), data, jetstream.WithMsgID(id), jetstream.WithExpectStream(nodeStream(node)))
+		cancel()
+		if err == nil {
+			break
+		}
+		h.log.Debug("queue call", "node", node, "call", id, "err", err.Error())
+		select {
+		case <-ctx.Done():
+			return Response{}, fmt.Errorf("call %s to node %s: %w", id, node, ctx.Err())
+		case <-expired:
+			return Response{}, &NoAnswerError{Node: node, Waited: h.opts.CallTimeout}
+		case <-after(h.clk, 250*time.Millisecond):
+		}
+	}
+	h.log.Debug("call queued", "node", node, "call", id, "deadline", deadline)
+	select {
+	case r := <-w.ch:
+		return r, nil
+	case <-ctx.Done():
+		return Response{}, fmt.Errorf("call %s to node %s: %w", id, node, ctx.Err())
+	case <-expired:
+		online := false
+		if st, err := h.status(context.WithoutCancel(ctx), node); err == nil {
+			online = st.Online
+		}
+		return Response{}, &NoAnswerError{Node: node, Waited: h.opts.CallTimeout, Queued: true, Online: online}
+	}
+}
+
+func (h *Hub) known(node string) bool {
+	i := sort.SearchStrings(h.names, node)
+	return i < len(h.names) && h.names[i] == node
+}
+
+// onResult matches a result to the call waiting for it. The node is the
+// one the subject names (the server only lets a node publish its own);
+// anything else is dropped and logged.
+func (h *Hub) onResult(m jetstream.Msg) {
+	defer m.Ack()
+	node, ok := nodeOfResult(m.Subject())
+	var r resultMsg
+	if err := json.Unmarshal(m.Data(), &r); !ok || err != nil {
+		h.log.Warn("malformed result dropped", "subject", m.Subject(), "bytes", len(m.Data()))
+		return
+	}
+	h.mu.Lock()
+	w := h.pending[r.CallID]
+	switch {
+	case w == nil:
+		h.mu.Unlock()
+		h.log.Warn("result dropped: no call waits for it (never sent, or the wait ended)", "node", node, "call", r.CallID, "status", r.Status)
+		return
+	case w.node != node:
+		h.mu.Unlock()
+		h.log.Warn("result dropped: it came from another node than the call was sent to", "call", r.CallID, "from", node, "sent_to", w.node)
+		return
+	case r.Node != node:
+		h.mu.Unlock()
+		h.log.Warn("result dropped: the node names itself differently from its key", "call", r.CallID, "from", node, "claims", r.Node)
+		return
+	}
+	delete(h.pending, r.CallID)
+	h.mu.Unlock()
+	w.ch <- Response{
+		Result: r.Result, Verb: r.Verb, Notes: r.Notes, Status: r.Status,
+		Node: node, NodeVersion: r.NodeVersion, Duration: time.Duration(r.DurationMS) * time.Millisecond,
+	}
+}
+
+// NodeStatus is what the hub knows of a node's liveness.
+type NodeStatus struct {
+	Name string `json:"name"`
+	// Online: a heartbeat younger than the TTL and, with the embedded
+	// server, a live connection.
+	Online    bool       `json:"online"`
+	Heartbeat *Heartbeat `json:"heartbeat,omitempty"`
+}
+
+// List reports every configured node's status.
+func (h *Hub) List(ctx context.Context) ([]NodeStatus, error) {
+	out := make([]NodeStatus, 0, len(h.names))
+	for _, n := range h.names {
+		st, err := h.status(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (h *Hub) status(ctx context.Context, node string) (NodeStatus, error) {
+	st, err := readStatus(ctx, h.kv, node)
+	if err != nil || !st.Online || h.srv == nil {
+		return st, err
+	}
+	// With the embedded server a dead node's connection is gone at once,
+	// before its last heartbeat expires.
+	st.Online = h.srv.connected(h.opts.Nodes[node])
+	return st, nil
+}
+
+func readStatus(ctx context.Context, kv jetstream.KeyValue, node string) (NodeStatus, error) {
+	st := NodeStatus{Name: node}
+	e, err := kv.Get(ctx, node)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("status of node %s: %w", node, err)
+	}
+	var hb Heartbeat
+	if err := json.Unmarshal(e.Value(), &hb); err != nil {
+		return st, nil // a beat that does not decode says nothing
+	}
+	hb.Name = node // the key, which the server authorised, not the claim
+	st.Heartbeat, st.Online = &hb, true
+	return st, nil
+}
+
+// ListStatus reads the status of the named nodes through an existing
+// connection (`hub nodes list` connects with the hub's key).
+func ListStatus(ctx context.Context, nc *nats.Conn, names []string) ([]NodeStatus, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, statusBucket)
+	if err != nil {
+		return nil, fmt.Errorf("status bucket (has `hub serve` run with nats enabled?): %w", err)
+	}
+	sort.Strings(names)
+	out := make([]NodeStatus, 0, len(names))
+	for _, n := range names {
+		st, err := readStatus(ctx, kv, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// DialHub connects to url as the hub, with the seed in stateDir.
+func DialHub(url, stateDir, caFile string) (*nats.Conn, error) {
+	kp, err := LoadSeed(HubSeedFile(stateDir))
+	if err != nil {
+		return nil, err
+	}
+	pub, _ := kp.PublicKey()
+	opts := []nats.Option{nats.Name("hub cli"), nats.Nkey(pub, kp.Sign), nats.Timeout(5 * time.Second)}
+	if caFile != "" {
+		opts = append(opts, nats.RootCAs(caFile))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// embedded is the in-process NATS server; it can be restarted on the same
+// address and storage (tests use that).
+type embedded struct {
+	mu   sync.Mutex
+	opts *server.Options
+	s    *server.Server
+}
+
+func startEmbedded(o HubOptions, dir, hubKey string) (*embedded, error) {
+	host, portS, err := net.SplitHostPort(o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("nats.listen: %q is not host:port: %w", o.Listen, err)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("nats.listen: %q has no valid port", o.Listen)
+	}
+	tlsOn := o.CertFile != "" && o.KeyFile != ""
+	if !config.IsLoopback(host) && !tlsOn {
+		return nil, fmt.Errorf("nats.listen: %s is not a loopback address and no TLS is configured (nats.cert_file, nats.key_file): refused", o.Listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	users := []*server.NkeyUser{{Nkey: hubKey}} // the hub: every subject
+	names := make([]string, 0, len(o.Nodes))
+	for n := range o.Nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		pub, sub := nodePermissions(n)
+		users = append(users, &server.NkeyUser{Nkey: o.Nodes[n], Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Allow: pub}, Subscribe: &server.SubjectPermission{Allow: sub},
+		}})
+	}
+	sopts := &server.Options{
+		ServerName: "hub", Host: host, Port: port,
+		JetStream: true, StoreDir: dir, Nkeys: users,
+		NoLog: true, NoSigs: true, MaxPayload: maxPayload,
+	}
+	if tlsOn {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.CertFile, KeyFile: o.KeyFile})
+		if err != nil {
+			return nil, fmt.Errorf("nats TLS: %w", err)
+		}
+		sopts.TLSConfig, sopts.TLS = tc, true
+	}
+	e := &embedded{opts: sopts}
+	if err := e.start(); err != nil {
+		return nil, err
+	}
+	// A restart keeps the address nodes know.
+	if addr, ok := e.s.Addr().(*net.TCPAddr); ok {
+		sopts.Port = addr.Port
+	}
+	return e, nil
+}
+
+func (e *embedded) start() error {
+	s, err := server.NewServer(e.opts)
+	if err != nil {
+		return fmt.Errorf("nats server: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return errors.New("nats server: not ready for connections after 30s")
+	}
+	e.mu.Lock()
+	e.s = s
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *embedded) current() *server.Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.s
+}
+
+// InProcessConn lets the hub's connection reach the current server.
+func (e *embedded) InProcessConn() (net.Conn, error) {
+	s := e.current()
+	if s == nil || !s.Running() {
+		return nil, errors.New("nats server: not running")
+	}
+	return s.InProcessConn()
+}
+
+func (e *embedded) shutdown() {
+	if s := e.current(); s != nil {
+		s.Shutdown()
+		s.WaitForShutdown()
+	}
+}
+
+func (e *embedded) restart() error {
+	e.shutdown()
+	return e.start()
+}
+
+func (e *embedded) clientURL() string {
+	scheme := "nats"
+	if e.opts.TLS {
+		scheme = "tls"
+	}
+	return fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(e.opts.Host, strconv.Itoa(e.opts.Port)))
+}
+
+func (e *embedded) connected(nkey string) bool {
+	s := e.current()
+	if s == nil {
+		return false
+	}
+	cz, err := s.Connz(&server.ConnzOptions{Username: true, Limit: 1 << 16})
+	if err != nil {
+		return true // cannot tell: trust the heartbeat
+	}
+	for _, c := range cz.Conns {
+		if c.AuthorizedUser == nkey {
+			return true
+		}
+	}
+	return false
+}
+
+// after returns a channel closed after d on clk.
+func after(clk clock.Clock, d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	clk.AfterFunc(d, func() { close(ch) })
+	return ch
+}

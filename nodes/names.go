@@ -1,0 +1,48 @@
+package nodes
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/a6afc2ce/hermes-hub/config"
+)
+
+const (
+	resultsStream   = "HUB_RESULTS"
+	resultsConsumer = "hub"
+	workConsumer    = "work"
+	statusBucket    = "hub_nodes"
+	resultsPrefix   = "hub.results."
+)
+
+func requestSubject(node string) string { return "hub.node." + node + ".req" }
+func resultSubject(node string) string  { return resultsPrefix + node }
+func nodeStream(node string) string     { return "HUB_NODE_" + node }
+func statusSubject(node string) string  { return "$KV." + statusBucket + "." + node }
+func inboxPrefix(node string) string    { return "_INBOX.node." + node }
+
+// CallID is the message id of a call: the turn id and the call's index in
+// the turn. JetStream deduplicates requests and results by it.
+func CallID(turnID string, index int) string { return turnID + "#" + strconv.Itoa(index) }
+
+// nodeOfResult returns the node a result subject belongs to.
+func nodeOfResult(subject string) (string, bool) {
+	n, ok := strings.CutPrefix(subject, resultsPrefix)
+	return n, ok && config.ValidNodeName(n) == nil
+}
+
+// nodePermissions are a node's only rights: consume its own queue, ack its
+// own messages, publish its own results and heartbeat, read its inboxes.
+func nodePermissions(node string) (pub, sub []string) {
+	s := nodeStream(node)
+	pub = []string{
+		fmt.Sprintf("$JS.API.CONSUMER.INFO.%s.%s", s, workConsumer),
+		fmt.Sprintf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", s, workConsumer),
+		fmt.Sprintf("$JS.ACK.%s.%s.>", s, workConsumer),
+		resultSubject(node),
+		statusSubject(node),
+	}
+	sub = []string{inboxPrefix(node) + ".>"}
+	return pub, sub
+}

@@ -1,0 +1,369 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// NodeOptions configure `hub node`.
+type NodeOptions struct {
+	Name string
+	// URL is the hub's NATS (nats:// or tls://); CAFile verifies its
+	// certificate when the system does not.
+	URL, CAFile string
+	Key         nkeys.KeyPair
+	// StateDir holds the node's ledger (node.db).
+	StateDir string
+	// Workspaces are the executors by workspace name; Default serves
+	// requests that name none.
+	Workspaces map[string]*executor.Executor
+	Default    string
+	Version    string
+	// Concurrency is how many calls run at once (default 4).
+	Concurrency int
+	// Heartbeat is the liveness interval (default 5s).
+	Heartbeat time.Duration
+	Clock     clock.Clock
+	Logger    *slog.Logger
+}
+
+// Node is a running `hub node`.
+type Node struct {
+	opts    NodeOptions
+	log     *slog.Logger
+	clk     clock.Clock
+	db      *bolt.DB
+	ledger  *store.Ledger
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	started time.Time
+	ackWait time.Duration
+	running atomic.Int32
+	permErr atomic.Value // error: the last permissions violation
+}
+
+// ErrNotAllowed is returned when the server refuses the node's subjects:
+// its key is not the one the hub configured for its name.
+var ErrNotAllowed = errors.New("the hub's NATS refuses this node's subjects")
+
+// StartNode opens the node's ledger, connects with its key and checks it
+// may consume its own queue. Run serves it.
+func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
+	if err := config.ValidNodeName(opts.Name); err != nil {
+		return nil, fmt.Errorf("node.name: %w", err)
+	}
+	if opts.Key == nil {
+		return nil, errors.New("node: no nkey")
+	}
+	if _, ok := opts.Workspaces[opts.Default]; !ok {
+		return nil, fmt.Errorf("node: the default workspace %q is not one of its workspaces", opts.Default)
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 4
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 5 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock}
+	n.started = n.clk.Now()
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("node state: %w", err)
+	}
+	db, err := bolt.Open(filepath.Join(opts.StateDir, "node.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("node state %s is in use by another hub node", opts.StateDir)
+		}
+		return nil, fmt.Errorf("node state: %w", err)
+	}
+	n.db = db
+	if n.ledger, err = store.OpenLedger(db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if _, _, err := n.ledger.Prune(n.clk.Now().Add(-7 * 24 * time.Hour)); err != nil {
+		n.log.Warn("prune ledger", "err", err.Error())
+	}
+	pub, _ := opts.Key.PublicKey()
+	copts := []nats.Option{
+		nats.Name("hub node " + opts.Name),
+		nats.Nkey(pub, opts.Key.Sign),
+		nats.CustomInboxPrefix(inboxPrefix(opts.Name)),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.Timeout(5 * time.Second),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				n.permErr.Store(err)
+			}
+			n.log.Warn("nats", "err", err.Error())
+		}),
+	}
+	if opts.CAFile != "" {
+		copts = append(copts, nats.RootCAs(opts.CAFile))
+	}
+	n.nc, err = nats.Connect(opts.URL, copts...)
+	if err != nil {
+		db.Close()
+		if errors.Is(err, nats.ErrAuthorization) {
+			return nil, fmt.Errorf("connect to %s: the hub does not know this node's key (add the block `hub node init` printed under nodes: in the hub's configuration): %w", opts.URL, err)
+		}
+		return nil, fmt.Errorf("connect to %s: %w", opts.URL, err)
+	}
+	n.js, err = jetstream.New(n.nc)
+	if err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) close() {
+	if n.nc != nil {
+		n.nc.Close()
+	}
+	n.db.Close()
+}
+
+// Run consumes the node's queue until ctx ends, then closes the node.
+func (n *Node) Run(ctx context.Context) error {
+	defer n.close()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cons, err := n.js.Consumer(cctx, nodeStream(n.opts.Name), workConsumer)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return nil // stopped while starting
+	}
+	if err != nil {
+		if pe, ok := n.permErr.Load().(error); ok {
+			return fmt.Errorf("node %s: %w (is node.name the name the hub gave this key?): %v", n.opts.Name, ErrNotAllowed, pe)
+		}
+		return fmt.Errorf("node %s: its queue is not reachable (is it configured under the hub's nodes:?): %w", n.opts.Name, err)
+	}
+	n.ackWait = ackWait
+	if ci := cons.CachedInfo(); ci != nil && ci.Config.AckWait > 0 {
+		n.ackWait = ci.Config.AckWait
+	}
+	n.log.Info("node ready", "url", n.nc.ConnectedUrlRedacted(), "workspaces", n.workspaceNames())
+	var wg sync.WaitGroup
+	wg.Go(func() { n.beat(ctx) })
+	it, err := cons.Messages(jetstream.PullMaxMessages(n.opts.Concurrency))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	for range n.opts.Concurrency {
+		wg.Go(func() {
+			for {
+				m, err := it.Next()
+				if err != nil {
+					if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+						return
+					}
+					n.log.Debug("next request", "err", err.Error())
+					continue
+				}
+				n.handle(ctx, m)
+			}
+		})
+	}
+	<-ctx.Done()
+	it.Stop()
+	wg.Wait()
+	return nil
+}
+
+func (n *Node) workspaceNames() []string {
+	out := make([]string, 0, len(n.opts.Workspaces))
+	for k := range n.opts.Workspaces {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// handle runs one request at most once.
+func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
+	var rq requestMsg
+	if err := json.Unmarshal(m.Data(), &rq); err != nil || rq.CallID == "" || rq.Node != n.opts.Name {
+		n.log.Warn("malformed request dropped", "bytes", len(m.Data()))
+		m.Term()
+		return
+	}
+	log := n.log.With("call", rq.CallID)
+	now := n.clk.Now()
+	if !now.Before(rq.Deadline) {
+		// The hub has given up on it: running it now would act for
+		// nobody (a node partitioned and back, a node long stopped).
+		log.Warn("expired request not run", "deadline", rq.Deadline)
+		n.answer(ctx, rq, resultMsg{Status: StatusExpired, Result: failure(executor.CodeTimeout,
+			fmt.Sprintf("node %s received this call after its deadline (%s); it did not run", n.opts.Name, rq.Deadline.UTC().Format(time.RFC3339)))})
+		m.Term()
+		return
+	}
+	env, derr := n.opts.Workspaces[n.opts.Default].DecodeEnvelope(rq.Envelope)
+	prev, began, _, err := n.ledger.Begin(store.TurnRecord{TurnID: rq.CallID, Verb: env.Verb, Identity: rq.Identity, Platform: "node", Started: now})
+	if err != nil {
+		log.Error("ledger", "err", err.Error())
+		m.NakWithDelay(time.Second)
+		return
+	}
+	if !began {
+		// A redelivery: the node took this call before (and died, or its
+		// ack was lost). It is never run again. When the result was
+		// published, this answer carries the same message id and is
+		// dropped by the results stream as a duplicate.
+		log.Warn("redelivered request not run again", "state", prev.State)
+		n.answer(ctx, rq, resultMsg{Status: StatusInterrupted, Verb: prev.Verb, Result: failure(executor.CodeInternal,
+			fmt.Sprintf("node %s was interrupted while it ran this call; it may or may not have completed, and it is not run again", n.opts.Name))})
+		m.Ack()
+		return
+	}
+	res := resultMsg{Status: StatusDone}
+	x, ok := n.opts.Workspaces[rq.Workspace]
+	if rq.Workspace == "" {
+		x, ok = n.opts.Workspaces[n.opts.Default], true
+	}
+	switch {
+	case !ok:
+		res = resultMsg{Status: StatusRejected, Result: failure(executor.CodeInvalidArguments,
+			fmt.Sprintf("node %s has no workspace %q (it has: %s)", n.opts.Name, rq.Workspace, strings.Join(n.workspaceNames(), ", ")))}
+	case derr != nil:
+		out := &executor.Outcome{Err: executor.ErrorFrom(derr)}
+		res.Result = out.JSON()
+	default:
+		res = n.run(ctx, m, x, rq, env)
+	}
+	if !n.answer(ctx, rq, res) {
+		return // not acked: the ledger answers its redelivery
+	}
+	code := ""
+	var r executor.Result
+	if json.Unmarshal(res.Result, &r) == nil && !r.Succeeded {
+		code = string(r.ErrorCode)
+	}
+	if err := n.ledger.Finish(rq.CallID, store.TurnDone, code, nil, n.clk.Now()); err != nil {
+		log.Error("ledger", "err", err.Error())
+	}
+	m.Ack()
+}
+
+// run executes the envelope, bounded by the call's deadline, telling the
+// server the call is in progress so that it is not redelivered meanwhile.
+func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, rq requestMsg, env executor.Envelope) resultMsg {
+	n.running.Add(1)
+	defer n.running.Add(-1)
+	rctx, cancel := context.WithTimeout(ctx, rq.Deadline.Sub(n.clk.Now()))
+	defer cancel()
+	var mu sync.Mutex
+	var t clock.Timer
+	var tick func()
+	tick = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if rctx.Err() != nil {
+			return
+		}
+		m.InProgress()
+		t = n.clk.AfterFunc(n.ackWait/3, tick)
+	}
+	mu.Lock()
+	t = n.clk.AfterFunc(n.ackWait/3, tick)
+	mu.Unlock()
+	defer func() { mu.Lock(); t.Stop(); mu.Unlock() }()
+	rctx = executor.WithCall(rctx, executor.Call{TurnID: rq.TurnID, Session: rq.Session, Identity: rq.Identity})
+	out := x.Run(rctx, env)
+	return resultMsg{Status: StatusDone, Verb: out.Verb, Result: out.JSON(), Notes: out.Notes, DurationMS: out.Duration.Milliseconds()}
+}
+
+// answer publishes a result with the call id as message id, retrying
+// while NATS is unreachable, until the call's deadline (a little after:
+// the hub may still take it) or the node stops.
+func (n *Node) answer(ctx context.Context, rq requestMsg, res resultMsg) bool {
+	res.CallID, res.Node, res.NodeVersion = rq.CallID, n.opts.Name, n.opts.Version
+	data, err := json.Marshal(res)
+	if err != nil {
+		n.log.Error("encode result", "call", rq.CallID, "err", err.Error())
+		return false
+	}
+	giveUp := rq.Deadline.Add(retentionGrace)
+	for {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_, err := n.js.Publish(pctx, resultSubject(n.opts.Name), data, jetstream.WithMsgID(rq.CallID))
+		cancel()
+		if err == nil {
+			return true
+		}
+		n.log.Warn("publish result", "call", rq.CallID, "err", err.Error())
+		if ctx.Err() != nil || !n.clk.Now().Before(giveUp) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-after(n.clk, 250*time.Millisecond):
+		}
+	}
+}
+
+// beat writes the node's heartbeat now and at every interval.
+func (n *Node) beat(ctx context.Context) {
+	for {
+		hb := Heartbeat{
+			Name: n.opts.Name, Version: n.opts.Version, Started: n.started, LastSeen: n.clk.Now(),
+			Workspaces: n.workspaceNames(), Load: loadAverage(), Running: int(n.running.Load()),
+		}
+		data, _ := json.Marshal(hb)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if _, err := n.js.Publish(pctx, statusSubject(n.opts.Name), data); err != nil && ctx.Err() == nil {
+			n.log.Debug("heartbeat", "err", err.Error())
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-after(n.clk, n.opts.Heartbeat):
+		}
+	}
+}
+
+// loadAverage reads the 1, 5 and 15 minute load averages (zero where the
+// system does not tell).
+func loadAverage() [3]float64 {
+	var l [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return l
+	}
+	f := strings.Fields(string(b))
+	for i := 0; i < 3 && i < len(f); i++ {
+		l[i], _ = strconv.ParseFloat(f[i], 64)
+	}
+	return l
+}
