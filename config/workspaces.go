@@ -76,7 +76,8 @@ type Destination struct {
 	Pids     int64    `yaml:"pids"`
 	User     string   `yaml:"user"` // uid[:gid]; default: the owner of the workspace directory
 	EnvAllow []string `yaml:"env_allow"`
-	// IdleTimeout removes a container unused this long; 0 keeps it.
+	// IdleTimeout removes a container unused this long; 0 means the
+	// default, 30m.
 	IdleTimeout Duration `yaml:"idle_timeout"`
 }
 
@@ -344,7 +345,7 @@ func validateDestination(name string, d Destination, at func(string) string, bad
 			}
 		}
 		if d.IdleTimeout < 0 {
-			bad("%s%s.idle_timeout: %s is negative (accepted: 0 to keep containers, or a duration such as 1h)", at(name+".destination.idle_timeout"), key, d.IdleTimeout)
+			bad("%s%s.idle_timeout: %s is negative (accepted: a duration such as 1h; unset means 30m)", at(name+".destination.idle_timeout"), key, d.IdleTimeout)
 		}
 	default:
 		bad("%s%s.kind: %q is not accepted (accepted: %s)", at(name+".destination.kind"), key, d.Kind, strings.Join(DestinationKinds, ", "))

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
 // emulator is the telegram-test-api Bot API emulator (an independent
@@ -73,10 +75,10 @@ func startEmulator(t *testing.T, token string) *emulator {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node not installed")
+		testkit.Unavailable(t, "node not installed")
 	}
 	if _, err := os.Stat(filepath.Join("e2e", "node_modules", "telegram-test-api", "package.json")); err != nil {
-		t.Skip("telegram-test-api not installed: run make e2e-deps")
+		testkit.Unavailable(t, "telegram-test-api not installed: run make e2e-deps")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &emulator{t: t, stderr: &syncBuffer{}}

@@ -13,6 +13,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
 
@@ -45,18 +46,18 @@ func TestPanelE2E(t *testing.T) {
 		t.Skip("end-to-end browser test skipped in -short mode")
 	}
 	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skip("chromium not installed")
+		testkit.Unavailable(t, "chromium not installed")
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node not installed")
+		testkit.Unavailable(t, "node not installed")
 	}
 	e2eDir, err := filepath.Abs("e2e")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", "playwright-core", "package.json")); err != nil {
-		t.Skip("playwright-core not installed: run make e2e-deps")
+		testkit.Unavailable(t, "playwright-core not installed: run make e2e-deps")
 	}
 
 	// A fake Discord that refuses the first delivery and accepts the retry,

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -167,7 +168,7 @@ func TestExecInteractivePipe(t *testing.T) {
 
 func TestExecInteractiveTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
+		testkit.Unavailable(t, "tmux not installed")
 	}
 	dir := workspace(t)
 	sock := filepath.Join(t.TempDir(), "tmux.sock")

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -52,24 +51,6 @@ func (t *toolchain) Close() error {
 	return errors.Join(errs...)
 }
 
-// dockerRunners builds the runner of a workspace of kind docker. It is the
-// one place the Docker destination is plugged in; while it is nil, a
-// configuration naming kind docker is refused at start with a clear error.
-var dockerRunners workspaces.RunnerFactory
-
-// runnerFactory returns the factory of the destinations other than local.
-func runnerFactory() workspaces.RunnerFactory {
-	if dockerRunners == nil {
-		return nil
-	}
-	return func(name string, d config.Destination) (verbs.Runner, error) {
-		if d.Kind != config.DestinationDocker {
-			return nil, fmt.Errorf("destination kind %q is not supported (accepted: %s)", d.Kind, strings.Join(config.DestinationKinds, ", "))
-		}
-		return dockerRunners(name, d)
-	}
-}
-
 // openWorkspaces opens the named workspaces with the state directory
 // protected (created first: on a first run too) and their session
 // workspaces under sessionsDir (nil: the configured places), with the
@@ -90,7 +71,7 @@ func openWorkspaces(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(st
 	}
 	return workspaces.Open(cfg, workspaces.Options{
 		StateDir: state, Meta: meta, SessionsDir: sessionsDir, Mounts: withMounts,
-		Runners: runnerFactory(), Logger: logger,
+		Runners: runnerFactory(cfg, logger), Logger: logger,
 	})
 }
 

@@ -165,11 +165,7 @@ func resetWorkspace(w io.Writer, cfg *config.Config, name, session string) error
 	if wc.Destination.Kind == config.DestinationLocal {
 		return fmt.Errorf("workspace %s %w (its programs are host processes that end with their call)", name, workspaces.ErrLocal)
 	}
-	f := runnerFactory()
-	if f == nil {
-		return fmt.Errorf("workspace %s: destination kind %s is not available in this build of the hub", name, wc.Destination.Kind)
-	}
-	run, err := f(name, wc.Destination)
+	run, err := runnerFactory(cfg, nil)(name, wc.Destination)
 	if err != nil {
 		return fmt.Errorf("workspace %s: %w", name, err)
 	}
@@ -208,12 +204,7 @@ func doctorDestinations(r *doctorReport, cfg *config.Config) {
 			r.ok(what, p.Destination(n))
 			continue
 		}
-		f := runnerFactory()
-		if f == nil {
-			r.fail(what, "destination kind "+wc.Destination.Kind+" is not available in this build of the hub", "use kind local for "+n)
-			continue
-		}
-		run, err := f(n, wc.Destination)
+		run, err := runnerFactory(cfg, nil)(n, wc.Destination)
 		if err != nil {
 			r.fail(what, err.Error(), "")
 			continue

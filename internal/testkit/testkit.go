@@ -34,3 +34,14 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// Unavailable skips t because something the test needs is missing (a
+// program, an npm package, a daemon), saying what; under CI=true, where the
+// continuous integration installs every such part, it fails t instead.
+func Unavailable(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("cannot run (CI=true provides every prerequisite): %s", reason)
+	}
+	t.Skip(reason)
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/workspaces"
+	"github.com/a6afc2ce/hermes-hub/workspaces/docker"
+)
+
+// runnerFactory builds the runners of the destinations other than local:
+// the one place a destination kind is plugged in.
+func runnerFactory(cfg *config.Config, logger *slog.Logger) workspaces.RunnerFactory {
+	id := hubID(cfg.StateDir)
+	return func(name string, d config.Destination) (verbs.Runner, error) {
+		switch d.Kind {
+		case config.DestinationDocker:
+			return docker.New(docker.Config{
+				Workspace: name, Image: d.Image, Network: d.Network, Memory: int64(d.Memory), CPUs: d.CPUs,
+				Pids: d.Pids, User: d.User, EnvAllow: d.EnvAllow, IdleTimeout: d.IdleTimeout.D(), HubID: id,
+			}, docker.Options{Logger: logger})
+		}
+		return nil, fmt.Errorf("destination kind %q is not supported (accepted: %s)", d.Kind, strings.Join(config.DestinationKinds, ", "))
+	}
+}
+
+// hubID names this hub's sandboxes (a label on its containers), so two hubs
+// on one machine never share them: a hash of its state directory's path.
+func hubID(stateDir string) string {
+	abs, err := filepath.Abs(stateDir)
+	if err != nil {
+		abs = stateDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return hex.EncodeToString(sum[:8])
+}
