@@ -10,12 +10,13 @@ import (
 )
 
 // Builtin commands every surface understands, besides verbs.
-var Builtins = []string{"help", "verbs", "whoami", "start"}
+var Builtins = []string{"help", "verbs", "whoami", "start", "cancel"}
 
 // Command is a chat message parsed by ParseCommand.
 type Command struct {
-	// Builtin is "help", "verbs", "whoami" or "start" for a built-in command;
-	// BuiltinArg is its argument (the verb for /help VERB).
+	// Builtin is "help", "verbs", "whoami", "start" or "cancel" for a
+	// built-in command; BuiltinArg is its argument (the verb for /help VERB,
+	// the turn for /cancel TURN).
 	Builtin    string
 	BuiltinArg string
 	// Verb is the canonical verb name and Arguments its JSON object.

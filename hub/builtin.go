@@ -8,7 +8,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
-// builtin answers /help [verb], /verbs, /whoami and /start.
+// builtin answers /help [verb], /verbs, /whoami, /start and /cancel [turn].
 func (h *Hub) builtin(cmd executor.Command, in *chat.Inbound, ids, roles []string) string {
 	switch cmd.Builtin {
 	case "whoami":
@@ -20,6 +20,8 @@ func (h *Hub) builtin(cmd executor.Command, in *chat.Inbound, ids, roles []strin
 			return h.verbHelp(cmd.BuiltinArg, ids)
 		}
 		return h.help(ids)
+	case "cancel":
+		return h.Cancel(CancelRequest{Chat: in.ReplyKey(), TurnID: cmd.BuiltinArg, Identities: ids}).Text
 	case "start":
 		return fmt.Sprintf("Hermes Hub runs verbs on its machine for you, %s.\n\n%s", in.Identity(), h.help(ids))
 	}
@@ -32,7 +34,7 @@ func (h *Hub) help(ids []string) string {
 	b.WriteString("/fs.listDir .\n/fs.readRange README.md 1 20\n/proc.run git status --short\n\n")
 	b.WriteString("Arguments go by position (the required ones in order), as key=value, or as YAML on the lines after the command. ")
 	b.WriteString("Add --json for the raw result.\n\n")
-	b.WriteString("/verbs lists what you may run, /help <verb> shows one verb, /whoami shows who you are.")
+	b.WriteString("/verbs lists what you may run, /help <verb> shows one verb, /whoami shows who you are, /cancel stops your running call.")
 	return b.String()
 }
 
