@@ -109,7 +109,7 @@ func TestAdminSocketIsTheOperator(t *testing.T) {
 		Permissions []string `json:"permissions"`
 	}
 	_, body := overSocket("GET", "/api/whoami", "")
-	if err := json.Unmarshal([]byte(body), &who); err != nil || who.Identity != "operator" || len(who.Permissions) != 5 {
+	if err := json.Unmarshal([]byte(body), &who); err != nil || who.Identity != "operator" || len(who.Permissions) != 6 {
 		t.Fatalf("socket whoami: %v %s", err, body)
 	}
 	if code, body := overSocket("GET", "/api/mirror?n=1000000000", ""); code != http.StatusBadRequest || !strings.Contains(body, "n must be a whole number from 0 to 10000") {
