@@ -204,10 +204,13 @@ const (
 	AdminAccess = "admin.access"
 	// AdminWorkspaces resets workspaces' sandboxes (their containers).
 	AdminWorkspaces = "admin.workspaces"
+	// AdminCancel stops anyone's running call in a conversation (/cancel,
+	// the Cancel buttons); without it, only the caller may stop a call.
+	AdminCancel = "admin.cancel"
 )
 
 // AdminPermissions lists every admin permission.
-var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels, AdminAccess, AdminWorkspaces}
+var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels, AdminAccess, AdminWorkspaces, AdminCancel}
 
 // AdminPrefix starts every admin permission; only a pattern that starts
 // with it grants one.
@@ -228,6 +231,11 @@ type Verbs struct {
 		MaxCPUSeconds int  `yaml:"max_cpu_seconds"` // CPU time per process; 0: the call's timeout
 	} `yaml:"proc"`
 	Timeout Duration `yaml:"timeout"` // bound on any verb call from chat
+	// Progress: a call from chat still running after ProgressAfter shows
+	// its progress (elapsed time, last lines), refreshed every
+	// ProgressEvery.
+	ProgressAfter Duration `yaml:"progress_after"`
+	ProgressEvery Duration `yaml:"progress_every"`
 }
 
 // Sessions configures per-conversation session workspaces.
@@ -612,6 +620,8 @@ func (c *Config) ApplyDefaults() {
 	defI(&c.Verbs.Proc.MaxProcs, 256)
 	defS(&c.Verbs.Proc.MaxMemory, 4<<30)
 	defD(&c.Verbs.Timeout, "15m")
+	defD(&c.Verbs.ProgressAfter, "3s")
+	defD(&c.Verbs.ProgressEvery, "3s")
 	def(&c.Sessions.Mode, "host")
 	def(&c.Sessions.Root, "state")
 	defD(&c.Sessions.IdleTTL, "24h")
@@ -771,6 +781,9 @@ func (c *Config) Validate() error {
 	c.validateWorkspaces(bad, roleKnown)
 	if c.Verbs.MaxWriteChars <= 0 {
 		bad("verbs.max_write_chars must be positive")
+	}
+	if c.Verbs.ProgressEvery < Duration(time.Second) {
+		bad("verbs.progress_every: %s is too short (accepted: 1s or more; platforms limit how often a message may be edited)", c.Verbs.ProgressEvery)
 	}
 	if c.Verbs.Proc.DefaultTimeout > c.Verbs.Proc.MaxTimeout {
 		bad("verbs.proc.default_timeout (%s) is above verbs.proc.max_timeout (%s)", c.Verbs.Proc.DefaultTimeout, c.Verbs.Proc.MaxTimeout)

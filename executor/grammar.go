@@ -10,13 +10,13 @@ import (
 )
 
 // Builtin commands every surface understands, besides verbs.
-var Builtins = []string{"help", "verbs", "whoami", "start", "use", "where"}
+var Builtins = []string{"help", "verbs", "whoami", "start", "use", "where", "cancel"}
 
 // Command is a chat message parsed by ParseCommand.
 type Command struct {
-	// Builtin is "help", "verbs", "whoami", "start", "use" or "where" for a
-	// built-in command; BuiltinArg is its argument (the verb for /help VERB,
-	// the workspace for /use NAME).
+	// Builtin is "help", "verbs", "whoami", "start", "use", "where" or
+	// "cancel" for a built-in command; BuiltinArg is its argument (the verb
+	// for /help VERB, the workspace for /use NAME, the turn for /cancel TURN).
 	Builtin    string
 	BuiltinArg string
 	// Verb is the canonical verb name and Arguments its JSON object.

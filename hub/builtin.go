@@ -8,8 +8,8 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
-// builtin answers /help [verb], /verbs, /whoami, /start, /use [NAME] and
-// /where.
+// builtin answers /help [verb], /verbs, /whoami, /start, /use [NAME],
+// /where and /cancel [turn].
 func (h *Hub) builtin(cmd executor.Command, in *chat.Inbound, ids, roles []string) string {
 	switch cmd.Builtin {
 	case "whoami":
@@ -25,6 +25,8 @@ func (h *Hub) builtin(cmd executor.Command, in *chat.Inbound, ids, roles []strin
 		return h.use(cmd.BuiltinArg, in, roles)
 	case "where":
 		return h.where(in, roles)
+	case "cancel":
+		return h.Cancel(CancelRequest{Chat: in.ReplyKey(), TurnID: cmd.BuiltinArg, Identities: ids}).Text
 	case "start":
 		return fmt.Sprintf("Hermes Hub runs verbs on its machine for you, %s.\n\n%s", in.Identity(), h.help(ids))
 	}
@@ -38,7 +40,7 @@ func (h *Hub) help(ids []string) string {
 	b.WriteString("Arguments go by position (the required ones in order), as key=value, or as YAML on the lines after the command. ")
 	b.WriteString("Add --json for the raw result.\n\n")
 	b.WriteString("/verbs lists what you may run, /help <verb> shows one verb, /whoami shows who you are, ")
-	b.WriteString("/where shows the workspace you work in and /use lists or chooses one.")
+	b.WriteString("/where shows the workspace you work in, /use lists or chooses one, /cancel stops your running call.")
 	return b.String()
 }
 

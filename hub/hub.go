@@ -55,8 +55,16 @@ type Options struct {
 	Destinations Destinations
 	// Observer hears every turn and verb call; nil: no one.
 	Observer Observer
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	// ProgressAfter is how long a call from chat runs before its progress
+	// shows (default DefaultProgressAfter); ProgressEvery how often it is
+	// refreshed (default DefaultProgressEvery). Progress records the
+	// messages that show it (nil: none recorded, none finalised after a
+	// restart).
+	ProgressAfter time.Duration
+	ProgressEvery time.Duration
+	Progress      ProgressStore
+	Clock         clock.Clock
+	Logger        *slog.Logger
 	// AccessState keeps pairing codes and approved grants (pairing.go);
 	// nil: strangers are shown the configuration line instead of a code.
 	AccessState AccessState
@@ -70,6 +78,8 @@ type Hub struct {
 
 	mu       sync.Mutex
 	inFlight map[string]bool
+	calls    map[string]*runningCall // verb calls from chat, by turn id
+	views    map[chat.Platform]ProgressView
 	dir      atomic.Pointer[store.Directory]
 }
 
@@ -87,7 +97,13 @@ func New(opts Options) (*Hub, error) {
 	if opts.OverflowChunks <= 0 {
 		opts.OverflowChunks = chat.DefaultMaxChunks
 	}
-	h := &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}}
+	if opts.ProgressAfter <= 0 {
+		opts.ProgressAfter = DefaultProgressAfter
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = DefaultProgressEvery
+	}
+	h := &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}, calls: map[string]*runningCall{}}
 	if opts.Directory != nil {
 		h.dir.Store(opts.Directory)
 	}
@@ -287,9 +303,12 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	default:
 		res.Status = StatusExecuted
 		res.Verb = cmd.Verb
-		out := h.run(ctx, in, roles, cmd, where.Name)
+		out, note := h.runTracked(ctx, in, roles, cmd, where.Name)
 		res.Outcome = out
 		text = executor.RenderText(out, cmd.JSON)
+		if note != "" && !cmd.JSON {
+			text += "\n" + note
+		}
 		if !out.Succeeded() {
 			code = string(out.Err.Code)
 			private = true

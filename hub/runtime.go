@@ -127,6 +127,10 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	} else {
 		closers = append(closers, dir.Close)
 	}
+	progress, err := store.OpenProgressMessages(st.DB())
+	if err != nil {
+		return nil, err
+	}
 	rt.Targets, err = store.OpenTargets(rt.State.Path(store.DeliveryTargetsFile))
 	if err != nil {
 		return nil, err
@@ -172,6 +176,9 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		OverflowChunks: cfg.Outbox.OverflowChunks,
 		ChunkMarkers:   cfg.Outbox.ChunkMarkers,
 		VerbTimeout:    cfg.Verbs.Timeout.D(),
+		ProgressAfter:  cfg.Verbs.ProgressAfter.D(),
+		ProgressEvery:  cfg.Verbs.ProgressEvery.D(),
+		Progress:       progress,
 		SessionFor:     opts.SessionFor,
 		Workspaces:     policy.New(cfg),
 		Choices:        st.Choices(),
@@ -187,9 +194,17 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	return rt, nil
 }
 
-// Start answers turns a previous run died in and starts the dispatcher.
-// Register every sender on Mux before calling it.
+// Start finalises the progress messages a previous run left, answers turns
+// it died in and starts the dispatcher. Register every sender on Mux and
+// every progress view (Hub.SetProgressView) before calling it.
 func (rt *Runtime) Start(ctx context.Context) error {
+	// Progress messages first: a Discord one shares its message with the
+	// notice Recover may send, which must come after.
+	if n, err := rt.Hub.FinishStaleProgress(ctx); err != nil {
+		rt.log.Warn("progress messages left by the last stop", "err", err)
+	} else if n > 0 {
+		rt.log.Info("finalised progress messages left by the last stop", "messages", n)
+	}
 	n, pending, err := rt.Hub.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover interrupted turns: %w", err)

@@ -125,6 +125,11 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	defer stderr.f.Close()
 	res.StdoutPath = s.statePath(stdout.f.Name())
 	res.StderrPath = s.statePath(stderr.f.Name())
+	// Both streams also feed the progress reports, in arrival order.
+	recent := &recentOutput{}
+	stdout.also, stderr.also = recent, recent
+	stopProgress := reportProgress(ctx, s.opts.Clock, recent)
+	defer stopProgress()
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -440,6 +445,7 @@ type capture struct {
 	tailMax int
 	tail    []byte
 	err     error
+	also    *recentOutput // also hears every write; nil: no one
 }
 
 func (s *Set) newCapture(name string) (*capture, error) {
@@ -455,6 +461,9 @@ func (s *Set) newCapture(name string) (*capture, error) {
 func (c *capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.also != nil {
+		_, _ = c.also.Write(p)
+	}
 	c.total += int64(len(p))
 	if c.tailMax > 0 {
 		c.tail = append(c.tail, p[max(0, len(p)-c.tailMax):]...)

@@ -75,19 +75,20 @@ var retryBackoff = outbox.Backoff{Base: time.Second, Max: 30 * time.Second}
 // Adapter is the Telegram platform connection: a hub.Adapter (Run) and the
 // outbox.Sender of chat:telegram targets (Sender).
 type Adapter struct {
-	cfg     config.Telegram
-	opts    Options
-	api     *botAPI
-	hub     Intake
-	cursors Cursors
-	clk     clock.Clock
-	log     *slog.Logger
-	lim     *limiter
-	mig     *migrations
-	send    *Sender
-	mode    string
-	hookURL string
-	secret  string
+	cfg      config.Telegram
+	opts     Options
+	api      *botAPI
+	hub      Intake
+	cursors  Cursors
+	clk      clock.Clock
+	log      *slog.Logger
+	lim      *limiter
+	mig      *migrations
+	send     *Sender
+	progress *progressView
+	mode     string
+	hookURL  string
+	secret   string
 
 	norm   atomic.Pointer[normalizer] // set once getMe has answered
 	recent *recentIDs                 // webhook update ids already handled
@@ -109,6 +110,8 @@ type Intake interface {
 	RenameChannel(from, to chat.ChannelKey)
 	// VerbsFor lists the verbs the identities may run (the command menu).
 	VerbsFor(ids []string) []executor.Info
+	// Cancel stops running calls (the Cancel button of a progress message).
+	Cancel(req hub.CancelRequest) hub.CancelResult
 }
 
 // Cursors is the adapter's own durable store of named positions.
@@ -169,6 +172,7 @@ func New(opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	a.send = &Sender{a: a}
+	a.progress = newProgressView(a)
 	if mode == ModeWebhook {
 		if err := a.prepareWebhook(); err != nil {
 			return nil, err

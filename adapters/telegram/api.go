@@ -195,7 +195,7 @@ func (a *botAPI) getMe(ctx context.Context) (botUser, error) {
 }
 
 // allowedUpdates is what the hub asks Telegram for.
-const allowedUpdates = `["message","edited_message"]`
+const allowedUpdates = `["message","edited_message","callback_query"]`
 
 func (a *botAPI) getUpdates(ctx context.Context, offset int64, timeout time.Duration) ([]rawUpdate, error) {
 	p := tgbotapi.Params{

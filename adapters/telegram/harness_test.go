@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -119,6 +120,9 @@ type hopts struct {
 	// endpoint and token replace the fake's (an emulator instead).
 	endpoint, token string
 	logger          *slog.Logger
+	// progress shows progress on the adapter's view, with the runtime on
+	// clk too.
+	progress bool
 }
 
 func testTelegramConfig(t testing.TB, f *telegramtest.Server, o hopts, ws, state string) *config.Config {
@@ -174,8 +178,12 @@ func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 	if logger == nil {
 		logger = testkit.Discard()
 	}
+	ropts := hub.RuntimeOptions{Logger: logger}
+	if o.progress {
+		ropts.Clock = o.clk
+	}
 	he := hubtest.Open(t, cfg, hubtest.Options{
-		Runtime: hub.RuntimeOptions{Logger: logger},
+		Runtime: ropts,
 		Register: func(reg *executor.Registry, cfg *config.Config, st *store.State) error {
 			ws, err := hubtest.RealVerbs(reg, cfg)
 			if err != nil {
@@ -206,6 +214,9 @@ func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 	}
 	if err := rt.Mux.Handle("chat:telegram", h.ad.Sender()); err != nil {
 		t.Fatal(err)
+	}
+	if o.progress {
+		rt.Hub.SetProgressView(chat.Telegram, h.ad.ProgressView())
 	}
 	he.Start(t)
 	t.Cleanup(h.stop)

@@ -17,9 +17,19 @@ import (
 // predates forum topics (message_thread_id, is_topic_message,
 // forum_topic_created).
 type rawUpdate struct {
-	ID            int64       `json:"update_id"`
-	Message       *rawMessage `json:"message"`
-	EditedMessage *rawMessage `json:"edited_message"`
+	ID            int64        `json:"update_id"`
+	Message       *rawMessage  `json:"message"`
+	EditedMessage *rawMessage  `json:"edited_message"`
+	CallbackQuery *rawCallback `json:"callback_query"`
+}
+
+// rawCallback is a press on an inline keyboard button (the Cancel button of
+// a progress message).
+type rawCallback struct {
+	ID      string      `json:"id"`
+	From    *rawUser    `json:"from"`
+	Message *rawMessage `json:"message"`
+	Data    string      `json:"data"`
 }
 
 type rawMessage struct {

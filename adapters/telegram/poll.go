@@ -208,6 +208,15 @@ func (p *poller) accept(ctx, turnCtx context.Context, updates []rawUpdate) int {
 			continue
 		}
 		fresh++
+		if u.CallbackQuery != nil {
+			p.wg.Add(1)
+			go func(id int64, cq *rawCallback) {
+				defer p.wg.Done()
+				p.a.onCallback(turnCtx, cq)
+				p.done(id)
+			}(u.ID, u.CallbackQuery)
+			continue
+		}
 		ev := norm.normalize(u)
 		if ev.migrate != nil {
 			p.a.applyMigration(*ev.migrate)
@@ -215,6 +224,17 @@ func (p *poller) accept(ctx, turnCtx context.Context, updates []rawUpdate) int {
 		if ev.in == nil {
 			p.a.log.Debug("telegram: update dropped", "update_id", u.ID, "why", ev.drop)
 			p.done(u.ID)
+			continue
+		}
+		if isCancel(ev.in) {
+			// /cancel must not wait behind the turn it stops.
+			p.wg.Add(1)
+			go func(j job) {
+				defer p.wg.Done()
+				if p.handle(ctx, turnCtx, j) {
+					p.done(j.id)
+				}
+			}(job{id: u.ID, in: ev.in})
 			continue
 		}
 		p.enqueue(ctx, turnCtx, job{id: u.ID, in: ev.in})

@@ -52,7 +52,7 @@ func TestPollingTurnAndReply(t *testing.T) {
 		t.Fatalf("ledger record %+v, %v", rec, err)
 	}
 	calls := f.CallsOf("getUpdates")
-	if got := calls[0].Params.Get("allowed_updates"); got != `["message","edited_message"]` {
+	if got := calls[0].Params.Get("allowed_updates"); got != `["message","edited_message","callback_query"]` {
 		t.Fatalf("allowed_updates %q", got)
 	}
 	if len(f.CallsOf("deleteWebhook")) == 0 {

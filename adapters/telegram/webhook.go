@@ -113,6 +113,12 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if u.CallbackQuery != nil {
+		a.onCallback(ctx, u.CallbackQuery)
+		a.recent.add(u.ID)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	ev := a.norm.Load().normalize(u)
 	if ev.migrate != nil {
 		a.applyMigration(*ev.migrate)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"log/slog"
 	"net/http"
 
@@ -31,6 +32,7 @@ func platformAdapters(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, l
 		if err := rt.Mux.Handle("chat:telegram", ad.Sender()); err != nil {
 			return nil, err
 		}
+		rt.Hub.SetProgressView(chat.Telegram, ad.ProgressView())
 		out = append(out, ad)
 	}
 	if cfg.Discord.Enabled {

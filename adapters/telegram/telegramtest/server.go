@@ -55,6 +55,7 @@ type Server struct {
 	nextMsgID  int64
 	sent       []Message
 	onSend     func(Message) // called for every accepted message
+	edits      []Edit
 
 	strict     bool
 	tolerance  time.Duration
@@ -91,6 +92,18 @@ type Message struct {
 	Doc       []byte
 	MessageID int64
 	At        time.Time
+	// ReplyMarkup is the message's inline keyboard (JSON), as last set.
+	ReplyMarkup string
+}
+
+// Edit is one editMessageText the fake accepted.
+type Edit struct {
+	ChatID      string
+	MessageID   int64
+	Text        string
+	ParseMode   string
+	ReplyMarkup string // "" removes the keyboard
+	At          time.Time
 }
 
 // NewServer starts a fake Bot API on 127.0.0.1 with DefaultToken. Close it
@@ -391,7 +404,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.getUpdates(w, r, params)
 	case "sendMessage", "sendDocument":
 		s.sendMessage(w, r, method, params)
-	case "sendChatAction", "setMyCommands":
+	case "editMessageText":
+		s.editMessage(w, params)
+	case "sendChatAction", "setMyCommands", "answerCallbackQuery":
 		writeOK(w, true)
 	case "setWebhook":
 		s.mu.Lock()
@@ -513,7 +528,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, method stri
 	m := Message{
 		Method: method, ChatID: chatID, ThreadID: params.Get("message_thread_id"), Text: params.Get("text"),
 		ParseMode: params.Get("parse_mode"), ReplyTo: params.Get("reply_to_message_id"), Caption: params.Get("caption"),
-		At: now,
+		At: now, ReplyMarkup: params.Get("reply_markup"),
 	}
 	if method == "sendDocument" {
 		file, hdr, err := r.FormFile("document")
@@ -552,4 +567,37 @@ func writeHTML(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "text/html")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "<html><body><h1>%d</h1></body></html>", status)
+}
+
+// editMessage answers editMessageText: the message must exist in that chat
+// and the text must change, as Telegram requires.
+func (s *Server) editMessage(w http.ResponseWriter, params url.Values) {
+	chatID := params.Get("chat_id")
+	id, _ := strconv.ParseInt(params.Get("message_id"), 10, 64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.sent {
+		m := &s.sent[i]
+		if m.ChatID != chatID || m.MessageID != id {
+			continue
+		}
+		text, markup := params.Get("text"), params.Get("reply_markup")
+		if text == m.Text && markup == m.ReplyMarkup {
+			writeAPI(w, 400, map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"})
+			return
+		}
+		m.Text, m.ReplyMarkup = text, markup
+		s.edits = append(s.edits, Edit{ChatID: chatID, MessageID: id, Text: text, ParseMode: params.Get("parse_mode"), ReplyMarkup: markup, At: time.Now()})
+		n, _ := strconv.ParseInt(chatID, 10, 64)
+		writeOK(w, map[string]any{"message_id": id, "chat": map[string]any{"id": n, "type": "private"}, "text": text})
+		return
+	}
+	writeAPI(w, 400, map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: message to edit not found"})
+}
+
+// Edits returns every editMessageText accepted, in order.
+func (s *Server) Edits() []Edit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Edit(nil), s.edits...)
 }

@@ -48,3 +48,18 @@ func InTopic(thread int, name string) MessageOption {
 		}
 	}
 }
+
+// CallbackUpdate is a press by user on an inline keyboard button with
+// data, under the bot's message msgID in chatID.
+func CallbackUpdate(id int, chatID, user int64, msgID int64, data string) map[string]any {
+	typ := "private"
+	if chatID < 0 {
+		typ = "supergroup"
+	}
+	return map[string]any{"update_id": id, "callback_query": map[string]any{
+		"id":      "cb" + strconv.Itoa(id),
+		"from":    map[string]any{"id": user, "is_bot": false, "first_name": "User"},
+		"message": map[string]any{"message_id": msgID, "date": time.Now().Unix(), "chat": map[string]any{"id": chatID, "type": typ}, "text": "progress"},
+		"data":    data,
+	}}
+}
