@@ -6,8 +6,10 @@ BENCHTIME ?= 1s
 .PHONY: all build test vet cross unit e2e-deps bench bench-deps fuzz clean
 
 # Folders whose package-lock.json pins the npm packages the end-to-end tests
-# drive (playwright-core for the web panel, telegram-test-api for Telegram).
-E2E_DIRS := $(dir $(wildcard adapters/*/e2e/package-lock.json))
+# drive (playwright-core for the web panel, telegram-test-api for Telegram,
+# the MCP TypeScript SDK, and the MCP conformance suite with the Node.js 22
+# it runs on).
+E2E_DIRS := $(dir $(wildcard adapters/*/e2e/package-lock.json adapters/mcp/conformance/package-lock.json))
 
 all: build
 

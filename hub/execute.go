@@ -37,6 +37,13 @@ type APIRequest struct {
 // enqueued. The call is mirrored before it runs; when that record cannot
 // be written, nothing runs and the error wraps ErrNotMirrored. The outcome
 // is mirrored after.
+//
+// Both records of a call that may change state (any verb not read-only,
+// and refused calls) are durable: Execute waits for their fsync (shared
+// with concurrent appends). Those of a read-only verb the caller may run
+// are written to the mirror file before it runs and after, without
+// waiting for the fsync: a crash of the process loses neither, a crash of
+// the machine may lose the record of a read, never that of a change.
 func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, error) {
 	if req.TurnID == "" {
 		req.TurnID = NewTurnID("api", h.opts.Clock.Now())
@@ -70,7 +77,9 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 			req.Workspace = where.Name
 		}
 	}
-	if err := h.mirrorAPI(ctx, req, nil); err != nil {
+	// Only a read-only verb that will run skips waiting for the fsync.
+	durable := decErr != nil || !known || forbidden || werr != nil || !info.ReadOnly
+	if err := h.mirrorAPI(ctx, req, nil, durable); err != nil {
 		h.observeTurn(SurfaceAPI, nil, err)
 		return nil, fmt.Errorf("api call %s: %w: %w", req.TurnID, ErrNotMirrored, err)
 	}
@@ -92,7 +101,7 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 		res.Status = StatusExecuted
 	}
 	h.observeTurn(SurfaceAPI, res, nil)
-	if err := h.mirrorAPI(context.WithoutCancel(ctx), req, out); err != nil {
+	if err := h.mirrorAPI(context.WithoutCancel(ctx), req, out, durable); err != nil {
 		// The verb has run; its outcome still reaches the caller.
 		h.log.Error("mirror api result", "turn", req.TurnID, "err", fmt.Sprint(err))
 	}
@@ -100,8 +109,8 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 }
 
 // mirrorAPI writes the inbound record of an API call (out nil) or its
-// outcome, durably.
-func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outcome) error {
+// outcome; with durable, it returns once the record is fsynced.
+func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outcome, durable bool) error {
 	if h.opts.Mirror == nil {
 		return nil
 	}
@@ -122,7 +131,7 @@ func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outco
 		}
 		rec = store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(out.JSON()), Meta: meta}
 	}
-	if err := h.opts.Mirror.Append(ctx, rec, true); err != nil {
+	if err := h.opts.Mirror.Append(ctx, rec, durable); err != nil {
 		h.log.Error("mirror api call", "turn", req.TurnID, "direction", rec.Direction, "err", fmt.Sprint(err))
 		return err
 	}
