@@ -36,6 +36,7 @@ type toolchain struct {
 	exec     *executor.Executor
 	ws       *verbs.Workspace
 	sessions *verbs.SessionSource
+	verbs    *verbs.Set // the fs, proc and sys verbs, for the output sweeper
 	cleanup  []func() error
 }
 
@@ -120,8 +121,13 @@ func (t *toolchain) registerVerbs(cfg *config.Config, meta verbs.FileMeta, sessi
 	vopts.MaxProcs = cfg.Verbs.Proc.MaxProcs
 	vopts.MaxMemory = int64(cfg.Verbs.Proc.MaxMemory)
 	vopts.MaxCPUSeconds = cfg.Verbs.Proc.MaxCPUSeconds
+	set, err := verbs.NewSet(src, vopts)
+	if err != nil {
+		return err
+	}
+	t.verbs = set
 	reg := t.exec.Registry()
-	if err := verbs.Register(reg, src, vopts); err != nil {
+	if err := set.Register(reg); err != nil {
 		return err
 	}
 	return src.Register(reg)
