@@ -229,6 +229,8 @@ type Verbs struct {
 		MaxProcs      int  `yaml:"max_procs"`       // processes at once
 		MaxMemory     Size `yaml:"max_memory"`      // address space per process
 		MaxCPUSeconds int  `yaml:"max_cpu_seconds"` // CPU time per process; 0: the call's timeout
+		// KeepOutput: a call's stdout and stderr (proc.output) are removed this long after it started.
+		KeepOutput Duration `yaml:"keep_output"`
 	} `yaml:"proc"`
 	Timeout Duration `yaml:"timeout"` // bound on any verb call from chat
 	// Progress: a call from chat still running after ProgressAfter shows
@@ -619,6 +621,7 @@ func (c *Config) ApplyDefaults() {
 	}
 	defI(&c.Verbs.Proc.MaxProcs, 256)
 	defS(&c.Verbs.Proc.MaxMemory, 4<<30)
+	defD(&c.Verbs.Proc.KeepOutput, "168h")
 	defD(&c.Verbs.Timeout, "15m")
 	defD(&c.Verbs.ProgressAfter, "3s")
 	defD(&c.Verbs.ProgressEvery, "3s")
@@ -793,6 +796,9 @@ func (c *Config) Validate() error {
 	}
 	if m := c.Verbs.Proc.MaxMemory; m < 16<<20 {
 		bad("verbs.proc.max_memory: %s is too small (accepted: at least 16MiB, such as 512MiB or 4GiB; most programs cannot start below that)", m)
+	}
+	if k := c.Verbs.Proc.KeepOutput; k < c.Verbs.Proc.MaxTimeout || k < Duration(time.Minute) {
+		bad("verbs.proc.keep_output: %s is too short (accepted: at least verbs.proc.max_timeout, %s, such as 24h or 168h)", k, c.Verbs.Proc.MaxTimeout)
 	}
 	if c.Verbs.Proc.MaxCPUSeconds < 0 {
 		bad("verbs.proc.max_cpu_seconds: %d is negative (accepted: 0 for the call's timeout, or a number of seconds)", c.Verbs.Proc.MaxCPUSeconds)

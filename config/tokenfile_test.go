@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const fileToken = "file-token-0123456789abcdef"
@@ -76,7 +77,7 @@ func TestProcLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := cfg.Verbs.Proc; p.MaxProcs != 256 || p.MaxMemory != 4<<30 || p.MaxCPUSeconds != 0 {
+	if p := cfg.Verbs.Proc; p.MaxProcs != 256 || p.MaxMemory != 4<<30 || p.MaxCPUSeconds != 0 || p.KeepOutput.D() != 168*time.Hour {
 		t.Errorf("defaults %+v", p)
 	}
 	p := filepath.Join(t.TempDir(), "hub.yml")
@@ -92,6 +93,7 @@ func TestProcLimits(t *testing.T) {
 		{"max_memory: 1MiB", "verbs.proc.max_memory: 1MiB is too small (accepted: at least 16MiB"},
 		{"max_memory: lots", `"lots" is not a size (accepted: 1048576, 64KiB`},
 		{"max_cpu_seconds: -5", "verbs.proc.max_cpu_seconds: -5 is negative (accepted: 0 for the call's timeout"},
+		{"keep_output: 5m", "verbs.proc.keep_output: 5m0s is too short (accepted: at least verbs.proc.max_timeout, 10m0s"},
 	} {
 		os.WriteFile(p, []byte("verbs:\n  proc:\n    "+tc.yaml+"\n"), 0o600)
 		if _, err := LoadWith(p, env(nil)); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -324,6 +324,9 @@ func BenchmarkListDir(b *testing.B) {
 // envelope in, result JSON out) to its allocation budget: allocation counts
 // do not depend on the machine's load, unlike times.
 func TestDispatchAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are measured without the race detector (make test runs go test once without it for this)")
+	}
 	e := newEnv(t)
 	e.put("README.md", "x\n")
 	in := []byte(`{"verb":"fs.exists","arguments":{"path":"README.md"}}`)

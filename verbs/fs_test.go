@@ -21,7 +21,7 @@ func TestRegisterAllVerbs(t *testing.T) {
 		"fs.exists": true, "fs.readFile": true, "fs.readRange": true, "fs.writeFile": false,
 		"fs.writeRange": false, "fs.deleteFile": false, "fs.moveFile": false, "fs.copyFile": false,
 		"fs.createDirectory": false, "fs.deleteDirectory": false, "fs.lineCount": true,
-		"fs.listDir": true, "proc.run": false, "sys.machineInfo": true,
+		"fs.listDir": true, "proc.run": false, "proc.output": true, "sys.machineInfo": true,
 	}
 	infos := reg.Verbs()
 	if len(infos) != len(want) {
@@ -74,6 +74,7 @@ func TestSchemaShapes(t *testing.T) {
 		{"fs.moveFile", []string{"sourcePath", "destinationPath"}, nil},
 		{"fs.copyFile", []string{"sourcePath", "destinationPath"}, nil},
 		{"proc.run", []string{"executable", "arguments"}, []string{"timeoutSeconds", "workingDirectory"}},
+		{"proc.output", []string{"outputId"}, []string{"stream", "startLine", "endLine"}},
 		{"sys.machineInfo", nil, nil},
 	}
 	for _, c := range cases {

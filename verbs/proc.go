@@ -106,13 +106,11 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	if err != nil {
 		return res, err
 	}
-	outDir := filepath.Join(s.opts.ProcDir, turn)
-	if err := os.MkdirAll(s.opts.ProcDir, 0o700); err != nil {
-		return res, s.stateError("create", s.opts.ProcDir, err)
+	outDir, err := s.outputDir(ctx, turn)
+	if err != nil {
+		return res, err
 	}
-	if err := os.Mkdir(outDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return res, s.stateError("create", outDir, err)
-	}
+	res.OutputID = turn
 	stdout, err := s.newCapture(filepath.Join(outDir, "stdout.txt"))
 	if err != nil {
 		return res, err

@@ -167,6 +167,7 @@ func (s *Set) Register(reg *executor.Registry) error {
 		reg1(reg, "fs.lineCount", "Count the lines of a text file", true, s.LineCount),
 		reg1(reg, "fs.listDir", "List a directory, directories first", true, s.ListDir),
 		reg1(reg, "proc.run", "Run a program without a shell, with a timeout and captured output", false, s.ProcRun),
+		reg1(reg, "proc.output", "Read lines of a proc.run call's stdout or stderr (the caller's own calls)", true, s.ProcOutput),
 		reg1(reg, "sys.machineInfo", "Describe the machine: OS, CPUs, memory, disks", true, s.MachineInfo),
 	}
 	for _, r := range regs {

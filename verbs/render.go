@@ -27,6 +27,7 @@ var (
 	_ executor.Renderer = (*FsLineCountResult)(nil)
 	_ executor.Renderer = (*FsListDirResult)(nil)
 	_ executor.Renderer = (*ProcRunResult)(nil)
+	_ executor.Renderer = (*ProcOutputResult)(nil)
 	_ executor.Renderer = (*SysMachineInfoResult)(nil)
 	_ executor.Renderer = (*VfsSnapshotResult)(nil)
 	_ executor.Renderer = (*VfsRestoreResult)(nil)
@@ -95,8 +96,9 @@ func (r *FsListDirResult) Render(args any) string {
 }
 
 // Render implements executor.Renderer: the command line and how it ended,
-// then the tail of each stream that has output, saying where the rest is
-// when the tail is not all of it.
+// then the tail of each stream that has output; when a tail is not all of
+// its stream, the rendering ends with the proc.output command that reads
+// the stream from its start.
 func (r *ProcRunResult) Render(args any) string {
 	a := argsAs[ProcRunArgs](args)
 	argv := []string{a.Executable}
@@ -107,6 +109,7 @@ func (r *ProcRunResult) Render(args any) string {
 		argv = append(argv, s)
 	}
 	var b strings.Builder
+	var more []string
 	status := fmt.Sprintf("exit %d", r.ExitCode)
 	if r.TimedOut {
 		status = "timed out, killed"
@@ -122,7 +125,12 @@ func (r *ProcRunResult) Render(args any) string {
 			continue
 		}
 		label := s.name
-		if s.bytes > int64(len(s.tail)) {
+		switch {
+		case s.bytes <= int64(len(s.tail)):
+		case r.OutputID != "":
+			label = fmt.Sprintf("%s (last %d of %d bytes)", s.name, len(s.tail), s.bytes)
+			more = append(more, fmt.Sprintf("All of %s: `%s`", s.name, outputCommand(r.OutputID, OutputStream(s.name), 1)))
+		default: // a result from before proc.output
 			label = fmt.Sprintf("%s (last %d of %d bytes; all in %s)", s.name, len(s.tail), s.bytes, s.path)
 		}
 		fmt.Fprintf(&b, "\n%s:\n%s", label, executor.Fence(s.tail, ""))
@@ -130,7 +138,34 @@ func (r *ProcRunResult) Render(args any) string {
 	if r.StdoutTail == "" && r.StderrTail == "" {
 		b.WriteString("\n(no output)")
 	}
+	for _, m := range more {
+		b.WriteString("\n" + m)
+	}
 	return b.String()
+}
+
+// Render implements executor.Renderer: the page in a code block under the
+// range it holds, ending with the command for the next page, if any.
+func (r *ProcOutputResult) Render(any) string {
+	n := int64(r.TotalLines)
+	if r.EndLine < r.StartLine {
+		return fmt.Sprintf("The %s of `%s` is empty.", r.Stream, r.OutputID)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s of `%s`, lines %d–%d of %d\n%s", r.Stream, r.OutputID, r.StartLine, r.EndLine, n, executor.Fence(r.Content, ""))
+	if r.LineCut {
+		fmt.Fprintf(&b, "\nLine %d is longer than a page: only its first %d bytes are shown.", r.EndLine, OutputPageBytes)
+	}
+	if r.NextStartLine > 0 {
+		fmt.Fprintf(&b, "\nNext page: `%s`", outputCommand(r.OutputID, r.Stream, r.NextStartLine))
+	}
+	return b.String()
+}
+
+// outputCommand is the chat command that reads a page of a call's output.
+// Output ids need no quoting: they hold no spaces or quotes (validTurnID).
+func outputCommand(id string, stream OutputStream, startLine int) string {
+	return fmt.Sprintf("/proc.output outputId=%s stream=%s startLine=%d", id, stream, startLine)
 }
 
 // Render implements executor.Renderer: an aligned table in a code block.

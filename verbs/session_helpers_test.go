@@ -125,7 +125,7 @@ func (e *sessEnv) run(session, verb string, args any) *executor.Outcome {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctx := executor.WithCall(context.Background(), executor.Call{TurnID: "test.1", Session: session})
+	ctx := executor.WithCall(context.Background(), executor.Call{TurnID: "test.1", Session: session, Identity: "test:1"})
 	return e.x.ExecuteInput(ctx, in)
 }
 

@@ -244,14 +244,49 @@ type ProcRunArgs struct {
 type ProcRunResult struct {
 	executor.Result
 	ExitCode    int    `json:"exitCode" desc:"The program's exit status; -1 when it timed out or died from a signal"`
-	StdoutPath  string `json:"stdoutPath" desc:"Standard output's file, relative to the hub's state directory"`
-	StderrPath  string `json:"stderrPath" desc:"Standard error's file, relative to the hub's state directory"`
+	OutputID    string `json:"outputId" desc:"Names this call's output for proc.output, which returns any lines of it to the caller who ran it"`
+	StdoutPath  string `json:"stdoutPath" desc:"Standard output's file, relative to the hub's state directory (no verb reads it there: use proc.output with outputId)"`
+	StderrPath  string `json:"stderrPath" desc:"Standard error's file, relative to the hub's state directory (no verb reads it there: use proc.output with outputId)"`
 	TimedOut    bool   `json:"timedOut" desc:"Whether the timeout killed the process group"`
 	DurationMs  int64  `json:"durationMs" desc:"Wall-clock run time in milliseconds"`
 	StdoutBytes int64  `json:"stdoutBytes" desc:"Bytes the program wrote to standard output, including any dropped over the cap"`
 	StderrBytes int64  `json:"stderrBytes" desc:"Bytes the program wrote to standard error, including any dropped over the cap"`
 	StdoutTail  string `json:"stdoutTail" desc:"The end of standard output as UTF-8"`
 	StderrTail  string `json:"stderrTail" desc:"The end of standard error as UTF-8"`
+}
+
+// ProcOutputArgs are the arguments of proc.output.
+type ProcOutputArgs struct {
+	OutputID  string       `json:"outputId" desc:"The outputId of a proc.run result"`
+	Stream    OutputStream `json:"stream,omitempty" default:"stdout" desc:"Which stream to read"`
+	StartLine *int         `json:"startLine,omitempty" default:"1" desc:"First line to return, counting from 1"`
+	EndLine   *int         `json:"endLine,omitempty" default:"startLine+199" desc:"Last line to return; a page also ends before 32 KiB, and at the last line"`
+}
+
+// OutputStream names one of a program's output streams.
+type OutputStream string
+
+// Output streams.
+const (
+	StreamStdout OutputStream = "stdout"
+	StreamStderr OutputStream = "stderr"
+)
+
+// Values implements executor.Enum.
+func (OutputStream) Values() []string { return []string{string(StreamStdout), string(StreamStderr)} }
+
+// ProcOutputResult is the result of proc.output: one page of a stream.
+type ProcOutputResult struct {
+	executor.Result
+	OutputID      string       `json:"outputId" desc:"The output read"`
+	Stream        OutputStream `json:"stream" desc:"The stream read"`
+	Content       string       `json:"content" desc:"Lines startLine to endLine as UTF-8, joined by newlines, without line numbers"`
+	StartLine     int          `json:"startLine" desc:"The first line returned"`
+	EndLine       int          `json:"endLine" desc:"The last line returned; startLine-1 when the stream is empty"`
+	TotalLines    int          `json:"totalLines" desc:"Lines in the stream"`
+	TotalBytes    int64        `json:"totalBytes" desc:"Bytes in the stream's file (capped by verbs.proc.max_output_bytes)"`
+	NextStartLine int          `json:"nextStartLine,omitempty" desc:"Where the next page starts; absent after the last line"`
+	LineCut       bool         `json:"lineCut,omitempty" desc:"The one line returned is longer than a page and was cut at 32 KiB"`
 }
 
 // SysMachineInfoArgs are the (empty) arguments of sys.machineInfo.

@@ -229,11 +229,15 @@ func (s *Set) Sessions(ctx context.Context) (*verbs.SessionSource, error) {
 
 // Register adds the fourteen verbs and the vfs.* verbs to reg, acting in
 // the workspace each call names.
-func (s *Set) Register(reg *executor.Registry, opts verbs.Options) error {
-	if err := verbs.Register(reg, s, opts); err != nil {
-		return err
+func (s *Set) Register(reg *executor.Registry, opts verbs.Options) (*verbs.Set, error) {
+	vs, err := verbs.NewSet(s, opts)
+	if err != nil {
+		return nil, err
 	}
-	return verbs.RegisterVfs(reg, s)
+	if err := vs.Register(reg); err != nil {
+		return nil, err
+	}
+	return vs, verbs.RegisterVfs(reg, s)
 }
 
 // Describe says where name runs its programs: its runner's own words when

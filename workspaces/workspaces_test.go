@@ -86,7 +86,7 @@ func open(t *testing.T, mode string) *fixture {
 	}
 	t.Cleanup(func() { set.Close() })
 	reg := executor.NewRegistry()
-	if err := set.Register(reg, verbs.DefaultOptions(cfg.StateDir)); err != nil {
+	if _, err := set.Register(reg, verbs.DefaultOptions(cfg.StateDir)); err != nil {
 		t.Fatal(err)
 	}
 	f.set, f.x = set, executor.New(reg, executor.Options{})

@@ -35,6 +35,7 @@ var verbHints = map[string]hints{
 	"fs.createDirectory": {idempotent: true},  // existing directories are fine
 	"fs.deleteDirectory": {destructive: true, idempotent: true},
 	"proc.run":           {destructive: true, openWorld: true},
+	"proc.output":        {idempotent: true}, // reads a finished call's output
 	"sys.machineInfo":    {idempotent: true},
 	"vfs.snapshot":       {}, // adds a snapshot per call, removes nothing
 	"vfs.restore":        {destructive: true, idempotent: true},

@@ -123,6 +123,12 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep() // before the database closes
 	go tc.set.RunSweepers(sweepCtx, cfg.Sessions.SweepInterval.D())
+	outputSwept := make(chan struct{})
+	go func() {
+		defer close(outputSwept)
+		tc.verbs.RunOutputSweeper(sweepCtx, cfg.Verbs.Proc.KeepOutput.D(), 0)
+	}()
+	defer func() { stopSweep(); <-outputSwept }()
 
 	api := admin.ForRuntime(rt)
 	var adapters []hub.Adapter

@@ -10,6 +10,11 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = ""
 
+// revision is the VCS revision set at build time (-X main.revision=…) for
+// builds where the go tool records none: a linked git worktree, whose .git
+// is a file the go tool does not recognise. What the toolchain records wins.
+var revision = ""
+
 func hubVersion() string {
 	if version != "" {
 		return version
@@ -32,7 +37,7 @@ type buildInfo struct {
 }
 
 func readBuildInfo() buildInfo {
-	out := buildInfo{Version: hubVersion()}
+	out := buildInfo{Version: hubVersion(), Revision: revision}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return out

@@ -37,6 +37,7 @@ func loadConfig(c commonFlags) (*config.Config, error) {
 type toolchain struct {
 	exec    *executor.Executor
 	set     *workspaces.Set
+	verbs   *verbs.Set // the fs, proc and sys verbs, for the output sweeper
 	cleanup []func() error
 }
 
@@ -94,11 +95,12 @@ func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(stri
 	vopts.MaxMemory = int64(cfg.Verbs.Proc.MaxMemory)
 	vopts.MaxCPUSeconds = cfg.Verbs.Proc.MaxCPUSeconds
 	reg := executor.NewRegistry()
-	if err := set.Register(reg, vopts); err != nil {
+	vs, err := set.Register(reg, vopts)
+	if err != nil {
 		set.Close()
 		return nil, err
 	}
-	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), set: set}, nil
+	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), set: set, verbs: vs}, nil
 }
 
 // buildExecutor is the toolchain of the commands that run verbs without a

@@ -174,7 +174,7 @@ func OpenWorkspaces(reg *executor.Registry, cfg *config.Config, st *store.State,
 	if err != nil {
 		return nil, err
 	}
-	if err := set.Register(reg, verbs.DefaultOptions(cfg.StateDir)); err != nil {
+	if _, err := set.Register(reg, verbs.DefaultOptions(cfg.StateDir)); err != nil {
 		set.Close()
 		return nil, err
 	}
