@@ -1,9 +1,12 @@
-// Package dockertest gives tests a connected Docker Engine client and a
-// small test image built without a registry.
+// Package dockertest gives tests a connected Docker Engine client, a small
+// test image built without a registry, and a private Docker daemon a test
+// may stop and start at will.
 //
 // A test that needs Docker calls Client (and BusyboxImage); where there is
 // no daemon (or no /bin/busybox) the test is skipped with the reason, except
-// under CI=true, where the missing piece is a failure.
+// under CI=true, where the missing piece is a failure. StartDaemon runs a
+// second dockerd owned by the test (never the shared one); it needs root,
+// and a machine that is not root skips it even under CI (see StartDaemon).
 package dockertest
 
 import (
@@ -64,7 +67,14 @@ var buildMu sync.Mutex
 // reference.
 func BusyboxImage(t testing.TB) string {
 	t.Helper()
-	c := Client(t)
+	return ImportBusybox(t, Client(t))
+}
+
+// ImportBusybox makes sure the test image exists on the daemon of c
+// (importing it from /bin/busybox and its applet links when missing) and
+// returns its reference.
+func ImportBusybox(t testing.TB, c *client.Client) string {
+	t.Helper()
 	if _, err := os.Stat(busybox); err != nil {
 		Unavailable(t, fmt.Sprintf("no %s to build the test image from (install busybox-static): %v", busybox, err))
 	}

@@ -38,9 +38,25 @@ type box struct {
 
 	mu       sync.Mutex // held while the container is made ready, quieted or killed
 	id       string
+	hash     string    // the settings hash of container id
+	view     *hostView // the host's view of container id while it runs; nil when unknown or unavailable
 	active   int       // calls running in it
 	lastUsed time.Time // when a call last ended or started
 	replace  bool      // remove it when quiet (it ran out of memory)
+}
+
+// hostView is b's host view, nil when unknown.
+func (b *box) hostView() *hostView {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.view
+}
+
+// currentID is b's container id.
+func (b *box) currentID() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.id
 }
 
 // want is the container a call needs.
@@ -126,7 +142,15 @@ func (r *Runner) acquire(ctx context.Context, cli *client.Client, spec verbs.Run
 }
 
 // ensure leaves b's container running with w's settings. b.mu is held.
+//
+// When the host sees the container (see hostView) and its PID 1 still runs
+// since it was last inspected with these settings, the container is known
+// to be running and is not inspected again.
 func (r *Runner) ensure(ctx context.Context, cli *client.Client, b *box, w want) error {
+	if b.id != "" && b.view != nil && b.hash == w.hash && !b.replace && b.view.alive() {
+		return nil
+	}
+	b.view = nil
 	ins, err := cli.ContainerInspect(ctx, b.name, client.ContainerInspectOptions{})
 	switch {
 	case cerrdefs.IsNotFound(err):
@@ -149,8 +173,9 @@ func (r *Runner) ensure(ctx context.Context, cli *client.Client, b *box, w want)
 		}
 		return r.create(ctx, cli, b, w)
 	}
-	b.id = c.ID
+	b.id, b.hash = c.ID, labels[LabelConfig]
 	if c.State != nil && c.State.Running {
+		b.view = newHostView(c.ID, c.State.Pid)
 		return nil
 	}
 	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
@@ -202,7 +227,7 @@ func (r *Runner) create(ctx context.Context, cli *client.Client, b *box, w want)
 	if err != nil {
 		return r.createError(err)
 	}
-	b.id, b.replace = res.ID, false
+	b.id, b.hash, b.replace, b.view = res.ID, w.hash, false, nil
 	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
 		_ = r.remove(context.WithoutCancel(ctx), cli, res.ID)
 		b.id = ""
@@ -257,7 +282,7 @@ func (r *Runner) release(cli *client.Client, b *box) {
 		b.id = ""
 		return
 	}
-	top, err := cli.ContainerTop(ctx, b.id, client.ContainerTopOptions{Arguments: []string{"-o", "pid,ppid"}})
+	procs, err := r.processes(ctx, cli, b)
 	if err != nil {
 		if !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 			r.log.Warn("cannot list the processes of the workspace's container", "container", short(b.id), "err", err)
@@ -265,16 +290,45 @@ func (r *Runner) release(cli *client.Client, b *box) {
 		return
 	}
 	// docker-init and the keeper; anything more was left by a call.
-	if len(top.Processes) <= 2 {
+	if len(procs) <= 2 {
 		return
 	}
-	r.log.Debug("killing what calls left running", "container", short(b.id), "processes", len(top.Processes)-2)
+	r.log.Debug("killing what calls left running", "container", short(b.id), "processes", len(procs)-2)
 	r.stop(ctx, cli, b)
+}
+
+// processes lists the processes of b's container with their parents (host
+// pids): from the host when it sees the container, else from the daemon
+// (ContainerTop, which runs ps on the daemon's machine). b.mu is held.
+func (r *Runner) processes(ctx context.Context, cli *client.Client, b *box) ([]process, error) {
+	if b.view != nil {
+		if procs, err := b.view.processes(); err == nil && b.view.alive() {
+			return procs, nil
+		}
+		b.view = nil
+	}
+	top, err := cli.ContainerTop(ctx, b.id, client.ContainerTopOptions{Arguments: []string{"-o", "pid,ppid"}})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]process, 0, len(top.Processes))
+	for _, p := range top.Processes {
+		if len(p) < 2 {
+			continue
+		}
+		pid, err1 := strconv.Atoi(p[0])
+		ppid, err2 := strconv.Atoi(p[1])
+		if err1 == nil && err2 == nil {
+			out = append(out, process{pid: pid, ppid: ppid})
+		}
+	}
+	return out, nil
 }
 
 // stop kills b's container (its PID 1, and so every process in it) and
 // waits until it is down. b.mu is held.
 func (r *Runner) stop(ctx context.Context, cli *client.Client, b *box) {
+	b.view = nil
 	wait := cli.ContainerWait(ctx, b.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	if _, err := cli.ContainerKill(ctx, b.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		if !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
@@ -304,21 +358,14 @@ func (r *Runner) killCall(cli *client.Client, b *box, execID, user string) {
 	if err != nil || ins.PID == 0 {
 		return
 	}
-	top, err := cli.ContainerTop(ctx, b.id, client.ContainerTopOptions{Arguments: []string{"-o", "pid,ppid"}})
+	procs, err := r.processes(ctx, cli, b)
 	if err != nil {
 		r.log.Warn("cannot list the processes of the workspace's container", "container", short(b.id), "err", err)
 		return
 	}
 	children := map[int][]int{}
-	for _, p := range top.Processes {
-		if len(p) < 2 {
-			continue
-		}
-		pid, err1 := strconv.Atoi(p[0])
-		ppid, err2 := strconv.Atoi(p[1])
-		if err1 == nil && err2 == nil {
-			children[ppid] = append(children[ppid], pid)
-		}
+	for _, p := range procs {
+		children[p.ppid] = append(children[p.ppid], p.pid)
 	}
 	var args []string
 	for queue := []int{ins.PID}; len(queue) > 0; queue = queue[1:] {

@@ -44,14 +44,15 @@
 //
 //   - when a call ends (normal exit, timeout or cancellation) and no other
 //     call is running in the container, it lists the container's processes
-//     (ContainerTop); anything besides PID 1 and the keeper is left over from
-//     a call, and the container's PID 1 is killed, which kills all of it. The
-//     container is started again on next use (same container, same id).
+//     (see "Asking the host" below); anything besides PID 1 and the keeper
+//     is left over from a call, and the container's PID 1 is killed, which
+//     kills all of it. The container is started again on next use (same
+//     container, same id).
 //     Nothing a call started outlives it, whatever it did to detach.
 //   - when a call times out or is cancelled while other calls run in the
 //     same container, killing the container would kill theirs: the runner
 //     kills the call's own process tree (the exec's process and its
-//     descendants, by parent pid from ContainerTop) with a kill run inside
+//     descendants, by parent pid) with a kill run inside
 //     the container. Descendants that detached (setsid plus double fork) are
 //     no longer in that tree; they are killed when the last call running in
 //     the container ends, as above. This mapping needs the hub on the
@@ -64,6 +65,41 @@
 // A `docker exec` an operator runs into the container by hand is killed the
 // same way when a call ends with nothing else running.
 //
+// # Asking the host
+//
+// A warm call costs the exec's three requests (create, start and attach,
+// inspect for the exit code) and nothing more when the daemon runs on the
+// hub's machine in its PID namespace: the runner then reads the container
+// from the host. The container's PID 1 (as the daemon reports it) must be
+// a process here whose cgroup names the container and whose cgroup.procs
+// lists it; the runner keeps that pid (with its start time, so a reused
+// pid is not mistaken for it) and the cgroup's files:
+//
+//   - while PID 1 runs, the container is known to be running with the
+//     settings it was inspected with, and is not inspected again; when PID
+//     1 has ended (the container stopped, killed, removed, or its daemon
+//     restarted) the next call inspects it as usual;
+//   - the container's processes come from its cgroup.procs and each
+//     process's /proc/PID/stat (its parent), not from ContainerTop, which
+//     runs ps on the daemon's machine;
+//   - the out-of-memory count comes from the memory cgroup's
+//     memory.oom_control (cgroup v1) or memory.events (v2), not from an
+//     exec of cat.
+//
+// Anything the host cannot read falls back to the Docker API, and a daemon
+// elsewhere (or in another PID namespace) is asked every time: one
+// container inspect before and one ContainerTop after each call.
+//
+// # Exit codes
+//
+// Exit codes are those of a host process, with one difference: a program
+// killed by a signal reports 128+n (137 for SIGKILL, 143 for SIGTERM), as a
+// shell says it, where a host process reports -1. Docker's exec status
+// (like containerd's) is already 128+n, and neither a wrapper a shell can
+// write nor docker-init tells a death by signal n from exit(128+n), so the
+// runner does not guess. A call the runner itself kills (its timeout or
+// cancellation) reports -1 as locally.
+//
 // # Failures
 //
 // Each failure is an *executor.Error with one line naming the workspace and
@@ -71,6 +107,14 @@
 // or removed during a call, the program killed for running out of memory
 // (the container is then replaced, so a later out-of-memory kill is told
 // apart), the workspace directory missing.
+//
+// A container that dies during a call (docker kill, docker rm -f, its
+// daemon stopping) SIGKILLs the call's program before the daemon records
+// the container's end, and a daemon that is shutting down still answers on
+// open connections. So a program that died of SIGKILL in a container the
+// daemon still calls running is checked: with the host, by whether PID 1
+// lives; without, by running the keeper's program for no time in the
+// container. A dead container is the error above, never exit code 137.
 package docker
 
 import (

@@ -492,15 +492,21 @@ func TestFailures(t *testing.T) {
 }
 
 func TestOutOfMemory(t *testing.T) {
-	e := newEnv(t, func(c *docker.Config) { c.Memory = 16 << 20 })
-	_, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh",
-		Arguments: []string{"-c", `a=$(head -c 100000000 /dev/zero | tr '\0' x); echo ${#a}`}})
-	if err == nil || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "16MiB") {
-		t.Fatalf("error %v", err)
-	}
-	// The next call gets a fresh container and works.
-	if r := run(t, e.set, "true"); r.ExitCode != 0 {
-		t.Fatalf("%+v", r)
+	for _, view := range []bool{true, false} {
+		t.Run(map[bool]string{true: "host view", false: "daemon only"}[view], func(t *testing.T) {
+			hostViews(t, view)
+			e := newEnv(t, func(c *docker.Config) { c.Memory = 16 << 20 })
+			run(t, e.set, "true") // the container is known
+			_, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh",
+				Arguments: []string{"-c", `a=$(head -c 100000000 /dev/zero | tr '\0' x); echo ${#a}`}})
+			if err == nil || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "16MiB") {
+				t.Fatalf("error %v", err)
+			}
+			// The next call gets a fresh container and works.
+			if r := run(t, e.set, "true"); r.ExitCode != 0 {
+				t.Fatalf("%+v", r)
+			}
+		})
 	}
 }
 

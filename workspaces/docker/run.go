@@ -92,7 +92,7 @@ func (r *Runner) Run(ctx context.Context, spec verbs.RunSpec) (verbs.RunResult, 
 	}
 	gate.flush()
 	if copyErr != nil || ins.Running || ins.ExitCode == 137 || ins.ExitCode == 126 {
-		if err := r.containerTrouble(ictx, cli, b); err != nil {
+		if err := r.containerTrouble(ictx, cli, b, ins.ExitCode == 137, w.user); err != nil {
 			return killed, err
 		}
 		if ins.ExitCode == 137 && r.oomKilled(ictx, cli, b, w.user) {
@@ -153,8 +153,9 @@ func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
 
 // containerTrouble tells why a call's program ended badly when the
 // container is the cause: it ran out of memory, or it was stopped or
-// removed from outside.
-func (r *Runner) containerTrouble(ctx context.Context, cli *client.Client, b *box) error {
+// removed from outside. killed says the program died of SIGKILL, as every
+// process of a container does when its PID 1 dies.
+func (r *Runner) containerTrouble(ctx context.Context, cli *client.Client, b *box, killed bool, user string) error {
 	ins, err := cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
 	if cerrdefs.IsNotFound(err) {
 		return r.errorf(codeIO, "its container was removed during the call; run the call again (a new container is created)")
@@ -172,7 +173,38 @@ func (r *Runner) containerTrouble(ctx context.Context, cli *client.Client, b *bo
 	if !st.Running {
 		return r.errorf(codeIO, "its container was stopped during the call (%s); run the call again (the container is started again)", st.Status)
 	}
+	// The daemon records a container's end a moment after its processes
+	// died (and a daemon shutting down still answers on open connections
+	// while it stops containers): the host sees the truth at once; without
+	// the host, a program killed as a dying container's processes are is
+	// told apart by running another.
+	gone := false
+	if v := b.hostView(); v != nil && ins.Container.ID == b.currentID() {
+		gone = !v.alive()
+	} else if killed {
+		gone = !r.probe(ctx, cli, ins.Container.ID, user)
+	}
+	if gone {
+		return r.errorf(codeIO, "its container stopped during the call (stopped or killed from outside, or its Docker daemon is stopping); run the call again once the daemon is up (the container is started again)")
+	}
 	return nil
+}
+
+// probe runs the keeper's program for no time in container id and tells
+// whether it ran: the container's PID 1 lives.
+func (r *Runner) probe(ctx context.Context, cli *client.Client, id, user string) bool {
+	ex, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{User: user, AttachStdout: true, AttachStderr: true, Cmd: []string{keeper[0], "0"}})
+	if err != nil {
+		return false
+	}
+	at, err := cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(at.Reader, 64<<10))
+	at.Close()
+	ins, err := r.execDone(ctx, cli, ex.ID)
+	return err == nil && !ins.Running && ins.ExitCode == 0
 }
 
 // oomError says the program ran out of memory and marks the container for
@@ -192,8 +224,14 @@ func (r *Runner) oomError(b *box) error {
 // oomKilled tells whether the kernel's out-of-memory killer has killed a
 // process in b's container. Docker (before API 1.42's per-exec events)
 // flags only a PID 1 killed that way, so the container's memory cgroup is
-// read from inside (cgroup v2 memory.events, v1 memory.oom_control).
+// read (cgroup v2 memory.events, v1 memory.oom_control): from the host when
+// it sees the container, else from inside.
 func (r *Runner) oomKilled(ctx context.Context, cli *client.Client, b *box, user string) bool {
+	if v := b.hostView(); v != nil {
+		if n, ok := v.oomKills(); ok {
+			return n > 0
+		}
+	}
 	ex, err := cli.ExecCreate(ctx, b.id, client.ExecCreateOptions{User: user, AttachStdout: true,
 		Cmd: []string{"cat", "/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"}})
 	if err != nil {
@@ -221,7 +259,7 @@ func (r *Runner) lostError(cli *client.Client, b *box, err error) error {
 	if _, perr := cli.Ping(ctx, client.PingOptions{}); perr != nil {
 		return r.apiError("reach the daemon", perr)
 	}
-	if terr := r.containerTrouble(ctx, cli, b); terr != nil {
+	if terr := r.containerTrouble(ctx, cli, b, false, ""); terr != nil {
 		return terr
 	}
 	if err == nil {
