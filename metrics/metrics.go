@@ -129,6 +129,20 @@ func (m *Metrics) Watch(ob OutboxStats, board Board) error {
 	return err
 }
 
+// MirrorStats is the mirror of the running hub (store.Mirror): the bytes
+// appended to its inbound and outbound files.
+type MirrorStats interface {
+	Bytes() (inbound, outbound uint64)
+}
+
+// WatchMirror registers hub_mirror_bytes_total, read from m at scrape time.
+func (m *Metrics) WatchMirror(ms MirrorStats) error {
+	if err := m.reg.Register(mirrorCollector{ms}); err != nil {
+		return fmt.Errorf("metrics: register: %w", err)
+	}
+	return nil
+}
+
 // Registry is the registry, for tests and other collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
@@ -207,6 +221,7 @@ var (
 	outboxDeliveredDesc = prometheus.NewDesc(Namespace+"_outbox_delivered_total", "Chunks delivered since the state was created, by platform.", []string{"platform"}, nil)
 	outboxRetriedDesc   = prometheus.NewDesc(Namespace+"_outbox_retried_total", "Failed sends retried since the state was created, by platform.", []string{"platform"}, nil)
 	outboxTargetsDesc   = prometheus.NewDesc(Namespace+"_outbox_targets", "Targets with pending chunks, by whether a sender is configured for them (routable true or false).", []string{"routable"}, nil)
+	mirrorBytesDesc     = prometheus.NewDesc(Namespace+"_mirror_bytes_total", "Bytes appended to the chat mirror's JSONL files by this run, by direction (inbound or outbound).", []string{"direction"}, nil)
 	adapterStateDesc    = prometheus.NewDesc(Namespace+"_adapter_state", "1 for an adapter's current state, 0 for its other states.", []string{"adapter", "state"}, nil)
 )
 
@@ -230,6 +245,17 @@ func (c outboxCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(outboxTargetsDesc, prometheus.GaugeValue, float64(s.Targets-s.Unroutable), "true")
 	ch <- prometheus.MustNewConstMetric(outboxTargetsDesc, prometheus.GaugeValue, float64(s.Unroutable), "false")
+}
+
+// mirrorCollector reads the mirror's byte counts when scraped.
+type mirrorCollector struct{ m MirrorStats }
+
+func (c mirrorCollector) Describe(ch chan<- *prometheus.Desc) { ch <- mirrorBytesDesc }
+
+func (c mirrorCollector) Collect(ch chan<- prometheus.Metric) {
+	in, out := c.m.Bytes()
+	ch <- prometheus.MustNewConstMetric(mirrorBytesDesc, prometheus.CounterValue, float64(in), "inbound")
+	ch <- prometheus.MustNewConstMetric(mirrorBytesDesc, prometheus.CounterValue, float64(out), "outbound")
 }
 
 // boardCollector reads the adapters' states when scraped.

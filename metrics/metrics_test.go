@@ -37,6 +37,9 @@ func newPanel(t *testing.T) *panel {
 	cfg := hubtest.Config(t, "", "")
 	env := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Observer: m, OutboxEvents: m}})
 	rt := env.Runtime
+	if err := m.WatchMirror(rt.Mirror); err != nil {
+		t.Fatal(err)
+	}
 	if err := m.Watch(rt.Outbox, rt.Board); err != nil {
 		t.Fatal(err)
 	}
@@ -218,6 +221,9 @@ func TestMetricsMove(t *testing.T) {
 		{"hub_verb_duration_seconds", map[string]string{"verb": "sys.machineInfo"}, 2},
 		{"hub_outbox_delivered_total", map[string]string{"platform": "web"}, 1},
 		{"hub_outbox_delivery_seconds", map[string]string{"platform": "web"}, 1},
+		// The panel's message and the API call are mirrored both ways.
+		{"hub_mirror_bytes_total", map[string]string{"direction": "inbound"}, 20},
+		{"hub_mirror_bytes_total", map[string]string{"direction": "outbound"}, 20},
 	}
 	for _, tt := range tests {
 		b, _ := value(before, tt.name, tt.labels)

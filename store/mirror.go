@@ -284,6 +284,13 @@ type Mirror struct {
 	out   *mirrorStream
 }
 
+// Bytes returns how many bytes this mirror has appended to its inbound and
+// outbound files since it was opened (what the hub_mirror_bytes_total
+// metric reports).
+func (m *Mirror) Bytes() (inbound, outbound uint64) {
+	return m.in.bytes.Load(), m.out.bytes.Load()
+}
+
 // OpenMirror creates flows/<run_id>/chat/ under flowsDir, removes old runs
 // (never runID itself; see MirrorOptions.KeepRuns and KeepAge) and opens
 // the mirror files for appending.
@@ -398,6 +405,7 @@ type mirrorStream struct {
 
 	rot      sync.RWMutex  // held for reading during fsync, for writing while f changes
 	written  atomic.Uint64 // sequence number of the last completed write
+	bytes    atomic.Uint64 // bytes appended since the stream was opened
 	inflight atomic.Int64  // appends that have not finished their write
 	wrote    chan struct{} // pinged after each write, for the fsync leader
 
@@ -485,6 +493,7 @@ func (s *mirrorStream) write(line []byte) (uint64, error) {
 		err = io.ErrShortWrite
 	}
 	s.size += int64(n)
+	s.bytes.Add(uint64(n))
 	if n > 0 {
 		s.torn = line[n-1] != '\n'
 	}

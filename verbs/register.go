@@ -142,7 +142,7 @@ func NewSet(src WorkspaceSource, opts Options) (*Set, error) {
 	return &Set{src: src, opts: opts, lines: newLineCache(lineCacheSize)}, nil
 }
 
-// Register adds the fourteen verbs to reg.
+// Register adds the fs, proc and sys verbs to reg.
 func Register(reg *executor.Registry, src WorkspaceSource, opts Options) error {
 	s, err := NewSet(src, opts)
 	if err != nil {
@@ -151,7 +151,7 @@ func Register(reg *executor.Registry, src WorkspaceSource, opts Options) error {
 	return s.Register(reg)
 }
 
-// Register adds s's fourteen verbs to reg.
+// Register adds s's fs, proc and sys verbs to reg.
 func (s *Set) Register(reg *executor.Registry) error {
 	regs := []func() error{
 		reg1(reg, "fs.exists", "Check whether a file or directory exists", true, s.Exists),

@@ -109,6 +109,11 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if err := mx.Watch(rt.Outbox, rt.Board); err != nil {
 		return err
 	}
+	if rt.Mirror != nil {
+		if err := mx.WatchMirror(rt.Mirror); err != nil {
+			return err
+		}
+	}
 	closeCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), shutdownGrace)
 	}
