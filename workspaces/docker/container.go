@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/verbs"
@@ -85,20 +84,20 @@ func (r *Runner) want(spec verbs.RunSpec) (want, error) {
 	if err != nil || !fi.IsDir() {
 		return w, r.errorf(codeIO, "the workspace directory %s is missing (removed?); create it again or fix the workspace's path", spec.Dir)
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
+	st, haveOwner := ownerOf(fi)
 	w.user = r.cfg.User
-	if w.user == "" && st != nil {
-		w.user = fmt.Sprintf("%d:%d", st.Uid, st.Gid)
+	if w.user == "" && haveOwner {
+		w.user = fmt.Sprintf("%d:%d", st.uid, st.gid)
 	}
 	w.dir = spec.Dir
 	w.mounts = []mount.Mount{{Type: mount.TypeBind, Source: spec.Dir, Target: "/workspace",
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}}
 	h := sha256.New()
 	fmt.Fprintf(h, "v1\x00%s\x00%s\x00%d\x00%v\x00%d\x00%s\x00%s\x00", r.cfg.Image, r.cfg.Network, r.cfg.Memory, r.cfg.CPUs, r.cfg.Pids, w.user, spec.Dir)
-	if st != nil {
+	if haveOwner {
 		// A directory removed and made again is another inode: the old
 		// container still has the removed one mounted.
-		fmt.Fprintf(h, "%d:%d\x00", st.Dev, st.Ino)
+		fmt.Fprintf(h, "%d:%d\x00", st.dev, st.ino)
 	}
 	for _, hide := range spec.Hide {
 		clean := path.Clean("/" + hide)

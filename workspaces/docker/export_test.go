@@ -1,3 +1,5 @@
+//go:build linux
+
 package docker
 
 // SetHostViews turns the host view of containers on or off for containers
