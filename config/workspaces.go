@@ -29,10 +29,13 @@ const (
 const (
 	DestinationLocal  = "local"
 	DestinationDocker = "docker"
+	// DestinationRemote sends every call to a workspace of a remote node
+	// (`hub node`, see docs/nodes.md); it has no path on the hub.
+	DestinationRemote = "remote"
 )
 
 // DestinationKinds lists the accepted destination kinds.
-var DestinationKinds = []string{DestinationLocal, DestinationDocker}
+var DestinationKinds = []string{DestinationLocal, DestinationDocker, DestinationRemote}
 
 // WorkspaceNamePattern is the shape of a workspace name.
 var WorkspaceNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
@@ -79,6 +82,11 @@ type Destination struct {
 	// IdleTimeout removes a container unused this long; 0 means the
 	// default, 30m.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// The remote settings; refused for other kinds. Node names an entry
+	// under nodes:, Workspace one of that node's workspaces ("" for its
+	// default_workspace).
+	Node      string `yaml:"node"`
+	Workspace string `yaml:"workspace"`
 }
 
 // UnmarshalYAML decodes the section strictly: the reserved keys as maps of
@@ -263,14 +271,21 @@ func (c *Config) validateWorkspaces(bad func(format string, args ...any), roleKn
 			bad("%sworkspaces: %v", ws.at(name), err)
 			continue
 		}
-		if name != DefaultWorkspace {
+		remote := wc.Destination.Kind == DestinationRemote
+		switch {
+		case remote && name == DefaultWorkspace:
+			bad("%sworkspaces.default.destination.kind: remote is not accepted for the default workspace (accepted: local or docker; name another workspace, such as db1-logs, with kind remote)", ws.at(name+".destination.kind"))
+		case remote && wc.Path != "":
+			bad("%sworkspaces.%s.path: a remote workspace has no path on the hub (accepted: no path; the node's configuration names the directory of destination.workspace)", ws.at(name+".path"), name)
+		case remote:
+		case name != DefaultWorkspace:
 			if wc.Path == "" {
 				bad("%sworkspaces.%s.path is empty (accepted: the directory the workspace's verbs act in, such as ./sandbox)", ws.at(name), name)
 			} else if err := CheckStateDir(wc.Path, c.StateDir); err != nil {
 				bad("%sworkspaces.%s.path: %v", ws.at(name+".path"), name, err)
 			}
 		}
-		validateDestination(name, wc.Destination, ws.at, bad)
+		validateDestination(name, wc.Destination, ws.at, c.nodeKnown, bad)
 	}
 	for _, k := range sortedKeys(ws.ByChat) {
 		v := ws.ByChat[k]
@@ -305,9 +320,12 @@ func (c *Config) validateWorkspaces(bad func(format string, args ...any), roleKn
 
 // validateDestination checks one workspace's destination: the one place
 // that knows every kind and its settings.
-func validateDestination(name string, d Destination, at func(string) string, bad func(format string, args ...any)) {
+func validateDestination(name string, d Destination, at func(string) string, nodeKnown func(string) (bool, string), bad func(format string, args ...any)) {
 	key := "workspaces." + name + ".destination"
 	line := at(name + ".destination")
+	if d.Kind != DestinationRemote && (d.Node != "" || d.Workspace != "") {
+		bad("%s%s: node and workspace only apply to kind remote (accepted for kind %s: not them)", line, key, d.Kind)
+	}
 	switch d.Kind {
 	case DestinationLocal, "":
 		var set []string
@@ -347,6 +365,8 @@ func validateDestination(name string, d Destination, at func(string) string, bad
 		if d.IdleTimeout < 0 {
 			bad("%s%s.idle_timeout: %s is negative (accepted: a duration such as 1h; unset means 30m)", at(name+".destination.idle_timeout"), key, d.IdleTimeout)
 		}
+	case DestinationRemote:
+		validateRemote(name, d, at, nodeKnown, bad)
 	default:
 		bad("%s%s.kind: %q is not accepted (accepted: %s)", at(name+".destination.kind"), key, d.Kind, strings.Join(DestinationKinds, ", "))
 	}

@@ -89,7 +89,7 @@ func TestWorkspacesInvalid(t *testing.T) {
 		{"bad name", "workspaces:\n  Sand:\n    path: ./s\n", `line 2: workspaces: "Sand" is not a workspace name (accepted: 1 to 32 lower-case letters, digits, '-' and '_', starting with a letter, other than by_chat and by_role)`},
 		{"unknown key", "workspaces:\n  s:\n    path: ./s\n    dest: {}\n", `line 4: unknown key "dest" in workspaces.s (accepted: path, destination)`},
 		{"unknown destination key", "workspaces:\n  s:\n    path: ./s\n    destination:\n      kind: docker\n      image: x\n      privileged: true\n", `line 7: unknown key "privileged" in workspaces.s.destination (accepted: kind, image, network,`},
-		{"bad kind", "workspaces:\n  s:\n    path: ./s\n    destination:\n      kind: vm\n", `line 5: workspaces.s.destination.kind: "vm" is not accepted (accepted: local, docker)`},
+		{"bad kind", "workspaces:\n  s:\n    path: ./s\n    destination:\n      kind: vm\n", `line 5: workspaces.s.destination.kind: "vm" is not accepted (accepted: local, docker, remote)`},
 		{"no path", "workspaces:\n  s:\n    destination: {kind: local}\n", `line 2: workspaces.s.path is empty`},
 		{"docker without image", "workspaces:\n  s:\n    path: ./s\n    destination:\n      kind: docker\n", `line 5: workspaces.s.destination.image is empty`},
 		{"docker settings on local", "workspaces:\n  s:\n    path: ./s\n    destination:\n      image: x\n      memory: 1GiB\n", `line 4: workspaces.s.destination: image, memory only apply to kind docker`},
@@ -104,14 +104,42 @@ func TestWorkspacesInvalid(t *testing.T) {
 		{"by_role not a map", "workspaces:\n  by_role: [a]\n", `line 2: workspaces.by_role must be a mapping of roles to workspace names`},
 		{"not a mapping", "workspaces: [a]\n", `line 1: workspaces must be a mapping`},
 		{"role names unknown workspace", "access:\n  roles:\n    ops:\n      verbs: ['*']\n      workspaces: [nope]\n", `access.roles.ops.workspaces: workspace "nope" is not configured (accepted: default, or a glob)`},
+		{"remote without node", "workspaces:\n  r:\n    destination: {kind: remote}\n", `line 3: workspaces.r.destination.node is empty (accepted: a node under nodes:, none configured`},
+		{"remote unknown node", "%sworkspaces:\n  r:\n    destination:\n      kind: remote\n      node: db-2\n", `line 8: workspaces.r.destination.node: "db-2" is not under nodes: (accepted: db-1)`},
+		{"remote with path", "%sworkspaces:\n  r:\n    path: ./r\n    destination: {kind: remote, node: db-1}\n", `line 6: workspaces.r.path: a remote workspace has no path on the hub`},
+		{"remote with docker settings", "%sworkspaces:\n  r:\n    destination: {kind: remote, node: db-1, image: x}\n", `line 6: workspaces.r.destination: image only apply to kind docker; this workspace runs on a remote node`},
+		{"remote bad workspace", "%sworkspaces:\n  r:\n    destination:\n      kind: remote\n      node: db-1\n      workspace: Logs\n", `line 9: workspaces.r.destination.workspace: "Logs" is not a node workspace name`},
+		{"remote default", "%sworkspaces:\n  default:\n    destination:\n      kind: remote\n      node: db-1\n", `line 7: workspaces.default.destination.kind: remote is not accepted for the default workspace`},
+		{"node on local", "%sworkspaces:\n  s:\n    path: ./s\n    destination: {node: db-1}\n", `line 7: workspaces.s.destination: node and workspace only apply to kind remote`},
 		{"role bad glob", "access:\n  roles:\n    ops:\n      verbs: ['*']\n      workspaces: ['[']\n", `access.roles.ops.workspaces: "[" is not a valid pattern`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := loadYAML(t, tt.yaml)
+			_, err := loadYAML(t, strings.Replace(tt.yaml, "%s", "nats: {embedded: true}\nnodes:\n  db-1: {nkey: UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4}\n", 1))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestWorkspacesRemote(t *testing.T) {
+	cfg, err := loadYAML(t, `
+nats: {embedded: true}
+nodes:
+  db-1: {nkey: UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4}
+workspaces:
+  db1-logs:
+    destination: {kind: remote, node: db-1, workspace: logs}
+access:
+  roles:
+    ops: {verbs: ["*"], workspaces: [db1-logs]}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, ok := cfg.WorkspaceByName("db1-logs")
+	if !ok || !wc.IsRemote() || wc.Destination.Node != "db-1" || wc.Destination.Workspace != "logs" || wc.Path != "" {
+		t.Fatalf("db1-logs = %+v", wc)
 	}
 }

@@ -10,12 +10,12 @@ import (
 )
 
 // Builtin commands every surface understands, besides verbs.
-var Builtins = []string{"help", "verbs", "whoami", "start", "use", "where", "cancel"}
+var Builtins = []string{"help", "verbs", "whoami", "start", "use", "where", "nodes", "cancel"}
 
 // Command is a chat message parsed by ParseCommand.
 type Command struct {
-	// Builtin is "help", "verbs", "whoami", "start", "use", "where" or
-	// "cancel" for a built-in command; BuiltinArg is its argument (the verb
+	// Builtin is "help", "verbs", "whoami", "start", "use", "where",
+	// "nodes" or "cancel" for a built-in command; BuiltinArg is its argument (the verb
 	// for /help VERB, the workspace for /use NAME, the turn for /cancel TURN).
 	Builtin    string
 	BuiltinArg string

@@ -9,7 +9,7 @@ import (
 )
 
 // builtin answers /help [verb], /verbs, /whoami, /start, /use [NAME],
-// /where and /cancel [turn].
+// /where, /nodes and /cancel [turn].
 func (h *Hub) builtin(cmd executor.Command, in *chat.Inbound, ids, roles []string) string {
 	switch cmd.Builtin {
 	case "whoami":
@@ -25,6 +25,8 @@ func (h *Hub) builtin(cmd executor.Command, in *chat.Inbound, ids, roles []strin
 		return h.use(cmd.BuiltinArg, in, roles)
 	case "where":
 		return h.where(in, roles)
+	case "nodes":
+		return h.nodes(ids, roles)
 	case "cancel":
 		return h.Cancel(CancelRequest{Chat: in.ReplyKey(), TurnID: cmd.BuiltinArg, Identities: ids}).Text
 	case "start":

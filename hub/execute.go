@@ -79,11 +79,12 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 	}
 	// Only a read-only verb that will run skips waiting for the fsync.
 	durable := decErr != nil || !known || forbidden || werr != nil || !info.ReadOnly
-	if err := h.mirrorAPI(ctx, req, nil, durable); err != nil {
+	if err := h.mirrorAPI(ctx, req, nil, answeredBy{}, durable); err != nil {
 		h.observeTurn(SurfaceAPI, nil, err)
 		return nil, fmt.Errorf("api call %s: %w: %w", req.TurnID, ErrNotMirrored, err)
 	}
 	var out *executor.Outcome
+	var by answeredBy
 	res := &TurnResult{TurnID: req.TurnID}
 	switch {
 	case decErr != nil:
@@ -97,11 +98,11 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 		out = &executor.Outcome{Verb: info.Name, ID: env.ID, Err: executor.Errorf(executor.CodeForbidden, "%s was not run: %s", info.Name, werr.Error())}
 		res.Status = StatusForbidden
 	default:
-		out = h.call(ctx, executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session, Workspace: where.Name}, env)
+		out, by = h.call(ctx, executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session, Workspace: where.Name}, env)
 		res.Status = StatusExecuted
 	}
 	h.observeTurn(SurfaceAPI, res, nil)
-	if err := h.mirrorAPI(context.WithoutCancel(ctx), req, out, durable); err != nil {
+	if err := h.mirrorAPI(context.WithoutCancel(ctx), req, out, by, durable); err != nil {
 		// The verb has run; its outcome still reaches the caller.
 		h.log.Error("mirror api result", "turn", req.TurnID, "err", fmt.Sprint(err))
 	}
@@ -110,7 +111,7 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 
 // mirrorAPI writes the inbound record of an API call (out nil) or its
 // outcome; with durable, it returns once the record is fsynced.
-func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outcome, durable bool) error {
+func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outcome, by answeredBy, durable bool) error {
 	if h.opts.Mirror == nil {
 		return nil
 	}
@@ -129,6 +130,7 @@ func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outco
 		if !out.Succeeded() {
 			meta["error_code"] = string(out.Err.Code)
 		}
+		meta = by.meta(meta)
 		rec = store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(out.JSON()), Meta: meta}
 	}
 	if err := h.opts.Mirror.Append(ctx, rec, durable); err != nil {

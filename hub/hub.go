@@ -53,6 +53,9 @@ type Options struct {
 	// Destinations describes where a workspace runs its programs (its
 	// runner's own words); nil: from the configuration.
 	Destinations Destinations
+	// Remote runs the calls of workspaces of kind remote on their nodes;
+	// nil: such calls fail with a clear message.
+	Remote Remote
 	// Observer hears every turn and verb call; nil: no one.
 	Observer Observer
 	// ProgressAfter is how long a call from chat runs before its progress
@@ -270,6 +273,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	}
 
 	var text, code string
+	var answered answeredBy
 	private := false
 	approveArgs, approve := approveCommand(in.Text)
 	switch {
@@ -303,8 +307,9 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	default:
 		res.Status = StatusExecuted
 		res.Verb = cmd.Verb
-		out, note := h.runTracked(ctx, in, roles, cmd, where.Name)
+		out, note, by := h.runTracked(ctx, in, roles, cmd, where.Name)
 		res.Outcome = out
+		answered = by
 		text = executor.RenderText(out, cmd.JSON)
 		if note != "" && !cmd.JSON {
 			text += "\n" + note
@@ -314,7 +319,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 			private = true
 		}
 	}
-	meta := replyMeta(in, private)
+	meta := answered.meta(replyMeta(in, private))
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), meta)
 	// Once the turn has been decided (a verb may have run), its answer is
 	// made durable whatever happens to the caller's context: a stop that
@@ -334,7 +339,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 
 // run executes a parsed verb command with the turn's identity, workspace
 // and session.
-func (h *Hub) run(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) *executor.Outcome {
+func (h *Hub) run(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) (*executor.Outcome, answeredBy) {
 	call := executor.Call{TurnID: in.TurnID, Identity: in.Identity(), Workspace: workspace}
 	if h.opts.SessionFor != nil {
 		call.Session = h.opts.SessionFor(in, roles)
@@ -343,8 +348,16 @@ func (h *Hub) run(ctx context.Context, in *chat.Inbound, roles []string, cmd exe
 }
 
 // call runs env as call, within the verb timeout: every surface runs verbs
-// through it.
-func (h *Hub) call(ctx context.Context, call executor.Call, env executor.Envelope) *executor.Outcome {
+// through it. A call in a remote workspace goes to its node, which answers
+// (by names it); the outcome stands for the local executor's.
+func (h *Hub) call(ctx context.Context, call executor.Call, env executor.Envelope) (*executor.Outcome, answeredBy) {
+	if d, ok := h.remoteDestination(call.Workspace); ok {
+		out, by := h.callRemote(ctx, call, d, env)
+		if h.opts.Observer != nil {
+			h.opts.Observer.Verb(out)
+		}
+		return out, by
+	}
 	ctx = executor.WithCall(ctx, call)
 	if h.opts.VerbTimeout > 0 {
 		var cancel context.CancelFunc
@@ -355,7 +368,7 @@ func (h *Hub) call(ctx context.Context, call executor.Call, env executor.Envelop
 	if h.opts.Observer != nil {
 		h.opts.Observer.Verb(out)
 	}
-	return out
+	return out, answeredBy{}
 }
 
 // deny answers a stranger at most once per DenialInterval with its identity

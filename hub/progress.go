@@ -130,7 +130,7 @@ var errCanceledByUser = errors.New("cancelled by a user")
 // /cancel can stop it, with its progress shown on the platform's view once
 // it has run ProgressAfter. A call someone cancelled has the last lines of
 // its output (note) added to its reply.
-func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) (out *executor.Outcome, note string) {
+func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) (out *executor.Outcome, note string, answered answeredBy) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rc := &runningCall{turnID: in.TurnID, identity: in.Identity(), target: in.ReplyKey(), verb: cmd.Verb, cancel: cancel}
@@ -143,7 +143,7 @@ func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, 
 		h.mu.Unlock()
 	}()
 	tr := h.newTracker(ctx, h.progressView(in.Platform), ProgressUpdate{TurnID: in.TurnID, Target: in.ReplyKey(), Meta: in.ReplyMeta, Verb: cmd.Verb})
-	out = h.run(executor.WithProgress(ctx, tr.report), in, roles, cmd, workspace)
+	out, answered = h.run(executor.WithProgress(ctx, tr.report), in, roles, cmd, workspace)
 	rc.mu.Lock()
 	by := rc.canceledBy
 	rc.mu.Unlock()
@@ -161,7 +161,7 @@ func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, 
 			note += " The last lines of its output:\n" + executor.Fence(tail, "")
 		}
 	}
-	return out, note
+	return out, note, answered
 }
 
 // progressTracker shows one call's progress: the first update after

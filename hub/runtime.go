@@ -65,6 +65,9 @@ type RuntimeOptions struct {
 	// Destinations describes the workspaces' destinations (the open
 	// workspaces' runners); nil: from the configuration.
 	Destinations Destinations
+	// Remote runs the calls of remote workspaces on their nodes; nil:
+	// such calls fail with a clear message.
+	Remote Remote
 	// Offline opens the state for the CLI while no hub runs: no mirror run
 	// is started (so no empty run directories appear and none are pruned).
 	Offline bool
@@ -183,6 +186,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Workspaces:     policy.New(cfg),
 		Choices:        st.Choices(),
 		Destinations:   opts.Destinations,
+		Remote:         opts.Remote,
 		Observer:       opts.Observer,
 		Clock:          opts.Clock,
 		Logger:         opts.Logger,
@@ -384,6 +388,9 @@ type mirrorEvents struct {
 
 func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorRecord {
 	meta := map[string]string{store.MetaOutboxID: e.ID, "turn_id": e.TurnID, "chunk": fmt.Sprintf("%d/%d", e.Index+1, e.Total)}
+	if n := e.Meta[MetaNode]; n != "" {
+		meta[MetaNode], meta[MetaNodeVersion] = n, e.Meta[MetaNodeVersion]
+	}
 	if msgID != "" {
 		meta[store.MetaPlatformMessageID] = msgID
 	}

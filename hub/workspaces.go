@@ -68,10 +68,10 @@ func (h *Hub) chosenWorkspace(key string) (string, error) {
 
 func (h *Hub) describe(name string) string {
 	if h.opts.Destinations != nil {
-		return h.opts.Destinations.Describe(name)
+		return h.opts.Destinations.Describe(name) + h.liveness(name)
 	}
 	if h.opts.Workspaces != nil {
-		return h.opts.Workspaces.Destination(name)
+		return h.opts.Workspaces.Destination(name) + h.liveness(name)
 	}
 	return "local"
 }

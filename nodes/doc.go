@@ -8,7 +8,7 @@
 // Subjects, per node NAME:
 //
 //	hub.node.NAME.req      requests, stream HUB_NODE_NAME (work queue), consumer "work"
-//	hub.results.NAME       results, stream HUB_RESULTS, consumer "hub"
+//	hub.results.NAME       results, stream HUB_RESULTS_NAME, consumer "hub"
 //	$KV.hub_nodes.NAME     heartbeats, bucket hub_nodes (TTL)
 //	_INBOX.node.NAME.>     the node's reply inboxes
 //

@@ -75,7 +75,7 @@ type Hub struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
-	cc    jetstream.ConsumeContext
+	cc    []jetstream.ConsumeContext
 	names []string
 
 	mu      sync.Mutex
@@ -128,6 +128,7 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 	copts := []nats.Option{
 		nats.Name("hub"),
 		nats.Nkey(hubKey, kp.Sign),
+		nats.CustomInboxPrefix(hubInbox),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
@@ -166,18 +167,11 @@ func (h *Hub) setup(ctx context.Context) error {
 	}
 	h.js = js
 	keep := h.opts.CallTimeout + retentionGrace
-	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: resultsStream, Subjects: []string{resultsPrefix + "*"}, Storage: jetstream.FileStorage,
-		Retention: jetstream.LimitsPolicy, MaxAge: keep, Duplicates: h.opts.CallTimeout,
-	})
-	if err != nil {
-		return fmt.Errorf("results stream: %w", err)
-	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, resultsStream, jetstream.ConsumerConfig{
-		Durable: resultsConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-	})
-	if err != nil {
-		return fmt.Errorf("results consumer: %w", err)
+	// One results stream per node: JetStream deduplicates message ids
+	// across a whole stream, so a node that published another node's call
+	// id first would otherwise have the real result dropped as a copy.
+	if err := js.DeleteStream(ctx, legacyResultsStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("remove the shared results stream of an earlier version: %w", err)
 	}
 	for _, n := range h.names {
 		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
@@ -193,6 +187,24 @@ func (h *Hub) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("consumer of node %s: %w", n, err)
 		}
+		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name: resultsStream(n), Subjects: []string{resultSubject(n)}, Storage: jetstream.FileStorage,
+			Retention: jetstream.LimitsPolicy, MaxAge: keep, Duplicates: h.opts.CallTimeout,
+		})
+		if err != nil {
+			return fmt.Errorf("results stream of node %s: %w", n, err)
+		}
+		cons, err := js.CreateOrUpdateConsumer(ctx, resultsStream(n), jetstream.ConsumerConfig{
+			Durable: resultsConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+		})
+		if err != nil {
+			return fmt.Errorf("results consumer of node %s: %w", n, err)
+		}
+		cc, err := cons.Consume(h.onResult)
+		if err != nil {
+			return fmt.Errorf("consume the results of node %s: %w", n, err)
+		}
+		h.cc = append(h.cc, cc)
 	}
 	h.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: statusBucket, TTL: h.opts.HeartbeatTTL, History: 1, Storage: jetstream.FileStorage,
@@ -200,18 +212,14 @@ func (h *Hub) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("status bucket: %w", err)
 	}
-	h.cc, err = cons.Consume(h.onResult)
-	if err != nil {
-		return fmt.Errorf("consume results: %w", err)
-	}
 	return nil
 }
 
 // Close stops consuming, closes the connection and shuts the embedded
 // server down. Calls still waiting end with their context or deadline.
 func (h *Hub) Close() error {
-	if h.cc != nil {
-		h.cc.Stop()
+	for _, cc := range h.cc {
+		cc.Stop()
 	}
 	if h.nc != nil {
 		h.nc.Close()
@@ -265,7 +273,11 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 		return Response{}, fmt.Errorf("node %q is not configured (known: %v); add it under nodes: with `hub node init`", node, h.names)
 	}
 	id := CallID(req.TurnID, req.CallIndex)
-	deadline := h.clk.Now().Add(h.opts.CallTimeout)
+	timeout := h.opts.CallTimeout
+	if req.Timeout > 0 && req.Timeout < timeout {
+		timeout = req.Timeout
+	}
+	deadline := h.clk.Now().Add(timeout)
 	data, err := json.Marshal(requestMsg{
 		CallID: id, TurnID: req.TurnID, CallIndex: req.CallIndex, Node: node, Workspace: req.Workspace,
 		Identity: req.Identity, Session: req.Session, Envelope: json.RawMessage(req.Envelope), Deadline: deadline,
@@ -289,7 +301,7 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 		h.mu.Unlock()
 	}()
 	expired := make(chan struct{})
-	t := h.clk.AfterFunc(h.opts.CallTimeout, func() { close(expired) })
+	t := h.clk.AfterFunc(timeout, func() { close(expired) })
 	defer t.Stop()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -303,7 +315,7 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 		case <-ctx.Done():
 			return Response{}, fmt.Errorf("call %s to node %s: %w", id, node, ctx.Err())
 		case <-expired:
-			return Response{}, &NoAnswerError{Node: node, Waited: h.opts.CallTimeout}
+			return Response{}, &NoAnswerError{Node: node, Waited: timeout}
 		case <-after(h.clk, 250*time.Millisecond):
 		}
 	}
@@ -318,7 +330,7 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 		if st, err := h.status(context.WithoutCancel(ctx), node); err == nil {
 			online = st.Online
 		}
-		return Response{}, &NoAnswerError{Node: node, Waited: h.opts.CallTimeout, Queued: true, Online: online}
+		return Response{}, &NoAnswerError{Node: node, Waited: timeout, Queued: true, Online: online}
 	}
 }
 
@@ -443,7 +455,7 @@ func DialHub(url, stateDir, caFile string) (*nats.Conn, error) {
 		return nil, err
 	}
 	pub, _ := kp.PublicKey()
-	opts := []nats.Option{nats.Name("hub cli"), nats.Nkey(pub, kp.Sign), nats.Timeout(5 * time.Second)}
+	opts := []nats.Option{nats.Name("hub cli"), nats.Nkey(pub, kp.Sign), nats.CustomInboxPrefix(hubInbox), nats.Timeout(5 * time.Second)}
 	if caFile != "" {
 		opts = append(opts, nats.RootCAs(caFile))
 	}
@@ -478,12 +490,15 @@ func startEmbedded(o HubOptions, dir, hubKey string) (*embedded, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	users := []*server.NkeyUser{{Nkey: hubKey}} // the hub: every subject
 	names := make([]string, 0, len(o.Nodes))
 	for n := range o.Nodes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	hpub, hsub := hubPermissions(names)
+	users := []*server.NkeyUser{{Nkey: hubKey, Permissions: &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: hpub}, Subscribe: &server.SubjectPermission{Allow: hsub},
+	}}}
 	for _, n := range names {
 		pub, sub := nodePermissions(n)
 		users = append(users, &server.NkeyUser{Nkey: o.Nodes[n], Permissions: &server.Permissions{

@@ -18,6 +18,9 @@ type Request struct {
 	Session   string
 	// Envelope is the envelope JSON ({verb, arguments}).
 	Envelope []byte
+	// Timeout shortens the wait below the call timeout (the hub's verb
+	// timeout); 0 or more than the call timeout means the call timeout.
+	Timeout time.Duration
 }
 
 // Status of a node's answer.

@@ -118,6 +118,10 @@ func Open(cfg *config.Config, opts Options) (_ *Set, err error) {
 	}()
 	for _, name := range s.names {
 		wc, _ := cfg.WorkspaceByName(name)
+		if wc.IsRemote() {
+			s.ws[name] = &entry{name: name, cfg: wc} // runs on its node: nothing opens here
+			continue
+		}
 		if err := config.CheckStateDir(wc.Path, state); err != nil {
 			return nil, fmt.Errorf("workspace %s: %w", name, err)
 		}
@@ -179,7 +183,7 @@ func (s *Set) Default() *verbs.Workspace { return s.ws[policy.Default].host }
 // Host returns the host workspace of name.
 func (s *Set) Host(name string) (*verbs.Workspace, bool) {
 	e, ok := s.ws[name]
-	if !ok {
+	if !ok || e.host == nil {
 		return nil, false
 	}
 	return e.host, true
@@ -188,7 +192,7 @@ func (s *Set) Host(name string) (*verbs.Workspace, bool) {
 // SessionSource returns the session source of name.
 func (s *Set) SessionSource(name string) (*verbs.SessionSource, bool) {
 	e, ok := s.ws[name]
-	if !ok {
+	if !ok || e.sessions == nil {
 		return nil, false
 	}
 	return e.sessions, true
@@ -203,6 +207,9 @@ func (s *Set) entryOf(ctx context.Context) (*entry, error) {
 	e, ok := s.ws[name]
 	if !ok {
 		return nil, executor.Errorf(executor.CodeForbidden, "Workspace %q is not configured on this hub; send /use for the workspaces you may use", name)
+	}
+	if e.host == nil {
+		return nil, remoteError(e)
 	}
 	return e, nil
 }
@@ -258,6 +265,9 @@ func (s *Set) Check(ctx context.Context, name string) error {
 	if !ok {
 		return s.policy.UnknownError(name)
 	}
+	if e.host == nil {
+		return nil // a remote workspace: its node checks it (hub nodes list)
+	}
 	if e.runner == nil {
 		fi, err := os.Stat(e.host.Dir())
 		if err != nil {
@@ -284,6 +294,9 @@ func (s *Set) Reset(ctx context.Context, name, session string) error {
 	e, ok := s.ws[name]
 	if !ok {
 		return s.policy.UnknownError(name)
+	}
+	if e.host == nil {
+		return remoteError(e)
 	}
 	r, ok := e.runner.(Resetter)
 	if e.runner == nil || !ok {

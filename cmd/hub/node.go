@@ -141,29 +141,14 @@ func runNodes(env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !cfg.NATS.Enabled() {
-		return fmt.Errorf("nats is not configured: set nats.embedded: true (see docs/nodes.md)")
-	}
-	url, ca := cfg.NATS.URL, ""
-	if cfg.NATS.Embedded {
-		scheme := "nats"
-		if cfg.NATS.CertFile != "" {
-			scheme, ca = "tls", cfg.NATS.CertFile
-		}
-		url = scheme + "://" + cfg.NATS.ListenAddress()
-	}
-	nc, err := nodes.DialHub(url, cfg.StateDir, ca)
+	listStatus, closeConn, err := dialNodes(cfg)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	names := make([]string, 0, len(cfg.Nodes))
-	for n := range cfg.Nodes {
-		names = append(names, n)
-	}
+	defer closeConn()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	list, err := nodes.ListStatus(ctx, nc, names)
+	list, err := listStatus(ctx)
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}
 	defer sk.Close() // last: after the runtime and the sweeper
 	st, tc := sk.st, sk.tc
+	var remote hub.Remote
 	if cfg.NATS.Enabled() {
 		// The remote nodes' transport: queues, results and liveness. The
 		// remote destination of named workspaces calls it.
@@ -96,13 +97,14 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 			return err
 		}
 		defer nh.Close()
+		remote = remoteNodes{nodes: nh, reg: tc.exec.Registry()}
 	}
 	mx, err := metrics.New(metrics.Options{Clock: clk})
 	if err != nil {
 		return err
 	}
 	sessions := hub.NewSessionSwitch(cfg.Sessions)
-	rt, err := hub.Open(cfg, st, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: sessions.For, Observer: mx, OutboxEvents: mx})
+	rt, err := hub.Open(cfg, st, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: sessions.For, Observer: mx, OutboxEvents: mx, Remote: remote})
 	if err != nil {
 		return err
 	}

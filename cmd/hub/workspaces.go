@@ -85,7 +85,10 @@ func workspaceRows(p *policy.Policy) []workspaceInfo {
 	var out []workspaceInfo
 	for _, n := range p.Names() {
 		wc, _ := p.Workspace(n)
-		abs, _ := filepath.Abs(wc.Path)
+		abs := "" // a remote workspace has no path here
+		if !wc.IsRemote() {
+			abs, _ = filepath.Abs(wc.Path)
+		}
 		out = append(out, workspaceInfo{Name: n, Path: abs, Kind: wc.Destination.Kind, Destination: p.Destination(n), Roles: p.RolesFor(n)})
 	}
 	return out
@@ -132,6 +135,9 @@ func showWorkspace(w io.Writer, cfg *config.Config, p *policy.Policy, name, key 
 		return writeJSON(w, r)
 	}
 	fmt.Fprintf(w, "workspace:   %s\ndestination: %s\nwhy:         %s\n", r.Name, r.Destination, r.Reason)
+	if live := remoteLiveness(cfg, r.Name); live != "" {
+		fmt.Fprintf(w, "node:        %s\n", live)
+	}
 	if key != "" {
 		fmt.Fprintf(w, "chat:        %s (by_role is not applied: it depends on who speaks)\n", key)
 	}
@@ -202,6 +208,10 @@ func doctorDestinations(r *doctorReport, cfg *config.Config) {
 				continue
 			}
 			r.ok(what, p.Destination(n))
+			continue
+		}
+		if wc.IsRemote() {
+			r.ok(what, p.Destination(n)+"; "+remoteLiveness(cfg, n))
 			continue
 		}
 		run, err := runnerFactory(cfg, nil)(n, wc.Destination)

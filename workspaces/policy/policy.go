@@ -259,6 +259,12 @@ func Describe(wc config.WorkspaceConfig) string {
 			parts = append(parts, "pids "+strconv.FormatInt(d.Pids, 10))
 		}
 		return "docker (" + strings.Join(parts, ", ") + "), " + absPath(wc.Path) + " at /workspace"
+	case config.DestinationRemote:
+		ws := d.Workspace
+		if ws == "" {
+			ws = "its default workspace"
+		}
+		return "remote (node " + d.Node + ", " + ws + ")"
 	default:
 		return "local (host processes in " + absPath(wc.Path) + ")"
 	}

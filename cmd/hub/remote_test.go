@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+	"github.com/a6afc2ce/hermes-hub/nodes"
+)
+
+// remoteRig is a hub runtime whose workspace db1-logs is the workspace
+// logs of node db-1, over the embedded NATS server, with nodes db-1 and
+// db-2 configured; nodes run in-process with the real verbs.
+type remoteRig struct {
+	env     *hubtest.Env
+	rec     *hubtest.Recorder
+	nodes   *nodes.Hub
+	keys    map[string]nkeys.KeyPair
+	nodeDir string
+	n       int
+}
+
+func newRemoteRig(t *testing.T) *remoteRig {
+	t.Helper()
+	root := t.TempDir()
+	r := &remoteRig{keys: map[string]nkeys.KeyPair{}, nodeDir: filepath.Join(root, "node-logs")}
+	if err := os.MkdirAll(r.nodeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := hubtest.Config(t, filepath.Join(root, "main"), "")
+	if err := os.MkdirAll(cfg.Workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pubs := map[string]string{}
+	cfg.Nodes = map[string]config.NodeEntry{}
+	for _, n := range []string{"db-1", "db-2"} {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.keys[n] = kp
+		pubs[n], _ = kp.PublicKey()
+		cfg.Nodes[n] = config.NodeEntry{NKey: pubs[n]}
+	}
+	cfg.NATS.Embedded, cfg.NATS.Listen = true, "127.0.0.1:0"
+	cfg.Workspaces.Named = map[string]config.WorkspaceConfig{
+		"db1-logs": {Destination: config.Destination{Kind: config.DestinationRemote, Node: "db-1", Workspace: "logs"}},
+	}
+	cfg.Access.Roles = map[string]config.Role{"ops": {Verbs: []string{"*", config.AdminRead}, Workspaces: []string{"*"}}}
+	cfg.Access.Grants = map[string][]string{"telegram:1": {"ops"}, "web": {"ops"}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	nh, err := openNodes(context.Background(), cfg, nil, testkit.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nh.Close() })
+	r.nodes = nh
+	remote := &remoteNodes{nodes: nh}
+	r.env = hubtest.Open(t, cfg, hubtest.Options{Workspaces: true, Runtime: hub.RuntimeOptions{Remote: remote}})
+	remote.reg = r.env.Runtime.Hub.Registry()
+	r.rec = hubtest.NewRecorder()
+	r.rec.HandleAll(t, r.env.Runtime)
+	r.env.Start(t)
+	return r
+}
+
+// startNode runs node db-1 in-process, with the real verbs over its
+// workspace logs, until the test ends.
+func (r *remoteRig) startNode(t *testing.T, name string) {
+	t.Helper()
+	nf := &config.NodeFile{StateDir: filepath.Join(filepath.Dir(r.nodeDir), name+"-state"), DefaultWorkspace: "logs",
+		Workspaces: map[string]config.NodeWorkspace{"logs": {Path: r.nodeDir}}}
+	execs, closeAll, err := buildNodeWorkspaces(nf, testkit.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := nodes.StartNode(context.Background(), nodes.NodeOptions{
+		Name: name, URL: r.nodes.ClientURL(), Key: r.keys[name], StateDir: nf.StateDir, Workspaces: execs,
+		Default: "logs", Version: "v-node", Heartbeat: 100 * time.Millisecond, Logger: testkit.Discard(),
+	})
+	if err != nil {
+		closeAll()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; closeAll() })
+}
+
+// say sends text as telegram user 1 in chat 100 and returns the turn and
+// its reply once enqueued and sent.
+func (r *remoteRig) say(t *testing.T, text string) (*hub.TurnResult, string) {
+	t.Helper()
+	r.n++
+	in := &chat.Inbound{TurnID: fmt.Sprintf("telegram.100.%d", r.n), Platform: chat.Telegram, ChatID: "100", MessageID: fmt.Sprint(r.n),
+		UserID: "1", UserName: "u", ChatType: "private", Text: text}
+	before := len(r.rec.Sent("chat:telegram:100"))
+	res, err := r.env.Runtime.Hub.Handle(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.rec.Wait(t, "chat:telegram:100", before+len(res.Outbox))
+	var b strings.Builder
+	for _, e := range got[before:] {
+		b.WriteString(e.Text)
+	}
+	return res, b.String()
+}
+
+// A chat turn in a remote workspace runs on its node; a long proc.run's
+// output is paged back through proc.output, which goes to the node like
+// any verb.
+func TestRemoteWorkspaceEndToEnd(t *testing.T) {
+	r := newRemoteRig(t)
+	r.startNode(t, "db-1")
+	testkit.WaitFor(t, "db-1 online", func() bool {
+		l, err := r.nodes.List(context.Background())
+		return err == nil && l[0].Online
+	})
+	if _, reply := r.say(t, "/use db1-logs"); !strings.Contains(reply, "remote (node db-1, logs); node db-1 is online") {
+		t.Fatalf("/use: %q", reply)
+	}
+	res, reply := r.say(t, `/proc.run sh -c "seq 1 20000"`)
+	if res.Status != hub.StatusExecuted || !res.Outcome.Succeeded() {
+		t.Fatalf("proc.run: %s %q", res.Status, reply)
+	}
+	if sent := r.rec.Sent("chat:telegram:100"); sent[len(sent)-1].Meta[hub.MetaNode] != "db-1" {
+		t.Fatalf("reply meta %v", sent[len(sent)-1].Meta)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(r.nodeDir), "db-1-state", "proc", res.TurnID, "stdout.txt")); err != nil {
+		t.Fatalf("the output is not on the node: %v", err)
+	}
+	// Page through the whole output, as the caller who ran it.
+	lines := 0
+	for start := 1; ; {
+		out, err := r.env.Runtime.Hub.Execute(context.Background(), hub.APIRequest{Identity: "telegram:1", Workspace: "db1-logs",
+			Input: fmt.Appendf(nil, `{"verb":"proc.output","arguments":{"outputId":%q,"startLine":%d}}`, res.TurnID, start)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Succeeded           bool
+			Content             string
+			EndLine, TotalLines int
+		}
+		if err := json.Unmarshal(out.JSON(), &page); err != nil || !page.Succeeded {
+			t.Fatalf("page at %d: %s", start, out.JSON())
+		}
+		if first := strings.SplitN(page.Content, "\n", 2)[0]; first != fmt.Sprint(start) {
+			t.Fatalf("page at %d starts with %q", start, first)
+		}
+		lines += page.EndLine - start + 1
+		if page.EndLine >= page.TotalLines {
+			break
+		}
+		start = page.EndLine + 1
+	}
+	if lines != 20000 {
+		t.Fatalf("paged %d lines, want 20000", lines)
+	}
+}
+
+// A node cannot make the hub say anything in a chat but the answer to a
+// call the hub sent it: db-2's forged result for db-1's real turn, and a
+// result for a call nobody made, are dropped; the turn gets db-1's answer
+// once.
+func TestForgedResultNeverReachesAChat(t *testing.T) {
+	r := newRemoteRig(t)
+	if err := os.WriteFile(filepath.Join(r.nodeDir, "real.txt"), []byte("the real answer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type turn struct {
+		res   *hub.TurnResult
+		reply string
+	}
+	done := make(chan turn, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		res, reply := r.say(t, `{"verb":"fs.readFile","arguments":{"path":"real.txt"},"workspace":"db1-logs"}`)
+		done <- turn{res, reply}
+	})
+	defer wg.Wait()
+	callID := nodes.CallID("telegram.100.1", 0)
+	pub, _ := r.keys["db-2"].PublicKey()
+	nc, err := nats.Connect(r.nodes.ClientURL(), nats.Nkey(pub, r.keys["db-2"].Sign), nats.CustomInboxPrefix("_INBOX.node.db-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	forge := func(id string) {
+		data, _ := json.Marshal(map[string]any{"call_id": id, "node": "db-1", "status": "done", "verb": "fs.readFile",
+			"result": map[string]any{"succeeded": true, "content": "FORGED"}})
+		if _, err := js.Publish(context.Background(), "hub.results.db-2", data, jetstream.WithMsgID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The turn is waiting for db-1 (not started yet): db-2 answers in its
+	// place, and for a turn that made no call.
+	hc, err := nodes.DialHub(r.nodes.ClientURL(), r.env.Config.StateDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	hjs, _ := jetstream.New(hc)
+	testkit.WaitFor(t, "the call queued for db-1", func() bool {
+		s, err := hjs.Stream(context.Background(), "HUB_NODE_db-1")
+		return err == nil && s.CachedInfo().State.Msgs == 1
+	})
+	forge(callID)
+	forge(nodes.CallID("telegram.100.99", 0))
+	select {
+	case tt := <-done:
+		t.Fatalf("the turn was answered before its node ran it: %q", tt.reply)
+	case <-time.After(200 * time.Millisecond):
+	}
+	r.startNode(t, "db-1")
+	var tt turn
+	select {
+	case tt = <-done:
+	case <-time.After(testkit.Wait):
+		t.Fatal("no answer once db-1 started")
+	}
+	if strings.Contains(tt.reply, "FORGED") || !strings.Contains(tt.reply, "the real answer") {
+		t.Fatalf("reply %q", tt.reply)
+	}
+	for _, e := range r.rec.Sent("chat:telegram:100") {
+		if strings.Contains(e.Text, "FORGED") || e.TurnID != "telegram.100.1" {
+			t.Fatalf("a chunk that is not the real turn's answer: %+v", e)
+		}
+	}
+}
