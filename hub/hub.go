@@ -270,7 +270,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	}
 
 	var text, code string
-	private := false
+	private, progressShown := false, false
 	approveArgs, approve := approveCommand(in.Text)
 	switch {
 	case approve:
@@ -303,7 +303,8 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	default:
 		res.Status = StatusExecuted
 		res.Verb = cmd.Verb
-		out, note := h.runTracked(ctx, in, roles, cmd, where.Name)
+		out, note, shown := h.runTracked(ctx, in, roles, cmd, where.Name)
+		progressShown = shown
 		res.Outcome = out
 		text = executor.RenderText(out, cmd.JSON)
 		if note != "" && !cmd.JSON {
@@ -315,6 +316,9 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 		}
 	}
 	meta := replyMeta(in, private)
+	if progressShown {
+		meta[MetaProgress] = "1"
+	}
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), meta)
 	// Once the turn has been decided (a verb may have run), its answer is
 	// made durable whatever happens to the caller's context: a stop that
@@ -524,6 +528,10 @@ func isConversation(in *chat.Inbound) bool {
 // Reply meta keys the senders understand.
 const (
 	MetaPrivate = "private" // "1": show only to the asker where the platform can (Discord ephemeral)
+	// MetaProgress is "1" when the call's progress was shown: the reply
+	// must not replace the progress message (a Discord interaction's
+	// original response), it follows it.
+	MetaProgress = "progress"
 )
 
 func replyMeta(in *chat.Inbound, private bool) map[string]string {
