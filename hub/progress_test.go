@@ -49,9 +49,10 @@ func (v *fakeView) all() []hub.ProgressUpdate {
 // slowVerb is test.slow: it reports "line N" for each step it is told to
 // take and ends when released or cancelled (then with its partial output).
 type slowVerb struct {
-	steps   chan string
-	release chan struct{}
-	started chan struct{}
+	steps    chan string
+	reported chan struct{} // a step's progress was reported
+	release  chan struct{}
+	started  chan struct{}
 }
 
 type slowArgs struct{}
@@ -61,7 +62,7 @@ type slowResult struct {
 }
 
 func newSlowVerb() *slowVerb {
-	return &slowVerb{steps: make(chan string), release: make(chan struct{}), started: make(chan struct{}, 4)}
+	return &slowVerb{steps: make(chan string), reported: make(chan struct{}, 4), release: make(chan struct{}), started: make(chan struct{}, 4)}
 }
 
 func (s *slowVerb) register(reg *executor.Registry) {
@@ -74,6 +75,7 @@ func (s *slowVerb) register(reg *executor.Registry) {
 				case l := <-s.steps:
 					lines = append(lines, l)
 					executor.ReportProgress(ctx, executor.Progress{Tail: strings.Join(lines, "\n")})
+					s.reported <- struct{}{}
 				case <-s.release:
 					return slowResult{Out: strings.Join(lines, "\n")}, nil
 				case <-ctx.Done():
@@ -155,6 +157,7 @@ func TestProgressShowsThenFinalThenChunks(t *testing.T) {
 	done := e.start(t, 1, 10)
 
 	e.verb.steps <- "compiling a"
+	<-e.verb.reported
 	e.clk.Advance(2 * time.Second) // below the 3 s threshold: nothing shown
 	if got := e.view.all(); len(got) != 0 {
 		t.Fatalf("progress before the threshold: %+v", got)
@@ -171,6 +174,7 @@ func TestProgressShowsThenFinalThenChunks(t *testing.T) {
 		t.Fatalf("recorded progress messages %+v", msgs)
 	}
 	e.verb.steps <- "compiling b"
+	<-e.verb.reported
 	e.clk.Advance(3 * time.Second)
 	got = e.view.all()
 	if len(got) != 2 || got[1].MessageID != "501" || got[1].Tail != "compiling a\ncompiling b" || !strings.Contains(got[1].Text, "running for 6s") {
@@ -219,6 +223,7 @@ func TestCancel(t *testing.T) {
 	target := "chat:telegram:100"
 	done := e.start(t, 1, 20)
 	e.verb.steps <- "step one"
+	<-e.verb.reported
 	e.clk.Advance(3 * time.Second)
 
 	handle := func(user, msgID int, text string) string {
