@@ -274,7 +274,7 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 
 	var text, code string
 	var answered answeredBy
-	private := false
+	private, progressShown := false, false
 	approveArgs, approve := approveCommand(in.Text)
 	switch {
 	case approve:
@@ -307,7 +307,8 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	default:
 		res.Status = StatusExecuted
 		res.Verb = cmd.Verb
-		out, note, by := h.runTracked(ctx, in, roles, cmd, where.Name)
+		out, note, by, shown := h.runTracked(ctx, in, roles, cmd, where.Name)
+		progressShown = shown
 		res.Outcome = out
 		answered = by
 		text = executor.RenderText(out, cmd.JSON)
@@ -320,6 +321,9 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 		}
 	}
 	meta := answered.meta(replyMeta(in, private))
+	if progressShown {
+		meta[MetaProgress] = "1"
+	}
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), meta)
 	// Once the turn has been decided (a verb may have run), its answer is
 	// made durable whatever happens to the caller's context: a stop that
@@ -537,6 +541,10 @@ func isConversation(in *chat.Inbound) bool {
 // Reply meta keys the senders understand.
 const (
 	MetaPrivate = "private" // "1": show only to the asker where the platform can (Discord ephemeral)
+	// MetaProgress is "1" when the call's progress was shown: the reply
+	// must not replace the progress message (a Discord interaction's
+	// original response), it follows it.
+	MetaProgress = "progress"
 )
 
 func replyMeta(in *chat.Inbound, private bool) map[string]string {

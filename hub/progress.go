@@ -129,8 +129,10 @@ var errCanceledByUser = errors.New("cancelled by a user")
 // runTracked runs a parsed verb command from chat: registered so that
 // /cancel can stop it, with its progress shown on the platform's view once
 // it has run ProgressAfter. A call someone cancelled has the last lines of
-// its output (note) added to its reply.
-func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) (out *executor.Outcome, note string, answered answeredBy) {
+// its output (note) added to its reply; answered says which node answered
+// (remote workspaces) and shown whether a progress message was shown, which
+// the reply's meta tells the sender (MetaProgress).
+func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) (out *executor.Outcome, note string, answered answeredBy, shown bool) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rc := &runningCall{turnID: in.TurnID, identity: in.Identity(), target: in.ReplyKey(), verb: cmd.Verb, cancel: cancel}
@@ -154,14 +156,14 @@ func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, 
 	case !out.Succeeded():
 		state = ProgressFailed
 	}
-	tail := tr.finish(state, by)
+	tail, shown := tr.finish(state, by)
 	if by != "" {
 		note = fmt.Sprintf("Cancelled by %s.", by)
 		if tail != "" {
 			note += " The last lines of its output:\n" + executor.Fence(tail, "")
 		}
 	}
-	return out, note, answered
+	return out, note, answered, shown
 }
 
 // progressTracker shows one call's progress: the first update after
@@ -247,8 +249,9 @@ func (t *progressTracker) show(u ProgressUpdate) {
 // finish stops the updates, waits for one under way, and shows the final
 // state if anything was shown. When it returns the view hears nothing more
 // of the call, so the reply's chunks cannot be overwritten by a late edit.
-// It returns the last tail the verb reported.
-func (t *progressTracker) finish(state ProgressState, by string) (tail string) {
+// It returns the last tail the verb reported, and whether a progress
+// message was shown.
+func (t *progressTracker) finish(state ProgressState, by string) (tail string, shown bool) {
 	t.mu.Lock()
 	t.stopped = true
 	if t.timer != nil {
@@ -260,7 +263,7 @@ func (t *progressTracker) finish(state ProgressState, by string) (tail string) {
 	u, shown := t.u, t.shown
 	t.mu.Unlock()
 	if !shown {
-		return u.Tail
+		return u.Tail, false
 	}
 	u.State = state
 	u.Elapsed = t.h.opts.Clock.Now().Sub(t.start)
@@ -270,7 +273,7 @@ func (t *progressTracker) finish(state ProgressState, by string) (tail string) {
 	if _, err := t.view.ShowProgress(ctx, u); err != nil {
 		t.h.log.Warn("final progress not shown", "turn", u.TurnID, "err", err)
 		if u.MessageID != "" {
-			return u.Tail // recorded: the next start finalises it
+			return u.Tail, true // recorded: the next start finalises it
 		}
 	}
 	if t.h.opts.Progress != nil && u.MessageID != "" {
@@ -278,7 +281,7 @@ func (t *progressTracker) finish(state ProgressState, by string) (tail string) {
 			t.h.log.Error("forget progress message", "turn", u.TurnID, "err", err)
 		}
 	}
-	return u.Tail
+	return u.Tail, true
 }
 
 // progressText is the update for people: a status line and, while the call

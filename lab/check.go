@@ -259,6 +259,9 @@ func (c *checker) checkReceipts() {
 			c.fig.UnrecordedTelegram++
 			id = twin(len(c.o.Telegram), i, tgIDs, func(j int) bool { return tgKeyOf(c.o.Telegram[j]) == tgKeyOf(m) })
 		}
+		if id == "" && isProgress(m.Text) {
+			continue // a progress message, not a chunk
+		}
 		if id == "" {
 			c.fail("no duplicates", "Telegram chat %s received a message no outbox chunk explains: %q", m.ChatID, preview(m.Text+m.Caption))
 			continue
@@ -279,14 +282,20 @@ func (c *checker) checkReceipts() {
 	}
 	dcIDs := make([]string, len(c.o.Discord))
 	for i, r := range c.o.Discord {
-		if id, ok := byMsg["discord|"+r.MessageID]; ok && r.Kind != discordtest.ReceiptChannel && !(r.Kind == discordtest.ReceiptOriginal && isAdapterNotice(r.Content)) {
+		if id, ok := byMsg["discord|"+r.MessageID]; ok && r.Kind != discordtest.ReceiptChannel && r.Kind != discordtest.ReceiptEdit &&
+			!(r.Kind == discordtest.ReceiptOriginal && (isAdapterNotice(r.Content) || isProgress(r.Content))) {
 			dcIDs[i] = id
 		}
 	}
 	for i, r := range c.o.Discord {
 		switch r.Kind {
+		case discordtest.ReceiptEdit:
+			continue // a progress message edited in place: never a chunk
 		case discordtest.ReceiptChannel:
 			id, ok := nonces[r.Nonce]
+			if !ok && isProgress(r.Content) {
+				continue // a progress message, not a chunk
+			}
 			if !ok {
 				c.fail("no duplicates", "Discord channel %s received a message whose nonce %q matches no outbox chunk: %q", r.ChannelID, r.Nonce, preview(r.Content))
 				continue
@@ -302,8 +311,8 @@ func (c *checker) checkReceipts() {
 		default:
 			id := dcIDs[i]
 			if id == "" {
-				if r.Kind == discordtest.ReceiptOriginal && isAdapterNotice(r.Content) {
-					continue // the adapter's own words, not a chunk
+				if r.Kind == discordtest.ReceiptOriginal && (isAdapterNotice(r.Content) || isProgress(r.Content)) {
+					continue // the adapter's own words or a call's progress, not a chunk
 				}
 				c.fig.UnrecordedDiscord++
 				id = twin(len(c.o.Discord), i, dcIDs, func(j int) bool {
@@ -380,6 +389,21 @@ func twin(n, i int, ids []string, same func(j int) bool) string {
 		}
 	}
 	return ""
+}
+
+// isProgress reports whether a text is a progress message of a long call
+// (hub.ProgressView, on Telegram and Discord): its own message, edited in
+// place and finalised, never a chunk.
+func isProgress(s string) bool {
+	switch {
+	case strings.HasPrefix(s, "⏳ "), strings.HasPrefix(s, "✖ ") && strings.Contains(s, " was cancelled by "),
+		strings.HasPrefix(s, "⚠ The hub restarted while ") && strings.HasSuffix(s, "; it did not finish here."):
+		return true
+	case strings.HasPrefix(s, "✓ ") && strings.HasSuffix(s, "; its result follows."),
+		strings.HasPrefix(s, "⚠ ") && strings.HasSuffix(s, "; the details follow.") && strings.Contains(s, " ended with an error after "):
+		return true
+	}
+	return false
 }
 
 func isAdapterNotice(s string) bool {

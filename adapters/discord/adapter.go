@@ -55,18 +55,19 @@ type Options struct {
 // commands and addressed channel messages into hub turns, and the Sender of
 // their replies.
 type Adapter struct {
-	cfg     config.Discord
-	hub     Intake
-	status  StatusReporter
-	clock   clock.Clock
-	log     *slog.Logger
-	session *discordgo.Session
-	cmds    *commandSet
-	apiBase string
-	sender  *Sender
-	sem     chan struct{}
-	recent  *recentSet
-	secret  string // the bot token, redacted from every error and log line
+	cfg      config.Discord
+	hub      Intake
+	status   StatusReporter
+	clock    clock.Clock
+	log      *slog.Logger
+	session  *discordgo.Session
+	cmds     *commandSet
+	apiBase  string
+	sender   *Sender
+	progress *progressView
+	sem      chan struct{}
+	recent   *recentSet
+	secret   string // the bot token, redacted from every error and log line
 
 	appID   atomic.Value // string: the application id, from config or READY
 	botID   atomic.Value // string: the bot user's id, from READY
@@ -95,6 +96,8 @@ type Intake interface {
 	Preview(in *chat.Inbound) hub.Preview
 	// Registry is where the slash commands come from.
 	Registry() *executor.Registry
+	// Cancel stops running calls (the Cancel button of a progress message).
+	Cancel(req hub.CancelRequest) hub.CancelResult
 }
 
 // StatusReporter receives the adapter's state for the status page.
@@ -157,6 +160,7 @@ func New(opts Options) (*Adapter, error) {
 	a.appID.Store(strings.TrimSpace(opts.Config.ApplicationID))
 	a.botID.Store("")
 	a.sender = &Sender{a: a}
+	a.progress = newProgressView(a)
 	s.AddHandler(a.onReady)
 	s.AddHandler(a.onConnect)
 	s.AddHandler(a.onDisconnect)

@@ -31,7 +31,7 @@ const HubCommand = "hub"
 // to what it runs.
 type route struct {
 	verb    string                    // canonical verb name; empty for a built-in
-	builtin string                    // help, verbs or whoami
+	builtin string                    // help, verbs, whoami, where, use or cancel
 	fields  map[string]executor.Field // option name → argument field
 }
 
@@ -176,6 +176,7 @@ func buildCommands(reg *executor.Registry) (*commandSet, error) {
 	cs.routes[HubCommand+" whoami"] = &route{builtin: "whoami"}
 	cs.routes[HubCommand+" where"] = &route{builtin: "where"}
 	cs.routes[HubCommand+" use"] = &route{builtin: "use"}
+	cs.routes[HubCommand+" cancel"] = &route{builtin: "cancel"}
 	return cs, nil
 }
 
@@ -289,7 +290,8 @@ func fieldOption(name string, f executor.Field, budget int) *discordgo.Applicati
 	return o
 }
 
-// hubCommand is /hub help [verb] | verbs | whoami | where | use [workspace].
+// hubCommand is /hub help [verb] | verbs | whoami | where | use [workspace]
+// | cancel [turn].
 func hubCommand(reg *executor.Registry, budget int) *discordgo.ApplicationCommand {
 	verb := &discordgo.ApplicationCommandOption{
 		Type:        discordgo.ApplicationCommandOptionString,
@@ -307,7 +309,7 @@ func hubCommand(reg *executor.Registry, budget int) *discordgo.ApplicationComman
 	return &discordgo.ApplicationCommand{
 		Type:        discordgo.ChatApplicationCommand,
 		Name:        HubCommand,
-		Description: "Hub commands: help, verbs, whoami, where, use",
+		Description: "Hub commands: help, verbs, whoami, where, use, cancel",
 		Options: []*discordgo.ApplicationCommandOption{
 			sub("help", "How to use the hub, or one verb's usage and schema", verb),
 			sub("verbs", "List the verbs you may run", nil...),
@@ -317,6 +319,11 @@ func hubCommand(reg *executor.Registry, budget int) *discordgo.ApplicationComman
 				Type:        discordgo.ApplicationCommandOptionString,
 				Name:        "workspace",
 				Description: describe("The workspace to work in, or --default to let the configuration decide", "workspace", budget),
+			}),
+			sub("cancel", "Stop your running command in this channel (anyone's with admin.cancel)", &discordgo.ApplicationCommandOption{
+				Type:        discordgo.ApplicationCommandOptionString,
+				Name:        "turn",
+				Description: describe("The turn id of the call to stop; default: every call of yours in this channel", "turn", budget),
 			}),
 		},
 	}

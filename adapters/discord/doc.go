@@ -6,7 +6,7 @@
 // top-level command per verb namespace (/fs, /proc, /sys) with a kebab-case
 // subcommand per verb (/fs read-range path:… start-line:… end-line:…) whose
 // options carry the argument types, required flags and descriptions, and
-// /hub help|verbs|whoami. A list argument is a text option split like a
+// /hub help|verbs|whoami|where|use|cancel. A list argument is a text option split like a
 // shell command line and is never required (absent means empty, as in the
 // chat grammar). An invocation reaches the hub as a JSON envelope
 // {"verb", "arguments"}; the command as typed is kept in the inbound's Meta
@@ -21,6 +21,13 @@
 // sends the error as an ephemeral follow-up. An interaction the hub never
 // sees (a channel not served, a command the registry no longer has) gets an
 // ephemeral answer directly.
+//
+// A call still running after verbs.progress_after shows its progress
+// (ProgressView): the deferred response, or a reply to a channel message,
+// edited with the elapsed time, the last lines of output and a Cancel
+// button, then finalised before the result follows. The button, /hub
+// cancel and a typed /cancel stop the caller's call at once, never behind
+// it.
 //
 // Channel messages that mention the bot or start with discord.prefix, and
 // every direct message, are turns in the same chat grammar, run in the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/discord/discordtest"
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -38,6 +39,10 @@ type envOptions struct {
 	noRun       bool // build everything but do not open the gateway
 	discord     func(*config.Discord)
 	mirrorFull  *atomic.Bool // while true, every mirror write fails with ENOSPC
+	progress    bool         // install the adapter's progress view on the hub
+	// beforeStart runs once the adapter is built, before the runtime starts
+	// (and finalises the progress messages a previous run left).
+	beforeStart func(*testEnv)
 }
 
 // testEnv is a real hub runtime on temp dirs (real verbs, a temp
@@ -97,6 +102,12 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	if err := rt.Mux.Handle("chat:discord", e.ad.Sender()); err != nil {
 		t.Fatal(err)
+	}
+	if o.progress {
+		rt.Hub.SetProgressView(chat.Discord, e.ad.ProgressView())
+	}
+	if o.beforeStart != nil {
+		o.beforeStart(e)
 	}
 	he.Start(t)
 	t.Cleanup(e.stop) // before the harness closes the runtime

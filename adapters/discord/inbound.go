@@ -21,6 +21,14 @@ const directTimeout = 5 * time.Second
 // onInteraction runs on the gateway's event loop: it only checks the event
 // and hands it to a goroutine, which defers first and then runs the turn.
 func (a *Adapter) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionCreate) {
+	if ic != nil && ic.Interaction != nil && ic.Type == discordgo.InteractionMessageComponent && ic.ID != "" && ic.Token != "" {
+		// A button: answered at once, never behind a turn.
+		if a.recent.add("i:" + ic.ID) {
+			it := ic.Interaction
+			a.spawn(func(ctx context.Context) { a.onComponent(ctx, it) })
+		}
+		return
+	}
 	if ic == nil || ic.Interaction == nil || ic.Type != discordgo.InteractionApplicationCommand {
 		return
 	}
@@ -222,6 +230,11 @@ func (a *Adapter) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 		a.log.Error("message not recorded; not run", "message", m.ID, "err", err)
 		return
 	}
+	if isCancel(in) {
+		// /cancel must not wait behind the turn it stops.
+		a.spawn(func(ctx context.Context) { a.handleMessage(ctx, in) })
+		return
+	}
 	a.inOrder(m.ChannelID, func(ctx context.Context) { a.handleMessage(ctx, in) })
 }
 
@@ -233,18 +246,21 @@ func (a *Adapter) handleMessage(ctx context.Context, in *chat.Inbound) {
 var turnBackoff = outbox.Backoff{Base: time.Second, Max: 30 * time.Second}
 
 // handle runs an accepted turn through the hub, one of at most
-// discord.concurrency at a time. When the hub cannot record it (its mirror
+// discord.concurrency at a time (a cancel command takes no slot). When the hub cannot record it (its mirror
 // or database failing), it tries again with backoff, as the Telegram
 // adapter does, rather than tell the user it failed while the turn, still
 // accepted, would run at the next start. It reports false when ctx ended
 // first: the turn stays accepted and runs at the next start.
 func (a *Adapter) handle(ctx context.Context, in *chat.Inbound) (*hub.TurnResult, bool) {
+	slot := !isCancel(in) // /cancel never waits for a slot the calls it stops hold
 	for attempt := 1; ; attempt++ {
-		if !a.acquire(ctx) {
+		if slot && !a.acquire(ctx) {
 			return nil, false
 		}
 		res, err := a.hub.Handle(ctx, in)
-		a.release()
+		if slot {
+			a.release()
+		}
 		switch {
 		case err == nil:
 			return res, true

@@ -42,9 +42,9 @@ func (cs *commandSet) invocation(data discordgo.ApplicationCommandInteractionDat
 	}
 	if r.builtin != "" {
 		text := "/" + r.builtin
-		if r.builtin == "help" || r.builtin == "use" {
+		if r.builtin == "help" || r.builtin == "use" || r.builtin == "cancel" {
 			for _, o := range opts {
-				if s, ok := o.Value.(string); ok && (o.Name == "verb" || o.Name == "workspace") && strings.TrimSpace(s) != "" {
+				if s, ok := o.Value.(string); ok && (o.Name == "verb" || o.Name == "workspace" || o.Name == "turn") && strings.TrimSpace(s) != "" {
 					text += " " + strings.Join(strings.Fields(s), "")
 				}
 			}

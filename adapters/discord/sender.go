@@ -148,10 +148,13 @@ func (s *Sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, err
 // sendInteraction answers through the interaction's webhook. A private
 // answer (an error) to a publicly deferred interaction replaces the
 // deferred response with a neutral line and follows up, visible to the
-// asker only, with the details.
+// asker only, with the details. When the call's progress was shown in the
+// original response, every chunk is a follow-up.
 func (a *Adapter) sendInteraction(ctx context.Context, e *outbox.Entry, it interactionRef, m message) (string, error) {
 	private := e.Meta[hub.MetaPrivate] == "1"
-	if e.Index > 0 {
+	// After progress, the original response holds the progress message's
+	// final line: every chunk follows it up.
+	if e.Index > 0 || e.Meta[hub.MetaProgress] == "1" {
 		return a.followUp(ctx, it, m, private || it.Ephemeral)
 	}
 	if private && !it.Ephemeral {

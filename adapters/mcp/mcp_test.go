@@ -25,13 +25,21 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 // `hub mcp` serves over stdio, for the given identity.
 func stdioEnv(t *testing.T, identity string) (*hubtest.Env, *mcp.ClientSession) {
 	t.Helper()
+	return stdioEnvWith(t, mcpsurface.Options{Identity: identity}, nil)
+}
+
+// stdioEnvWith is stdioEnv with the server's options (Intake, Version and
+// Logger are filled in) and the client's.
+func stdioEnvWith(t *testing.T, o mcpsurface.Options, co *mcp.ClientOptions) (*hubtest.Env, *mcp.ClientSession) {
+	t.Helper()
 	cfg := hubtest.Config(t, "", "")
 	cfg.Access = config.Access{
 		Roles:  map[string]config.Role{"admin": {Verbs: []string{"*"}}},
 		Grants: map[string][]string{"agent:local": {"admin"}, "agent:reader": {"reader"}},
 	}
 	env := hubtest.Open(t, cfg, hubtest.Options{})
-	srv, err := mcpsurface.New(mcpsurface.Options{Intake: env.Runtime.Hub, Identity: identity, Version: "test", Logger: testkit.Discard()})
+	o.Intake, o.Version, o.Logger = env.Runtime.Hub, "test", testkit.Discard()
+	srv, err := mcpsurface.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +47,7 @@ func stdioEnv(t *testing.T, identity string) (*hubtest.Env, *mcp.ClientSession) 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.RunStdio(ctx, st) }()
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, co)
 	cs, err := client.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)

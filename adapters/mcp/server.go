@@ -36,7 +36,7 @@ type StatusReporter interface {
 }
 
 // DefaultProgressInterval is how often a call with a progress token hears
-// how long it has run.
+// how long it has run and the last lines of its output.
 const DefaultProgressInterval = time.Second
 
 // requestIDMeta is the _meta key under which the transports hand a
@@ -53,8 +53,10 @@ type Options struct {
 	Identity string
 	// Version is reported to clients as the server's version.
 	Version string
-	// ProcDir is the directory of proc.run's output (<state>/proc): when
-	// set, progress notifications count the lines written so far.
+	// ProcDir is the directory of proc.run's output (<state>/proc).
+	//
+	// Deprecated: progress notifications carry the last lines the verb
+	// itself reports; the directory is no longer read.
 	ProcDir string
 	// ProgressInterval paces progress notifications; default 1 s.
 	ProgressInterval time.Duration
@@ -197,7 +199,8 @@ func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 		}
 		turn := TurnID(session, fmt.Sprint(reqID))
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-			stop := s.progress(ctx, req.Session, tok, info.Name, turn)
+			var stop func()
+			ctx, stop = s.progress(ctx, req.Session, tok, info.Name, turn)
 			defer stop()
 		}
 		out, err := s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Input: input})

@@ -43,6 +43,7 @@ func platformAdapters(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, l
 		if err := rt.Mux.Handle("chat:discord", ad.Sender()); err != nil {
 			return nil, err
 		}
+		rt.Hub.SetProgressView(chat.Discord, ad.ProgressView())
 		out = append(out, ad)
 	}
 	return out, nil

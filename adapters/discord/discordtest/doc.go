@@ -4,15 +4,17 @@
 //
 // REST: interaction callbacks (deferrals), edits and deletes of the
 // original response, follow-ups, channel messages with nonce and
-// enforce_nonce (a repeated nonce answers the message already created), and
-// bulk overwrites of application commands; every request is recorded, and
+// enforce_nonce (a repeated nonce answers the message already created) and
+// their edits, buttons (components) on messages, and bulk overwrites of
+// application commands; every request is recorded, and
 // every message-producing call is kept as a Receipt. Rate-limit headers
 // come with every answer.
 //
 // Gateway (websocket at /ws, found through GET /gateway/bot): Hello,
 // Identify (token checked), Ready and a GUILD_CREATE, heartbeats and their
 // ACKs, Resume with replay of the events the client missed, and Dispatch of
-// any event, such as INTERACTION_CREATE or MESSAGE_CREATE, to whichever
+// any event, such as INTERACTION_CREATE (a command, or a button press:
+// PressPayload) or MESSAGE_CREATE, to whichever
 // client is connected. A client that identifies again (a restarted bot)
 // starts a new session.
 //

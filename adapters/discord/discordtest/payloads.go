@@ -104,3 +104,34 @@ func suffix(id string) string {
 	}
 	return id[len(id)-3:]
 }
+
+// Press describes a press on a message's button (a message component
+// interaction). Guild empty means a direct message.
+type Press struct {
+	ID, Token, Channel, Guild, User string
+	Roles                           []string
+	// Message is the message the button is on; CustomID the button's.
+	Message, CustomID string
+}
+
+// PressPayload is the INTERACTION_CREATE data of p.
+func (s *Server) PressPayload(p Press) map[string]any {
+	out := map[string]any{
+		"id": p.ID, "application_id": s.AppID, "type": 3, "token": p.Token, "version": 1,
+		"channel_id": p.Channel, "locale": "en-US",
+		"data":    map[string]any{"custom_id": p.CustomID, "component_type": 2},
+		"message": map[string]any{"id": p.Message, "channel_id": p.Channel, "content": "", "type": 0},
+	}
+	user := map[string]any{"id": p.User, "username": "user" + suffix(p.User)}
+	if p.Guild != "" {
+		out["guild_id"] = p.Guild
+		roles := p.Roles
+		if roles == nil {
+			roles = []string{}
+		}
+		out["member"] = map[string]any{"user": user, "roles": roles}
+	} else {
+		out["user"] = user
+	}
+	return out
+}

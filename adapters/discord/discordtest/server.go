@@ -87,6 +87,10 @@ type Message struct {
 	Reference                     string // the message it replies to
 	Files                         map[string][]byte
 	Deleted                       bool
+	// Buttons are the custom_ids of the message's buttons, in order.
+	Buttons []string
+	// Edits counts the edits of a channel message.
+	Edits int
 }
 
 // Callback is an interaction's acknowledgement and its original response.
@@ -103,6 +107,7 @@ const (
 	ReceiptChannel  = "channel"  // POST /channels/{id}/messages
 	ReceiptOriginal = "original" // PATCH of an interaction's original response (or a type 4 callback)
 	ReceiptFollowup = "followup" // POST /webhooks/{app}/{token}
+	ReceiptEdit     = "edit"     // PATCH /channels/{id}/messages/{message}
 )
 
 // Receipt is one accepted call that created or changed a message, in the
@@ -408,6 +413,8 @@ func (s *Server) rest(w http.ResponseWriter, r *http.Request) {
 		s.followup(w, seg[2], req)
 	case r.Method == http.MethodPost && len(seg) == 3 && seg[0] == "channels" && seg[2] == "messages":
 		s.createMessage(w, seg[1], req)
+	case r.Method == http.MethodPatch && len(seg) == 4 && seg[0] == "channels" && seg[2] == "messages":
+		s.editMessage(w, seg[1], seg[3], req)
 	case r.Method == http.MethodPut && len(seg) >= 3 && seg[0] == "applications" && seg[len(seg)-1] == "commands":
 		s.mu.Lock()
 		s.commands[path] = json.RawMessage(req.Body)
@@ -461,6 +468,32 @@ type webhookPayload struct {
 	Content         string           `json:"content"`
 	Flags           int              `json:"flags"`
 	AllowedMentions *json.RawMessage `json:"allowed_mentions"`
+	Components      json.RawMessage  `json:"components"`
+}
+
+// buttons reads the custom_ids of the buttons in a components array; ok is
+// false when the body has no components (which leaves them unchanged).
+func buttons(raw json.RawMessage) (ids []string, ok bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, false
+	}
+	var rows []struct {
+		Components []struct {
+			Type     int    `json:"type"`
+			CustomID string `json:"custom_id"`
+		} `json:"components"`
+	}
+	if json.Unmarshal(raw, &rows) != nil {
+		return nil, true
+	}
+	for _, r := range rows {
+		for _, c := range r.Components {
+			if c.Type == 2 && c.CustomID != "" {
+				ids = append(ids, c.CustomID)
+			}
+		}
+	}
+	return ids, true
 }
 
 func (s *Server) original(w http.ResponseWriter, method, token string, req Request) {
@@ -483,6 +516,9 @@ func (s *Server) original(w http.ResponseWriter, method, token string, req Reque
 		}
 		c.Original.Content = p.Content
 		c.Original.Files = req.Files
+		if ids, ok := buttons(p.Components); ok {
+			c.Original.Buttons = ids
+		}
 		c.Original.Deleted = false
 		s.receipts = append(s.receipts, Receipt{Kind: ReceiptOriginal, Token: token, MessageID: c.Original.ID, Content: p.Content, Flags: c.Original.Flags, Files: fileNames(req.Files), At: time.Now()})
 		s.bump()
@@ -521,6 +557,7 @@ func (s *Server) followup(w http.ResponseWriter, token string, req Request) {
 func (s *Server) createMessage(w http.ResponseWriter, ch string, req Request) {
 	var p struct {
 		Content      string          `json:"content"`
+		Components   json.RawMessage `json:"components"`
 		Nonce        json.RawMessage `json:"nonce"`
 		EnforceNonce bool            `json:"enforce_nonce"`
 		Reference    *struct {
@@ -556,6 +593,7 @@ func (s *Server) createMessage(w http.ResponseWriter, ch string, req Request) {
 		}
 	}
 	m := &Message{ID: s.newID(), ChannelID: ch, Content: p.Content, Nonce: nonce, Files: req.Files}
+	m.Buttons, _ = buttons(p.Components)
 	if p.Reference != nil {
 		m.Reference = p.Reference.MessageID
 	}
@@ -569,4 +607,33 @@ func (s *Server) createMessage(w http.ResponseWriter, ch string, req Request) {
 	s.receipts = append(s.receipts, Receipt{Kind: ReceiptChannel, ChannelID: ch, MessageID: m.ID, Content: p.Content, Nonce: nonce, Files: fileNames(req.Files), At: time.Now()})
 	s.bump()
 	writeJSON(w, 200, map[string]any{"id": m.ID, "channel_id": ch, "content": m.Content, "nonce": nonce})
+}
+
+// editMessage edits a channel message the bot posted.
+func (s *Server) editMessage(w http.ResponseWriter, ch, id string, req Request) {
+	var p webhookPayload
+	if err := json.Unmarshal(req.Body, &p); err != nil {
+		apiErr(w, 400, 50035, "Invalid Form Body")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m *Message
+	for _, x := range s.messages[ch] {
+		if x.ID == id && !x.Deleted {
+			m = x
+		}
+	}
+	if m == nil {
+		apiErr(w, 404, 10008, "Unknown Message")
+		return
+	}
+	m.Content = p.Content
+	m.Edits++
+	if ids, ok := buttons(p.Components); ok {
+		m.Buttons = ids
+	}
+	s.receipts = append(s.receipts, Receipt{Kind: ReceiptEdit, ChannelID: ch, MessageID: id, Content: p.Content, At: time.Now()})
+	s.bump()
+	writeJSON(w, 200, map[string]any{"id": m.ID, "channel_id": ch, "content": m.Content})
 }

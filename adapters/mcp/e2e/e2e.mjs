@@ -109,7 +109,7 @@ async function full(client, marker, opts) {
   const ac = new AbortController();
   const started = Date.now();
   const pending = client.callTool(
-    { name: "proc_run", arguments: { executable: "sleep", arguments: [marker], timeoutSeconds: 60 } },
+    { name: "proc_run", arguments: { executable: "sh", arguments: ["-c", `echo alpha; echo beta; sleep ${marker}`], timeoutSeconds: 60 } },
     undefined,
     {
       signal: ac.signal,
@@ -117,11 +117,13 @@ async function full(client, marker, opts) {
       timeout: 60000,
     },
   );
-  while (progress.length < 2 && Date.now() - started < 15000) {
+  const withLines = () => progress.find((p) => /last lines of output:\nalpha\nbeta$/.test(p.message ?? ""));
+  while ((progress.length < 2 || !withLines()) && Date.now() - started < 15000) {
     await new Promise((r) => setTimeout(r, 100));
   }
   check(progress.length >= 2 && progress[1].progress > progress[0].progress, "progress notifications while proc_run runs", progress);
-  check(/stdout lines/.test(progress[0].message ?? ""), "progress counts output lines", progress[0]);
+  check(/^proc\.run running for /.test(progress[0].message ?? ""), "progress says how long the call has run", progress[0]);
+  check(withLines() !== undefined, "progress carries the last lines of output", progress);
   ac.abort("enough");
   let aborted = false;
   try {
