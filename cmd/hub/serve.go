@@ -88,6 +88,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}
 	defer sk.Close() // last: after the runtime and the sweeper
 	st, tc := sk.st, sk.tc
+	var nodeList admin.NodeLister
 	if cfg.NATS.Enabled() {
 		// The remote nodes' transport: queues, results and liveness. The
 		// remote destination of named workspaces calls it.
@@ -96,6 +97,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 			return err
 		}
 		defer nh.Close()
+		nodeList = nodeLister{nh}
 	}
 	mx, err := metrics.New(metrics.Options{Clock: clk})
 	if err != nil {
@@ -131,6 +133,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer func() { stopSweep(); <-outputSwept }()
 
 	api := admin.ForRuntime(rt)
+	api.Nodes = nodeList
 	var adapters []hub.Adapter
 	var webSrv *web.Server
 	if *cfg.Web.Enabled {
@@ -146,6 +149,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 		if err := rt.Mux.Handle("web", webSrv.Sender()); err != nil {
 			return err
 		}
+		rt.Hub.SetProgressView(chat.Web, webSrv.ProgressView())
 		adapters = append(adapters, webSrv)
 		if cfg.MCP.Enabled {
 			if err := mountMCP(cfg, rt, webSrv, logger); err != nil {
