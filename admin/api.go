@@ -65,6 +65,8 @@ type API struct {
 	// Reload re-reads the configuration of the running hub (POST
 	// /api/reload, the operator only); nil: unavailable.
 	Reload func() (hub.ReloadReport, error)
+	// Nodes lists the remote nodes (GET /api/nodes); nil: none configured.
+	Nodes NodeLister
 }
 
 // followWriteTimeout bounds each write of GET /api/mirror?follow=1.
@@ -90,6 +92,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/whoami", a.whoami)
 	a.accessRoutes(mux)
+	a.nodeRoutes(mux)
 	return mux
 }
 

@@ -37,14 +37,16 @@ type route struct {
 // authentication, then this package's endpoints or the admin API's.
 func (s *Server) apiHandler() http.Handler {
 	routes := map[string][]route{
-		"/api/login":    {{method: http.MethodPost, h: s.login, public: true}},
-		"/api/logout":   {{method: http.MethodPost, h: s.logout, public: true}},
-		"/api/execute":  {{method: http.MethodPost, h: s.execute}},
-		"/api/messages": {{method: http.MethodPost, h: s.message}},
-		"/api/events":   {{method: http.MethodGet, h: s.stream}},
-		"/api/history":  {{method: http.MethodGet, h: s.history}},
-		"/api/verbs":    {{method: http.MethodGet, h: s.verbs}},
-		"/api/status":   {{method: http.MethodGet, h: s.status}},
+		"/api/login":     {{method: http.MethodPost, h: s.login, public: true}},
+		"/api/logout":    {{method: http.MethodPost, h: s.logout, public: true}},
+		"/api/execute":   {{method: http.MethodPost, h: s.execute}},
+		"/api/messages":  {{method: http.MethodPost, h: s.message}},
+		"/api/events":    {{method: http.MethodGet, h: s.stream}},
+		"/api/history":   {{method: http.MethodGet, h: s.history}},
+		"/api/verbs":     {{method: http.MethodGet, h: s.verbs}},
+		"/api/status":    {{method: http.MethodGet, h: s.status}},
+		"/api/cancel":    {{method: http.MethodPost, h: s.cancel}},
+		"/api/workspace": {{method: http.MethodGet, h: s.workspace}},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		method := s.auth.method(r)

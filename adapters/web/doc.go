@@ -8,5 +8,7 @@
 // cookie; state-changing requests must come from the listener's own origin.
 // Replies reach the panel through Server.Sender, the outbox.Sender of the
 // "web" target: a delivered chunk is an event in a bounded ring that clients
-// resume from with Last-Event-ID.
+// resume from with Last-Event-ID. The progress of long calls from the panel
+// (Server.ProgressView) is a progress event updated in place, and POST
+// /api/cancel stops a running call.
 package web

@@ -6,16 +6,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
+
+// pairingCode finds a pairing code (XXXX-XXXX) in a reply.
+var pairingCode = regexp.MustCompile(`\b[A-Z0-9]{4}-[A-Z0-9]{4}\b`)
+
+// fakeNodes stands in for the remote nodes of a hub with NATS.
+type fakeNodes []admin.NodeStatus
+
+func (f fakeNodes) List(context.Context) ([]admin.NodeStatus, error) { return f, nil }
 
 // chromiumPath is Debian's chromium package.
 const chromiumPath = "/usr/bin/chromium"
@@ -63,7 +74,20 @@ func TestPanelE2E(t *testing.T) {
 	// A fake Discord that refuses the first delivery and accepts the retry,
 	// so the outbox view has a dead letter to retry.
 	var discordCalls atomic.Int32
-	e := newEnv(t, envConfig{noServer: true, beforeStart: func(rt *hub.Runtime) {
+	// A second workspace to switch to, progress shown after a second, and
+	// two remote nodes for the Nodes view.
+	sandbox := t.TempDir()
+	e := newEnv(t, envConfig{noServer: true, hub: hubtest.Options{Workspaces: true}, mod: func(c *config.Config) {
+		c.Workspaces.Named = map[string]config.WorkspaceConfig{"sandbox": {Path: sandbox, Destination: config.Destination{Kind: config.DestinationLocal}}}
+		c.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*", "admin.*"}, Workspaces: []string{"*"}}}
+		c.Verbs.ProgressAfter = config.Duration(time.Second)
+		c.Verbs.ProgressEvery = config.Duration(time.Second)
+	}, opts: func(o *Options) {
+		o.Admin.Nodes = fakeNodes{
+			{Name: "db-1", Online: true, Version: "0.9.0", LastSeen: time.Now().Add(-4 * time.Second), Workspaces: []string{"logs"}, Load: [3]float64{0.42, 0.3, 0.2}, Running: 1},
+			{Name: "build-2", Version: "0.9.0", LastSeen: time.Now().Add(-20 * time.Minute), Workspaces: []string{"src", "cache"}},
+		}
+	}, beforeStart: func(rt *hub.Runtime) {
 		err := rt.Mux.Handle("chat:discord", outbox.SenderFunc(func(ctx context.Context, en *outbox.Entry) (outbox.Receipt, error) {
 			if discordCalls.Add(1) == 1 {
 				return outbox.Receipt{}, outbox.Permanent(errors.New("discord: 403 Forbidden: Missing Access"))
@@ -102,6 +126,28 @@ func TestPanelE2E(t *testing.T) {
 	}
 	waitUntil(t, "the dead letter", func() bool { return discordCalls.Load() >= 1 })
 
+	// A stranger writes from Telegram and is given a pairing code (its
+	// reply waits in the outbox: Telegram is off here); the panel approves it.
+	res, err := e.rt.Hub.Handle(context.Background(), &chat.Inbound{
+		TurnID: "telegram.4242.1", Platform: chat.Telegram, ChatID: "4242", MessageID: "1", UserID: "4242", UserName: "stranger",
+		ChatType: "private", Text: "/fs.listDir .", Time: time.Now(),
+	})
+	if err != nil || len(res.Outbox) == 0 {
+		t.Fatalf("stranger's message: %+v %v", res, err)
+	}
+	var entry struct {
+		Text string `json:"text"`
+	}
+	if r := e.authed("GET", "/api/outbox/entry?id="+res.Outbox[0], ""); r.status != 200 {
+		t.Fatalf("the stranger's reply: %d %s", r.status, r.body)
+	} else {
+		r.json(t, &entry)
+	}
+	code := pairingCode.FindString(entry.Text)
+	if code == "" {
+		t.Fatalf("no pairing code in the stranger's reply: %q", entry.Text)
+	}
+
 	// A second hub with no access configuration: the token is a reader,
 	// with no admin permission; the panel hides the admin views.
 	reader := newEnv(t, envConfig{noServer: true, mod: func(c *config.Config) { c.Access = config.Default().Access }})
@@ -126,13 +172,13 @@ func TestPanelE2E(t *testing.T) {
 	defer ccancel()
 	cmd := exec.CommandContext(cctx, node, "e2e.mjs", base, e.token, out, "http://"+reader.srv.Addr()+"/", reader.token)
 	cmd.Dir = e2eDir
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromiumPath)
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromiumPath, "PAIRING_CODE="+code, "PAIRING_IDENTITY=telegram:4242")
 	output, err := cmd.CombinedOutput()
 	t.Logf("e2e.mjs output:\n%s", output)
 	if err != nil {
 		t.Fatalf("e2e.mjs failed: %v (screenshots in %s)", err, out)
 	}
-	for _, f := range []string{"01-login.png", "02-chat.png", "04-form.png", "08-phone-chat-dark.png"} {
+	for _, f := range []string{"01-login.png", "02-chat.png", "04-form.png", "08-phone-chat-dark.png", "11-progress.png", "13-access.png", "14-nodes.png"} {
 		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("screenshot %s missing", f)
 		}

@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/a6afc2ce/hermes-hub/clock"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
 
@@ -20,6 +22,14 @@ const (
 	EventReply   = "reply"   // a chunk of the hub's answer to a web turn
 	EventNotice  = "notice"  // a notice from the hub, or hub-level output fanned out to "web"
 	EventReset   = "reset"   // the client's Last-Event-ID is unknown: the whole ring follows
+	// EventProgress is the progress of a call from the panel: running
+	// updates carry no id and are not kept in the ring (only the latest of
+	// each running call is, for clients that connect later); the final one
+	// (done, failed, canceled, interrupted) has an id like any event.
+	EventProgress = "progress"
+	// EventRunning lists, on a resumed stream, the calls still running, so a
+	// client finalises a progress element whose final event it missed.
+	EventRunning = "running"
 )
 
 // Event is one entry of the web conversation, as sent on GET /api/events
@@ -33,6 +43,10 @@ type Event struct {
 	Text     string    `json:"text"`
 	TS       time.Time `json:"ts"`
 	OutboxID string    `json:"outbox_id,omitempty"`
+	// Progress is the state of the call of a progress event.
+	Progress *Progress `json:"progress,omitempty"`
+	// Running lists the turns whose calls run, in a running event.
+	Running []string `json:"running,omitempty"`
 
 	seq uint64
 }
@@ -56,7 +70,9 @@ type broker struct {
 	ring     []Event // circular; len(ring) == capacity once full
 	head     int     // index of the oldest event when full
 	byOutbox map[string]string
-	inbound  map[string]bool // turn ids with an inbound event in the ring
+	inbound  map[string]bool  // turn ids with an inbound event in the ring
+	running  map[string]Event // turn id → the latest progress of a running call
+	progress bool             // some progress was published in this run
 	subs     map[*subscriber]struct{}
 	dropped  int64
 }
@@ -83,6 +99,7 @@ func newBroker(history, bufLen int, clk clock.Clock) *broker {
 		ring:     make([]Event, 0, history),
 		byOutbox: map[string]string{},
 		inbound:  map[string]bool{},
+		running:  map[string]Event{},
 		subs:     map[*subscriber]struct{}{},
 	}
 }
@@ -115,6 +132,12 @@ func (b *broker) publishLocked(ev Event) Event {
 	if ev.Type == EventInbound && ev.TurnID != "" {
 		b.inbound[ev.TurnID] = true
 	}
+	b.fanOut(ev)
+	return ev
+}
+
+// fanOut sends ev to every client.
+func (b *broker) fanOut(ev Event) {
 	for s := range b.subs {
 		select {
 		case s.ch <- ev:
@@ -125,7 +148,37 @@ func (b *broker) publishLocked(ev Event) Event {
 			b.dropped++
 		}
 	}
-	return ev
+}
+
+// publishProgress publishes the progress of a call: a running update goes
+// to the connected clients and replaces the call's previous one (without
+// an id, outside the ring); a final one ends the call's entry and is kept
+// in the ring like any event.
+func (b *broker) publishProgress(ev Event) Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.progress = true
+	if ev.TS.IsZero() {
+		ev.TS = b.clk.Now().UTC()
+	}
+	if ev.Progress != nil && ev.Progress.State == string(hub.ProgressRunning) {
+		ev.ID = ""
+		b.running[ev.TurnID] = ev
+		b.fanOut(ev)
+		return ev
+	}
+	delete(b.running, ev.TurnID)
+	return b.publishLocked(ev)
+}
+
+// runningLocked returns the latest progress of every running call, by turn.
+func (b *broker) runningLocked() []Event {
+	out := make([]Event, 0, len(b.running))
+	for _, ev := range b.running {
+		out = append(out, ev)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TurnID < out[j].TurnID })
+	return out
 }
 
 // forget removes an evicted event from the dedupe indexes.
@@ -196,32 +249,51 @@ func parseEventID(id string) (epoch string, seq uint64, err error) {
 // ones, and reset when lastID is unknown (another run, or older than the
 // ring), in which case replay is the whole ring. Replay and subscription
 // happen under one lock, so no event is missed or sent twice.
+//
+// Once this run has shown progress, the latest progress of every running
+// call follows the replay, then a running event listing them, so a client
+// finalises any call it still shows as running.
 func (b *broker) subscribe(lastID string) (s *subscriber, replay []Event, reset bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s = &subscriber{ch: make(chan Event, b.bufLen), gone: make(chan struct{})}
 	b.subs[s] = struct{}{}
+	replay, reset = b.replayLocked(lastID)
+	if b.progress {
+		running := b.runningLocked()
+		replay = append(replay, running...)
+		ids := make([]string, len(running))
+		for i, ev := range running {
+			ids[i] = ev.TurnID
+		}
+		replay = append(replay, Event{Type: EventRunning, Running: ids, TS: b.clk.Now().UTC()})
+	}
+	return s, replay, reset
+}
+
+// replayLocked returns the ring's events after lastID (see subscribe).
+func (b *broker) replayLocked(lastID string) (replay []Event, reset bool) {
 	all := b.snapshotLocked()
 	if lastID == "" {
-		return s, all, false
+		return all, false
 	}
 	epoch, seq, err := parseEventID(lastID)
 	if err != nil || epoch != b.epoch || seq > b.seq {
-		return s, all, true
+		return all, true
 	}
 	first := b.seq + 1 // the seq of the oldest event in the ring
 	if len(all) > 0 {
 		first = all[0].seq
 	}
 	if seq+1 < first {
-		return s, all, true // events after lastID were evicted
+		return all, true // events after lastID were evicted
 	}
 	for i, ev := range all {
 		if ev.seq > seq {
-			return s, all[i:], false
+			return all[i:], false
 		}
 	}
-	return s, nil, false
+	return nil, false
 }
 
 // unsubscribe removes a client; it is safe after the broker dropped it.

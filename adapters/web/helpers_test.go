@@ -94,6 +94,7 @@ func newEnv(t testing.TB, ec envConfig) *testEnv {
 	if err := rt.Mux.Handle("web", srv.Sender()); err != nil {
 		t.Fatal(err)
 	}
+	rt.Hub.SetProgressView(chat.Web, srv.ProgressView()) // as cmd/hub serve does
 	if ec.beforeStart != nil {
 		ec.beforeStart(rt)
 	}

@@ -128,6 +128,11 @@ type Intake interface {
 	VerbsFor(ids []string) []executor.Info
 	Registry() *executor.Registry
 	Usage(verb string) (string, bool)
+	// Cancel stops running calls of the web conversation (POST
+	// /api/cancel); WorkspacesFor says where it works and what it may
+	// choose (GET /api/workspace).
+	Cancel(req hub.CancelRequest) hub.CancelResult
+	WorkspacesFor(key chat.Key, ids []string) hub.WorkspaceView
 }
 
 // Conversation is the web conversation as the hub recorded it: the last

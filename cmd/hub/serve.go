@@ -89,6 +89,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer sk.Close() // last: after the runtime and the sweeper
 	st, tc := sk.st, sk.tc
 	var remote hub.Remote
+	var nodeList admin.NodeLister
 	if cfg.NATS.Enabled() {
 		// The remote nodes' transport: queues, results and liveness. The
 		// remote destination of named workspaces calls it.
@@ -98,6 +99,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 		}
 		defer nh.Close()
 		remote = remoteNodes{nodes: nh, reg: tc.exec.Registry()}
+		nodeList = nodeLister{nh}
 	}
 	mx, err := metrics.New(metrics.Options{Clock: clk})
 	if err != nil {
@@ -138,6 +140,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer func() { stopSweep(); <-outputSwept }()
 
 	api := admin.ForRuntime(rt)
+	api.Nodes = nodeList
 	var adapters []hub.Adapter
 	var webSrv *web.Server
 	if *cfg.Web.Enabled {
@@ -153,6 +156,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 		if err := rt.Mux.Handle("web", webSrv.Sender()); err != nil {
 			return err
 		}
+		rt.Hub.SetProgressView(chat.Web, webSrv.ProgressView())
 		adapters = append(adapters, webSrv)
 		if cfg.MCP.Enabled {
 			if err := mountMCP(cfg, rt, webSrv, logger); err != nil {

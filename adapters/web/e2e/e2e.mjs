@@ -14,6 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const [base, token, outDir, readerBase, readerToken] = process.argv.slice(2);
+// A pairing code a stranger was given, and its identity (set by the test).
+const pairingCode = process.env.PAIRING_CODE || '';
+const pairingIdentity = process.env.PAIRING_IDENTITY || '';
 if (!base || !token || !outDir) {
   console.error('usage: node e2e.mjs <base-url> <token> <out-dir>');
   process.exit(2);
@@ -25,6 +28,8 @@ const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-backgrou
   '--disable-component-update', '--disable-sync', '--no-first-run'];
 const TIMEOUT = 20000;
 const problems = [];
+// While positive, a 4xx the step provokes on purpose is not a defect.
+let expectRefusal = 0;
 const profiles = [];
 
 async function launch(options) {
@@ -36,9 +41,12 @@ async function launch(options) {
 }
 
 function watch(page, name) {
+  // The panel asks before revoking access.
+  page.on('dialog', (d) => d.accept());
   page.on('pageerror', (e) => problems.push(`${name}: page error: ${e.message}`));
   page.on('console', (m) => {
     // A 401 while logged out is expected; anything else is a defect.
+    if (expectRefusal > 0 && /status of 4\d\d/.test(m.text())) return;
     if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(`${name}: console error: ${m.text()}`);
   });
 }
@@ -160,6 +168,64 @@ try {
     await shot(page, '02-chat.png');
   });
 
+  await check('the workspace bar shows where the conversation works', async () => {
+    await page.locator('#ws-bar[data-current="default"]').waitFor();
+    await page.locator('#ws-where', { hasText: 'default' }).waitFor();
+    const options = await page.locator('#ws-select option').allTextContents();
+    if (!options.some((o) => o.startsWith('sandbox'))) throw new Error(`the select lacks sandbox: ${options}`);
+  });
+
+  await check('choosing a workspace in the select sends /use and /where follows', async () => {
+    await page.selectOption('#ws-select', 'sandbox');
+    await page.locator('#messages .msg.inbound', { hasText: '/use sandbox' }).waitFor();
+    await reply(page, 'now works in sandbox').waitFor();
+    await page.locator('#ws-bar[data-current="sandbox"]').waitFor();
+    await page.locator('#ws-where', { hasText: 'chosen with /use' }).waitFor();
+    await send(page, '/where');
+    await reply(page, 'Workspace: sandbox').waitFor();
+    await shot(page, '12-workspace.png');
+    await page.selectOption('#ws-select', '');
+    await page.locator('#messages .msg.inbound', { hasText: '/use --default' }).waitFor();
+    await page.locator('#ws-bar[data-current="default"]').waitFor();
+    await send(page, '/where');
+    await reply(page, 'Workspace: default').waitFor();
+  });
+
+  await check('a long proc.run shows its progress in place and is cancelled from the panel', async () => {
+    const script = 'i=0; while [ $i -lt 120 ]; do i=$((i+1)); echo "building step $i"; sleep 0.25; done';
+    await send(page, '/proc.run\n' + JSON.stringify({ executable: 'sh', arguments: ['-c', script] }));
+    const prog = page.locator('#messages .msg.progress[data-state="running"]');
+    await prog.waitFor();
+    await prog.locator('.progress-tail', { hasText: 'building step' }).waitFor();
+    await prog.locator('.progress-verb', { hasText: 'proc.run' }).waitFor();
+    // Updated in place: one element, whose elapsed time moves on.
+    const first = await prog.locator('.progress-elapsed').textContent();
+    await page.waitForFunction((t) => {
+      const e = document.querySelector('#messages .msg.progress[data-state="running"] .progress-elapsed');
+      return e && e.textContent !== t;
+    }, first);
+    if (await page.locator('#messages .msg.progress').count() !== 1) throw new Error('more than one progress element for one call');
+    await shot(page, '11-progress.png');
+    await prog.locator('button.progress-cancel').click();
+    const ended = page.locator('#messages .msg.progress[data-state="canceled"]');
+    await ended.waitFor();
+    await ended.locator('.progress-text', { hasText: 'cancelled by web' }).waitFor();
+    await ended.locator('.progress-note', { hasText: 'Cancelling proc.run' }).waitFor();
+    if (await ended.locator('button.progress-cancel').count() !== 0) throw new Error('the Cancel control stays on a cancelled call');
+    await reply(page, 'Cancelled by web').waitFor();
+    await page.waitForTimeout(150);
+    await shot(page, '11b-progress-cancelled.png');
+  });
+
+  await check('after a reload the cancelled call shows as ended, never running', async () => {
+    await page.reload();
+    await page.locator('#conn[data-state="live"]').waitFor();
+    await page.locator('#messages .msg.progress[data-state="canceled"]').waitFor();
+    await page.waitForTimeout(300);
+    if (await page.locator('#messages .msg.progress[data-state="running"]').count() !== 0) throw new Error('a finished call shows as running after a reload');
+    if (await page.locator('#messages .msg.progress').count() !== 1) throw new Error('the call shows more than once after a reload');
+  });
+
   await check('delivery targets can be added and removed', async () => {
     await page.click('.tab[data-view="targets"]');
     await page.fill('#target-input', 'local:e2e/deliveries.jsonl');
@@ -202,6 +268,45 @@ try {
       if (await page.locator('#outbox-list .item', { hasText: 'pma:' }).count() === 0) break;
     }
     if (await page.locator('#outbox-list .item', { hasText: 'pma:' }).count() !== 0) throw new Error('the retried dead letter is still dead');
+  });
+
+  if (pairingCode) {
+    await check('the access view lists the pending code without the code, and approves it', async () => {
+      await page.click('.tab[data-view="access"]');
+      const pending = page.locator('#codes-list .code-item', { hasText: pairingIdentity });
+      await pending.waitFor();
+      await pending.locator('.muted', { hasText: 'expires' }).waitFor();
+      if (await page.locator('#view-access', { hasText: pairingCode }).count() !== 0) throw new Error('the pairing code itself is shown');
+      await page.locator('#grants-list .grant-item[data-identity="web"][data-source="config"]').waitFor();
+      expectRefusal++;
+      await page.fill('#approve-code', 'ZZZZ-ZZZZ');
+      await page.selectOption('#approve-role', 'reader');
+      await page.click('#approve-form button[type=submit]');
+      await page.locator('#access-note', { hasText: '⚠' }).waitFor();
+      await page.waitForTimeout(100);
+      expectRefusal--;
+      await page.fill('#approve-code', pairingCode);
+      await page.selectOption('#approve-role', 'reader');
+      await page.click('#approve-form button[type=submit]');
+      await page.locator('#access-note', { hasText: 'Approved: ' + pairingIdentity + ' now holds reader' }).waitFor();
+      await page.locator(`#grants-list .grant-item[data-identity="${pairingIdentity}"][data-source="state"]`).waitFor();
+      await page.locator('#codes-list .code-item', { hasText: pairingIdentity }).waitFor({ state: 'detached' });
+      await shot(page, '13-access.png');
+    });
+
+    await check('an approved grant is revoked from the access view', async () => {
+      await page.click(`button[aria-label="Revoke ${pairingIdentity}"]`);
+      await page.locator('#access-note', { hasText: 'Revoked ' + pairingIdentity }).waitFor();
+      await page.locator(`#grants-list .grant-item[data-identity="${pairingIdentity}"]`).waitFor({ state: 'detached' });
+    });
+  }
+
+  await check('the nodes view lists the remote nodes', async () => {
+    await page.click('.tab[data-view="nodes"]');
+    await page.locator('#nodes-list .node-item[data-node="db-1"][data-online="true"]', { hasText: 'logs' }).waitFor();
+    await page.locator('#nodes-list .node-item[data-node="build-2"] .badge.offline').waitFor();
+    await page.locator('#nodes-note', { hasText: '2 nodes, 1 online' }).waitFor();
+    await shot(page, '14-nodes.png');
   });
 
   await check('the status line shows the hub state', async () => {
@@ -275,12 +380,18 @@ try {
         const who = await (await whoami).json();
         if (who.identity !== 'web' || (who.permissions || []).length !== 0) throw new Error(`whoami of a reader: ${JSON.stringify(who)}`);
         await rp.waitForTimeout(200);
-        for (const sel of ['.tab[data-view="channels"]', '.tab[data-view="targets"]', '.tab[data-view="outbox"]', '#target-form', '#channels-rebuild']) {
+        for (const sel of ['.tab[data-view="channels"]', '.tab[data-view="targets"]', '.tab[data-view="outbox"]', '.tab[data-view="access"]', '.tab[data-view="nodes"]', '#target-form', '#channels-rebuild']) {
           if (await rp.locator(sel).isVisible()) throw new Error(`${sel} shows to a reader`);
         }
         if (!await rp.locator('.tab[data-view="chat"]').isVisible()) throw new Error('the chat tab is hidden from a reader');
         await send(rp, '/fs.listDir .');
         await reply(rp, 'notes.txt').waitFor();
+        // A reader's own view of the nodes endpoint is refused.
+        expectRefusal++;
+        const nodes = await rp.evaluate(async () => (await fetch('/api/nodes')).status);
+        await rp.waitForTimeout(100);
+        expectRefusal--;
+        if (nodes !== 403) throw new Error(`GET /api/nodes as a reader: ${nodes}`);
         await shot(rp, '10-reader.png');
       } finally {
         await ctx.close().catch(() => {});

@@ -121,6 +121,7 @@
     openStream();
     loadPermissions();
     loadVerbs();
+    loadWorkspace();
     refreshStatus();
     if (!started) {
       started = true;
@@ -157,7 +158,7 @@
 
   // ---- Views -------------------------------------------------------------
 
-  const loaders = { channels: loadChannels, targets: loadTargets, outbox: loadOutbox };
+  const loaders = { channels: loadChannels, targets: loadTargets, outbox: loadOutbox, access: loadAccess, nodes: loadNodes };
 
   function showView(name) {
     for (const b of document.querySelectorAll('.tab')) {
@@ -259,15 +260,145 @@
     if (ev.type === 'reset') {
       // The hub does not know our last id: the whole history follows.
       seen.clear();
+      calls.clear();
       for (const m of document.querySelectorAll('#messages .msg')) m.remove();
       $('empty').hidden = false;
+      return;
+    }
+    if (ev.type === 'running') {
+      syncRunning(ev.running || []);
       return;
     }
     if (ev.id) {
       if (seen.has(ev.id)) return;
       seen.add(ev.id);
     }
+    if (ev.type === 'progress') {
+      showProgress(ev);
+      return;
+    }
     addMessage(ev.type === 'inbound' ? 'inbound' : ev.type === 'reply' ? 'reply' : 'notice', ev.text || '', { ts: ev.ts, turn: ev.turn_id });
+  }
+
+  // ---- Progress of running calls --------------------------------------------
+  //
+  // A call that runs a few seconds gets one element, updated in place by the
+  // hub's progress events (running updates carry no id), with a Cancel
+  // control; the final event (done, failed, canceled, interrupted) ends it
+  // and its reply follows as usual. A "running" event lists the calls still
+  // running when the stream (re)connects: any other shown as running ended
+  // while this page was not listening.
+
+  const calls = new Map(); // turn id → { el, state, elapsedMS, at }
+
+  function fmtElapsed(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) return s + 's';
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + 'm ' + String(s % 60).padStart(2, '0') + 's';
+    return Math.floor(m / 60) + 'h ' + String(m % 60).padStart(2, '0') + 'm';
+  }
+
+  const stateLabels = { running: 'running', done: 'finished', failed: 'failed', canceled: 'cancelled', interrupted: 'interrupted', ended: 'ended' };
+
+  function progressElement(turn) {
+    let c = calls.get(turn);
+    if (c) return c;
+    const stick = nearBottom();
+    $('empty').hidden = true;
+    const el0 = el('div', { class: 'msg progress', dataset: { progress: turn, state: 'running' }, role: 'status' },
+      el('div', { class: 'progress-head' },
+        el('span', { class: 'spinner', 'aria-hidden': 'true' }),
+        el('span', { class: 'progress-verb' }),
+        el('span', { class: 'badge progress-state' }),
+        el('span', { class: 'progress-elapsed muted' })),
+      el('div', { class: 'progress-text' }),
+      el('pre', { class: 'progress-tail', hidden: true }, el('code')),
+      el('div', { class: 'progress-actions' },
+        el('button', { type: 'button', class: 'secondary small progress-cancel', text: 'Cancel', 'aria-label': 'Cancel this call', onclick: () => cancelCall(turn) }),
+        el('span', { class: 'progress-note muted', role: 'status' })));
+    $('messages').append(el0);
+    if (stick) scrollToEnd(true);
+    c = { el: el0, state: 'running', elapsedMS: 0, at: Date.now(), verb: '' };
+    calls.set(turn, c);
+    return c;
+  }
+
+  function showProgress(ev) {
+    const p = ev.progress || {};
+    const c = progressElement(ev.turn_id || '');
+    // A final state is never overwritten by a late running update.
+    if (c.state !== 'running' && p.state === 'running') return;
+    const stick = nearBottom();
+    c.state = p.state || 'running';
+    c.verb = p.verb || c.verb;
+    c.elapsedMS = p.elapsed_ms || 0;
+    c.at = Date.now();
+    const e = c.el;
+    e.dataset.state = c.state;
+    e.querySelector('.progress-verb').textContent = c.verb;
+    e.querySelector('.progress-state').textContent = stateLabels[c.state] || c.state;
+    e.querySelector('.progress-state').dataset.state = c.state;
+    const tail = e.querySelector('.progress-tail');
+    if (p.tail) {
+      tail.firstChild.textContent = p.tail;
+      tail.hidden = false;
+    }
+    const text = e.querySelector('.progress-text');
+    if (c.state === 'running') {
+      text.textContent = '';
+    } else {
+      // The hub's own words for how it ended; the reply follows.
+      text.replaceChildren(renderText((ev.text || '').split('\n')[0]));
+      endCall(c);
+    }
+    tickCall(c);
+    if (stick) scrollToEnd(true);
+  }
+
+  function endCall(c) {
+    const b = c.el.querySelector('.progress-cancel');
+    if (b) b.remove();
+    c.el.classList.add('ended');
+    c.el.querySelector('.spinner').hidden = true;
+  }
+
+  function tickCall(c) {
+    const ms = c.state === 'running' ? c.elapsedMS + (Date.now() - c.at) : c.elapsedMS;
+    c.el.querySelector('.progress-elapsed').textContent = fmtElapsed(ms);
+  }
+
+  function syncRunning(turns) {
+    const live = new Set(turns);
+    for (const [turn, c] of calls) {
+      if (c.state === 'running' && !live.has(turn)) {
+        c.state = 'ended';
+        c.el.dataset.state = 'ended';
+        c.el.querySelector('.progress-state').textContent = stateLabels.ended;
+        c.el.querySelector('.progress-state').dataset.state = 'ended';
+        c.el.querySelector('.progress-text').textContent = 'This call is no longer running; its result is in the conversation.';
+        endCall(c);
+      }
+    }
+  }
+
+  setInterval(() => {
+    for (const c of calls.values()) if (c.state === 'running') tickCall(c);
+  }, 1000);
+
+  async function cancelCall(turn) {
+    const c = calls.get(turn);
+    if (!c || c.state !== 'running') return;
+    const b = c.el.querySelector('.progress-cancel');
+    const note = c.el.querySelector('.progress-note');
+    if (b) { b.disabled = true; b.textContent = 'Cancelling…'; }
+    try {
+      const r = await api('POST', '/api/cancel', { turn });
+      note.textContent = r.text || 'Cancelling.';
+    } catch (e) {
+      note.textContent = '⚠ ' + e.message;
+      if (b && c.state === 'running') { b.disabled = false; b.textContent = 'Cancel'; }
+    }
   }
 
   let stream = null;
@@ -315,6 +446,7 @@
       try {
         const res = await api('POST', '/api/messages', { text, client_turn_id: id });
         if (res.status === 'duplicate') addMessage('notice', 'Already sent (turn ' + res.turn_id + ').');
+        if (/^\/(hub[._])?use(\s|@|$)/i.test(text)) loadWorkspace();
         return res;
       } catch (e) {
         lastErr = e;
@@ -442,18 +574,22 @@
     e.preventDefault();
     const text = $('input').value.trim();
     if (!text) return;
-    const btn = $('send');
-    btn.disabled = true;
+    // The box is free again at once: a long call answers later (its
+    // progress shows in the conversation), and the next command may be typed
+    // meanwhile. A message that was not sent comes back to the box.
+    $('input').value = '';
+    autosize();
+    updateUsage();
+    scrollToEnd(true);
     try {
       await send(text);
-      $('input').value = '';
-      autosize();
-      updateUsage();
-      scrollToEnd(true);
     } catch (err) {
-      /* shown in the conversation */
+      if ($('input').value === '') {
+        $('input').value = text;
+        autosize();
+        updateUsage();
+      }
     } finally {
-      btn.disabled = false;
       $('input').focus();
     }
   });
@@ -714,6 +850,147 @@
     } catch (e) { $('outbox-note').textContent = '⚠ ' + e.message; }
     setTimeout(loadOutbox, 300);
   }
+
+  // ---- Workspace -----------------------------------------------------------
+  //
+  // Where the web conversation works (GET /api/workspace, what /where says)
+  // and a select of the workspaces it may use: choosing one sends /use NAME
+  // through the conversation, "configuration decides" sends /use --default.
+
+  let wsBusy = false;
+
+  async function loadWorkspace() {
+    try {
+      const v = await api('GET', '/api/workspace');
+      const sel = $('ws-select');
+      const usable = v.usable || [];
+      const opts = [el('option', { value: '', text: 'configuration decides' })].concat(
+        usable.map((w) => el('option', { value: w.name, text: w.name, title: w.destination })));
+      sel.replaceChildren(...opts);
+      sel.value = v.chosen && usable.some((w) => w.name === v.chosen) ? v.chosen : '';
+      sel.hidden = usable.length === 0;
+      const cur = v.current || {};
+      const where = v.error ? '⚠ ' + v.error : cur.name + ' · ' + cur.destination + ' · ' + cur.reason;
+      $('ws-where').textContent = where;
+      $('ws-where').title = where;
+      $('ws-bar').dataset.current = cur.name || '';
+      $('ws-bar').hidden = false;
+    } catch (e) {
+      if (e.status !== 401) {
+        $('ws-where').textContent = '⚠ ' + e.message;
+        $('ws-bar').hidden = false;
+      }
+    }
+  }
+
+  $('ws-select').addEventListener('change', async () => {
+    if (wsBusy) return;
+    wsBusy = true;
+    const sel = $('ws-select');
+    sel.disabled = true;
+    try {
+      await send('/use ' + (sel.value || '--default'));
+    } catch (e) {
+      /* shown in the conversation */
+    } finally {
+      sel.disabled = false;
+      wsBusy = false;
+      loadWorkspace();
+    }
+  });
+
+  // ---- Access --------------------------------------------------------------
+
+  function when(ts) {
+    const d = new Date(ts);
+    return isNaN(d) || d.getFullYear() < 2000 ? '' : d.toLocaleString();
+  }
+
+  async function loadAccess() {
+    try {
+      const v = await api('GET', '/api/access');
+      const roleSel = $('approve-role');
+      const cur = roleSel.value;
+      roleSel.replaceChildren(...(v.roles || []).map((r) => el('option', { value: r, text: r })));
+      if (cur && (v.roles || []).includes(cur)) roleSel.value = cur;
+      else if ((v.roles || []).includes('reader')) roleSel.value = 'reader';
+      const codes = (v.codes || []).filter((c) => !c.used);
+      $('codes-list').replaceChildren(...(codes.length === 0
+        ? [el('p', { class: 'muted', text: 'No pairing code is waiting.' })]
+        : codes.map((c) => el('div', { class: 'item card code-item' },
+          el('div', { class: 'item-head' }, el('span', { class: 'key', text: c.identity }), el('span', { class: 'badge', text: 'pending' })),
+          el('div', { class: 'muted', text: 'issued ' + when(c.created) + ' · expires ' + when(c.expires) }),
+          el('div', { class: 'muted small', text: 'The code itself is not kept (only its hash): ask the person for it.' })))));
+      const grants = v.grants || [];
+      $('grants-list').replaceChildren(...(grants.length === 0
+        ? [el('p', { class: 'muted', text: 'No grants.' })]
+        : grants.map((g) => el('div', { class: 'item card grant-item', dataset: { identity: g.identity, source: g.source } },
+          el('div', { class: 'item-head' },
+            el('span', { class: 'key', text: g.identity }),
+            el('span', { class: 'row' },
+              el('span', { class: 'badge', text: g.role }),
+              el('span', { class: 'badge source ' + g.source, text: g.source === 'config' ? 'configuration' : 'approved' }))),
+          g.source === 'state' ? el('div', { class: 'muted', text: 'approved' + (g.approved_by ? ' by ' + g.approved_by : '') + (when(g.at) ? ' · ' + when(g.at) : '') }) : el('div', { class: 'muted', text: 'access.grants in the configuration (edit it, then hub reload)' }),
+          g.inactive ? el('div', { class: 'last-error', text: g.inactive }) : null,
+          g.source === 'state' ? el('div', { class: 'row' }, el('button', { type: 'button', class: 'ghost small danger', text: 'Revoke', 'aria-label': 'Revoke ' + g.identity, onclick: () => revokeGrant(g.identity) })) : null))));
+    } catch (e) {
+      $('access-note').textContent = '⚠ ' + e.message;
+    }
+  }
+
+  $('approve-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const code = $('approve-code').value.trim();
+    const role = $('approve-role').value;
+    if (!code) return;
+    try {
+      const r = await api('POST', '/api/access/approve', { code, role });
+      $('access-note').textContent = 'Approved: ' + r.grant.identity + ' now holds ' + r.grant.role + '.' + (r.note ? ' ' + r.note + '.' : '');
+      $('approve-code').value = '';
+    } catch (err) {
+      $('access-note').textContent = '⚠ ' + err.message;
+    }
+    loadAccess();
+  });
+  $('access-refresh').addEventListener('click', () => loadAccess());
+
+  async function revokeGrant(identity) {
+    if (!confirm('Revoke every approved grant of ' + identity + '?')) return;
+    try {
+      const r = await api('POST', '/api/access/revoke', { identity });
+      $('access-note').textContent = 'Revoked ' + identity + ' (' + (r.removed || []).map((g) => g.role).join(', ') + ').';
+    } catch (e) {
+      $('access-note').textContent = '⚠ ' + e.message;
+    }
+    loadAccess();
+  }
+
+  // ---- Nodes ---------------------------------------------------------------
+
+  async function loadNodes() {
+    try {
+      const v = await api('GET', '/api/nodes');
+      if (!v.configured) {
+        $('nodes-note').textContent = 'Remote nodes are not configured on this hub (docs/nodes.md: a nats: section and nodes:).';
+        $('nodes-list').replaceChildren();
+        return;
+      }
+      const nodes = v.nodes || [];
+      const online = nodes.filter((n) => n.online).length;
+      $('nodes-note').textContent = nodes.length + ' node' + (nodes.length === 1 ? '' : 's') + ', ' + online + ' online.';
+      $('nodes-list').replaceChildren(...nodes.map((n) => el('div', { class: 'item card node-item', dataset: { node: n.name, online: String(!!n.online) } },
+        el('div', { class: 'item-head' },
+          el('span', { class: 'key', text: n.name }),
+          el('span', { class: 'badge ' + (n.online ? 'online' : 'offline'), text: n.online ? 'online' : 'offline' })),
+        el('div', { class: 'muted', text: [n.version ? 'version ' + n.version : 'no heartbeat yet', when(n.last_seen) ? 'last seen ' + when(n.last_seen) : ''].filter(Boolean).join(' · ') }),
+        el('div', { class: 'muted', text: 'workspaces: ' + ((n.workspaces || []).join(', ') || 'none') }),
+        el('div', { class: 'muted', text: 'load ' + (n.load || [0, 0, 0]).map((x) => Number(x).toFixed(2)).join(' ') + ' · ' + (n.running || 0) + ' running' }))));
+    } catch (e) {
+      $('nodes-note').textContent = '⚠ ' + e.message;
+      $('nodes-list').replaceChildren();
+    }
+  }
+  $('nodes-refresh').addEventListener('click', () => loadNodes());
 
   // ---- Status line ---------------------------------------------------------
 
