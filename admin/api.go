@@ -65,6 +65,9 @@ type API struct {
 	// Reload re-reads the configuration of the running hub (POST
 	// /api/reload, the operator only); nil: unavailable.
 	Reload func() (hub.ReloadReport, error)
+	// Workspaces serves GET /api/workspaces, GET /api/workspaces/effective
+	// and POST /api/workspaces/{name}/reset; nil: unavailable.
+	Workspaces WorkspaceAdmin
 }
 
 // followWriteTimeout bounds each write of GET /api/mirror?follow=1.
@@ -90,6 +93,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/whoami", a.whoami)
 	a.accessRoutes(mux)
+	a.workspaceRoutes(mux)
 	return mux
 }
 

@@ -131,6 +131,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer func() { stopSweep(); <-outputSwept }()
 
 	api := admin.ForRuntime(rt)
+	api.Workspaces = workspaceAdmin{set: tc.set, hub: rt.Hub}
 	var adapters []hub.Adapter
 	var webSrv *web.Server
 	if *cfg.Web.Enabled {

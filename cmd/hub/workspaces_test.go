@@ -85,3 +85,51 @@ func TestExecWorkspaceFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestExecWorkspaceAmbiguity: a path is always a directory; a configured
+// name that is also a directory here (not its own) is refused with how to
+// say which; a name whose directory here is its own is the workspace.
+func TestExecWorkspaceAmbiguity(t *testing.T) {
+	dir := wsDir(t)
+	yml := strings.Replace(wsYAML, "  by_chat:", "  beta:\n    path: ./beta\n  by_chat:", 1)
+	if err := os.WriteFile(filepath.Join(dir, "hub.yml"), []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for d, content := range map[string]string{"alpha": "alpha directory", "beta": "beta workspace"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, "x.txt"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := `{"verb":"fs.readFile","arguments":{"path":"x.txt"}}`
+	for _, c := range []struct {
+		flag       string
+		want, errs string
+		code       int
+	}{
+		{"alpha", "", "--workspace alpha is ambiguous: it names the configured workspace alpha and the directory ./alpha here; say --workspace ./alpha for the directory", 2},
+		{"./alpha", `"content":"alpha directory"`, "", 0},
+		{filepath.Join(dir, "alpha"), `"content":"alpha directory"`, "", 0},
+		{"a", `"content":"alpha file"`, "", 0},        // not a workspace name: a directory
+		{"beta", `"content":"beta workspace"`, "", 0}, // its own directory: the workspace
+		{".", `"content":"default file"`, "", 0},
+		{"default", `"content":"default file"`, "", 0},
+	} {
+		out, errs, code := runHub(t, dir, env, "exec", "--config", "hub.yml", "--workspace", c.flag)
+		if code != c.code || !strings.Contains(out, c.want) || !strings.Contains(errs, c.errs) {
+			t.Errorf("--workspace %s: %d %q %q; want %d %s %s", c.flag, code, out, errs, c.code, c.want, c.errs)
+		}
+	}
+	// Elsewhere, alpha is the workspace.
+	other := t.TempDir()
+	abs := "workspace: " + dir + "\nworkspaces:\n  alpha:\n    path: " + filepath.Join(dir, "a") + "\n"
+	if err := os.WriteFile(filepath.Join(other, "hub.yml"), []byte(abs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runHub(t, other, env, "exec", "--config", "hub.yml", "--workspace", "alpha")
+	if code != 0 || !strings.Contains(out, `"content":"alpha file"`) {
+		t.Errorf("--workspace alpha elsewhere: %d %q %q", code, out, errs)
+	}
+}
