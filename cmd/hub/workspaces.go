@@ -201,7 +201,7 @@ func printWorkspaceView(w io.Writer, ws admin.WorkspaceView) {
 	fmt.Fprintf(w, "%-12s %s\n%12s destination: %s\n%12s used by: %s\n", ws.Name, ws.Path, "", ws.Destination, "", roles)
 	if ws.ContainersError != "" {
 		fmt.Fprintf(w, "%12s containers: %s\n", "", ws.ContainersError)
-	} else if ws.Containers != nil && len(ws.Containers) == 0 {
+	} else if ws.Kind == config.DestinationDocker && len(ws.Containers) == 0 {
 		fmt.Fprintf(w, "%12s containers: none\n", "")
 	}
 	for _, ct := range ws.Containers {
