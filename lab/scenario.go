@@ -264,12 +264,12 @@ type RepeatStep struct {
 
 // Actions a traffic step may use.
 var knownActions = map[string]string{
-	"write":  "appends its marker to ran.log with proc.run and echoes it (side effect, unique reply)",
-	"insert": "inserts its marker at the top of its chat's log file with fs.writeRange (side effect)",
-	"exists": "asks fs.exists about a file named after its marker (read-only, unique reply)",
-	"big":    "reads big.txt, whose reply takes several chunks",
-	"long":   "appends its marker to long.log, sleeps 1.5 s, echoes it (a verb to kill the hub in)",
-	"whoami": "the /whoami built-in",
+	"write":    "appends its marker to ran.log with proc.run and echoes it (side effect, unique reply)",
+	"insert":   "inserts its marker at the top of its chat's log file with fs.writeRange (side effect)",
+	"exists":   "asks fs.exists about a file named after its marker (read-only, unique reply)",
+	"big":      "reads big.txt, whose reply takes several chunks",
+	"long":     "appends its marker to long.log, sleeps 1.5 s, echoes it (a verb to kill the hub in)",
+	"whoami":   "the /whoami built-in",
 	"box":      "appends its marker to box.log and echoes it with proc.run in the docker workspace box (telegram; hub.docker)",
 	"box-long": "as box, sleeping 120 s before the echo: a call for a docker stop step to cut short",
 }

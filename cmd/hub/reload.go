@@ -23,9 +23,8 @@ workspace rules (workspaces.by_chat, by_role) and log.level apply from the
 next turn.
 Prints what changed and what needs a restart (listen addresses, tokens,
 enabling a platform, the state and workspace directories, adding, removing
-or moving a named workspace, …). An invalid
-file changes nothing: the error, with its line, is printed and the exit
-status is 1. Talks to the hub through its admin socket (<state>/hub.sock).`
+or moving a named workspace, …). An invalid file changes nothing: the
+error, with its line, is printed and the exit status is 1. Talks to the hub through its admin socket (<state>/hub.sock).`
 
 func runReload(env *cliEnv, args []string) error {
 	f := newFlags(env, "reload", reloadUsage)

@@ -133,3 +133,41 @@ func TestExecWorkspaceAmbiguity(t *testing.T) {
 		t.Errorf("--workspace alpha elsewhere: %d %q %q", code, out, errs)
 	}
 }
+
+// TestWorkspacesCommandsOnline: while the hub runs, hub workspaces answers
+// through its admin socket with what the hub runs, reloads included.
+func TestWorkspacesCommandsOnline(t *testing.T) {
+	dir := wsDir(t)
+	yml := wsYAML + "web:\n  listen: 127.0.0.1:0\n"
+	if err := os.WriteFile(filepath.Join(dir, "hub.yml"), []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, dir, "--config", "hub.yml")
+	out, errs, code := runHub(t, dir, "", "workspaces", "show", "--config", "hub.yml", "--chat", "chat:telegram:7")
+	if code != 0 || !strings.Contains(out, "workspace:   alpha") || !strings.Contains(out, `why:         workspaces.by_chat["chat:telegram:7"]`) {
+		t.Fatalf("show --chat through the hub: %d %q %q", code, out, errs)
+	}
+	out, _, code = runHub(t, dir, "", "workspaces", "show", "alpha", "--config", "hub.yml", "--json")
+	if code != 0 || !strings.Contains(out, `"name": "alpha"`) || !strings.Contains(out, `"roles": [`) {
+		t.Fatalf("show alpha through the hub: %d %q", code, out)
+	}
+	if _, errs, code := runHub(t, dir, "", "workspaces", "show", "nope", "--config", "hub.yml"); code == 0 || !strings.Contains(errs, `workspace "nope" is not configured (accepted: default, alpha)`) {
+		t.Fatalf("show nope through the hub: %d %q", code, errs)
+	}
+	if _, errs, code := runHub(t, dir, "", "workspaces", "reset", "alpha", "--config", "hub.yml"); code == 0 || !strings.Contains(errs, "workspace alpha runs locally: there is no container to reset") {
+		t.Fatalf("reset a local workspace through the hub: %d %q", code, errs)
+	}
+	// The running hub's rules change with a reload, not with the file alone.
+	if err := os.WriteFile(filepath.Join(dir, "hub.yml"), []byte(strings.Replace(yml, `    "chat:telegram:7": alpha`, `    "chat:telegram:8": alpha`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, _ := runHub(t, dir, "", "workspaces", "show", "--config", "hub.yml", "--chat", "chat:telegram:7"); !strings.Contains(out, "workspace:   alpha") {
+		t.Fatalf("before the reload the hub keeps its rules: %q", out)
+	}
+	if out, errs, code := runHub(t, dir, "", "reload", "--config", "hub.yml"); code != 0 || !strings.Contains(out, "applied: workspaces (changed: workspaces.by_chat)") {
+		t.Fatalf("reload: %d %q %q", code, out, errs)
+	}
+	if out, _, _ := runHub(t, dir, "", "workspaces", "show", "--config", "hub.yml", "--chat", "chat:telegram:7"); !strings.Contains(out, "workspace:   default") {
+		t.Fatalf("after the reload: %q", out)
+	}
+}
