@@ -67,6 +67,9 @@ type API struct {
 	Reload func() (hub.ReloadReport, error)
 	// Nodes lists the remote nodes (GET /api/nodes); nil: none configured.
 	Nodes NodeLister
+	// Workspaces serves GET /api/workspaces, GET /api/workspaces/effective
+	// and POST /api/workspaces/{name}/reset; nil: unavailable.
+	Workspaces WorkspaceAdmin
 }
 
 // followWriteTimeout bounds each write of GET /api/mirror?follow=1.
@@ -93,6 +96,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("GET /api/whoami", a.whoami)
 	a.accessRoutes(mux)
 	a.nodeRoutes(mux)
+	a.workspaceRoutes(mux)
 	return mux
 }
 

@@ -24,7 +24,7 @@ func (wc WorkspaceConfig) IsRemote() bool { return wc.Destination.Kind == Destin
 func validateRemote(name string, d Destination, at func(string) string, nodeKnown func(string) (bool, string), bad func(format string, args ...any)) {
 	key := "workspaces." + name + ".destination"
 	var set []string
-	for k, on := range map[string]bool{"image": d.Image != "", "network": d.Network != "", "memory": d.Memory != 0, "cpus": d.CPUs != 0, "pids": d.Pids != 0, "user": d.User != "", "env_allow": len(d.EnvAllow) > 0, "idle_timeout": d.IdleTimeout != 0} {
+	for k, on := range map[string]bool{"image": d.Image != "", "network": d.Network != "", "memory": d.Memory != 0, "cpus": d.CPUs != 0, "pids": d.Pids != 0, "user": d.User != "", "env_allow": len(d.EnvAllow) > 0, "idle_timeout": d.IdleTimeout != 0, "docker_host": d.DockerHost != ""} {
 		if on {
 			set = append(set, k)
 		}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -87,6 +89,9 @@ type Destination struct {
 	// default_workspace).
 	Node      string `yaml:"node"`
 	Workspace string `yaml:"workspace"`
+	// DockerHost is the daemon's address: unix:///path or a loopback
+	// tcp://127.0.0.1:PORT; "" is DOCKER_HOST or the default socket.
+	DockerHost string `yaml:"docker_host"`
 }
 
 // UnmarshalYAML decodes the section strictly: the reserved keys as maps of
@@ -329,7 +334,7 @@ func validateDestination(name string, d Destination, at func(string) string, nod
 	switch d.Kind {
 	case DestinationLocal, "":
 		var set []string
-		for k, on := range map[string]bool{"image": d.Image != "", "network": d.Network != "", "memory": d.Memory != 0, "cpus": d.CPUs != 0, "pids": d.Pids != 0, "user": d.User != "", "env_allow": len(d.EnvAllow) > 0, "idle_timeout": d.IdleTimeout != 0} {
+		for k, on := range map[string]bool{"image": d.Image != "", "network": d.Network != "", "memory": d.Memory != 0, "cpus": d.CPUs != 0, "pids": d.Pids != 0, "user": d.User != "", "env_allow": len(d.EnvAllow) > 0, "idle_timeout": d.IdleTimeout != 0, "docker_host": d.DockerHost != ""} {
 			if on {
 				set = append(set, k)
 			}
@@ -365,11 +370,47 @@ func validateDestination(name string, d Destination, at func(string) string, nod
 		if d.IdleTimeout < 0 {
 			bad("%s%s.idle_timeout: %s is negative (accepted: a duration such as 1h; unset means 30m)", at(name+".destination.idle_timeout"), key, d.IdleTimeout)
 		}
+		if err := checkDockerHost(d.DockerHost); err != nil {
+			bad("%s%s.docker_host: %v (accepted: empty for DOCKER_HOST or the default socket, unix:///path/to/docker.sock, or tcp://127.0.0.1:PORT on this machine)", at(name+".destination.docker_host"), key, err)
+		}
 	case DestinationRemote:
 		validateRemote(name, d, at, nodeKnown, bad)
 	default:
 		bad("%s%s.kind: %q is not accepted (accepted: %s)", at(name+".destination.kind"), key, d.Kind, strings.Join(DestinationKinds, ", "))
 	}
+}
+
+// checkDockerHost accepts "", unix:// with an absolute path, or tcp:// to
+// a loopback address with a port: the daemon's API is root on its machine,
+// so the hub never talks to it in the clear over a network.
+func checkDockerHost(h string) error {
+	if h == "" {
+		return nil
+	}
+	u, err := url.Parse(h)
+	if err != nil {
+		return fmt.Errorf("%q is not an address", h)
+	}
+	switch u.Scheme {
+	case "unix":
+		if u.Host != "" || !path.IsAbs(u.Path) || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("%q is not unix:// followed by an absolute path", h)
+		}
+		return nil
+	case "tcp":
+		host, port, err := net.SplitHostPort(u.Host)
+		if err != nil || port == "" || (u.Path != "" && u.Path != "/") || u.User != nil {
+			return fmt.Errorf("%q is not tcp://HOST:PORT", h)
+		}
+		if host == "localhost" {
+			return nil
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("%q is not a loopback address: an unencrypted daemon API elsewhere gives root on that machine to the network", h)
+		}
+		return nil
+	}
+	return fmt.Errorf("%q has scheme %q", h, u.Scheme)
 }
 
 var (

@@ -84,6 +84,7 @@ type Hub struct {
 	calls    map[string]*runningCall // verb calls from chat, by turn id
 	views    map[chat.Platform]ProgressView
 	dir      atomic.Pointer[store.Directory]
+	ws       atomic.Pointer[policy.Policy] // the workspace policy in force (reloaded)
 }
 
 // New returns a Hub.
@@ -109,6 +110,9 @@ func New(opts Options) (*Hub, error) {
 	h := &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}, calls: map[string]*runningCall{}}
 	if opts.Directory != nil {
 		h.dir.Store(opts.Directory)
+	}
+	if opts.Workspaces != nil {
+		h.ws.Store(opts.Workspaces)
 	}
 	if err := h.loadApproved(); err != nil {
 		return nil, fmt.Errorf("hub: %w", err)

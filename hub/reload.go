@@ -12,6 +12,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/workspaces/policy"
 )
 
 // Reloadable is one part of the configuration a running hub applies
@@ -155,6 +156,10 @@ func ConfigDiff(a, b *config.Config) []string {
 }
 
 func diffValue(a, b reflect.Value, key string, out *[]string) {
+	if a.Type() == reflect.TypeFor[config.Workspaces]() {
+		diffWorkspaces(a.Interface().(config.Workspaces), b.Interface().(config.Workspaces), key, out)
+		return
+	}
 	for a.Kind() == reflect.Pointer {
 		if a.IsNil() || b.IsNil() {
 			if a.IsNil() != b.IsNil() {
@@ -188,6 +193,40 @@ func diffValue(a, b reflect.Value, key string, out *[]string) {
 	}
 }
 
+// diffWorkspaces lists the keys of the workspaces section that differ:
+// key.by_chat, key.by_role and key.NAME for each named workspace added,
+// removed or changed (its path or destination).
+func diffWorkspaces(a, b config.Workspaces, key string, out *[]string) {
+	if !reflect.DeepEqual(normMap(a.ByChat), normMap(b.ByChat)) {
+		*out = append(*out, key+"."+config.WorkspacesByChat)
+	}
+	if !reflect.DeepEqual(normMap(a.ByRole), normMap(b.ByRole)) {
+		*out = append(*out, key+"."+config.WorkspacesByRole)
+	}
+	names := map[string]bool{}
+	for n := range a.Named {
+		names[n] = true
+	}
+	for n := range b.Named {
+		names[n] = true
+	}
+	for n := range names {
+		wa, okA := a.Named[n]
+		wb, okB := b.Named[n]
+		if okA != okB || !reflect.DeepEqual(wa, wb) {
+			*out = append(*out, key+"."+n)
+		}
+	}
+}
+
+// normMap treats an empty map as no map.
+func normMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
 // SessionSwitch is the session policy of a running hub (SessionPolicy),
 // replaced on reload: pass For as the runtime's SessionFor.
 type SessionSwitch struct {
@@ -216,7 +255,23 @@ var (
 	AccessKeys = []string{"access"}
 	// SessionKeys: the rules that pick a turn's workspace mode.
 	SessionKeys = []string{"sessions.mode", "sessions.by_chat", "sessions.by_role"}
+	// WorkspaceKeys: the rules that pick a turn's named workspace. Who may
+	// use a workspace (access.roles.<role>.workspaces) is reloaded with
+	// access. Adding or removing a workspace, or changing its path or
+	// destination, needs a restart.
+	WorkspaceKeys = []string{"workspaces." + config.WorkspacesByChat, "workspaces." + config.WorkspacesByRole}
 )
+
+// workspacePolicy is the workspace policy of a reloaded configuration: its
+// access and its by_chat and by_role rules over the workspaces the hub
+// started with (opened once: a new one needs a restart).
+func workspacePolicy(started, cfg *config.Config) *policy.Policy {
+	merged := *started
+	merged.Access = cfg.Access
+	merged.Workspaces.ByChat = cfg.Workspaces.ByChat
+	merged.Workspaces.ByRole = cfg.Workspaces.ByRole
+	return policy.New(&merged)
+}
 
 // SessionsReloadable applies the session rules to s.
 func SessionsReloadable(s *SessionSwitch) Reloadable {
@@ -229,7 +284,18 @@ func SessionsReloadable(s *SessionSwitch) Reloadable {
 func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
 	r := NewReloader(rt.Config, load, rt.log)
 	acc := rt.Hub.Access()
-	r.Register(Reloadable{Name: "access", Keys: AccessKeys, Apply: func(cfg *config.Config) { acc.Replace(cfg.Access) }})
+	started := rt.Config
+	r.Register(Reloadable{Name: "access", Keys: AccessKeys, Apply: func(cfg *config.Config) {
+		acc.Replace(cfg.Access)
+		if rt.Hub.WorkspacePolicy() != nil {
+			rt.Hub.SetWorkspacePolicy(workspacePolicy(started, cfg))
+		}
+	}})
+	r.Register(Reloadable{Name: "workspaces", Keys: WorkspaceKeys, Apply: func(cfg *config.Config) {
+		if rt.Hub.WorkspacePolicy() != nil {
+			rt.Hub.SetWorkspacePolicy(workspacePolicy(started, cfg))
+		}
+	}})
 	rt.reloader.Store(r)
 	return r
 }

@@ -85,10 +85,11 @@ func (a answeredBy) meta(m map[string]string) map[string]string {
 // remoteDestination returns the destination of workspace when its calls
 // go to a node.
 func (h *Hub) remoteDestination(workspace string) (config.Destination, bool) {
-	if h.opts.Workspaces == nil || workspace == "" {
+	p := h.ws.Load()
+	if p == nil || workspace == "" {
 		return config.Destination{}, false
 	}
-	wc, ok := h.opts.Workspaces.Workspace(workspace)
+	wc, ok := p.Workspace(workspace)
 	if !ok || !wc.IsRemote() {
 		return config.Destination{}, false
 	}

@@ -32,7 +32,7 @@ type Destinations interface {
 // resolveWorkspace picks the workspace of a call in the conversation key
 // (see package policy) and refuses one the roles may not use.
 func (h *Hub) resolveWorkspace(explicit, key string, roles []string) (policy.Resolution, error) {
-	p := h.opts.Workspaces
+	p := h.ws.Load()
 	if p == nil {
 		if explicit != "" && explicit != policy.Default {
 			return policy.Resolution{}, fmt.Errorf("workspace %q is not configured (accepted: %s)", explicit, policy.Default)
@@ -70,10 +70,38 @@ func (h *Hub) describe(name string) string {
 	if h.opts.Destinations != nil {
 		return h.opts.Destinations.Describe(name) + h.liveness(name)
 	}
-	if h.opts.Workspaces != nil {
-		return h.opts.Workspaces.Destination(name) + h.liveness(name)
+	if p := h.ws.Load(); p != nil {
+		return p.Destination(name) + h.liveness(name)
 	}
 	return "local"
+}
+
+// SetWorkspacePolicy installs the workspace resolution and access policy
+// of a reloaded configuration: it applies from the next turn.
+func (h *Hub) SetWorkspacePolicy(p *policy.Policy) { h.ws.Store(p) }
+
+// WorkspacePolicy is the workspace policy in force (nil: every call acts in
+// the default workspace).
+func (h *Hub) WorkspacePolicy() *policy.Policy { return h.ws.Load() }
+
+// EffectiveWorkspace resolves the workspace of the conversation key for
+// the operator: its /use choice, workspaces.by_chat, default. Roles are not
+// known (by_role depends on who speaks) and access is not checked.
+func (h *Hub) EffectiveWorkspace(key string) (policy.Resolution, error) {
+	p := h.ws.Load()
+	if p == nil {
+		return policy.Resolution{Name: policy.Default, Destination: "local", Reason: policy.ReasonDefault}, nil
+	}
+	chosen, err := h.chosenWorkspace(key)
+	if err != nil {
+		return policy.Resolution{}, err
+	}
+	r, err := p.Resolve(policy.Query{Chosen: chosen, ChatKey: key})
+	if err != nil {
+		return r, err
+	}
+	r.Destination = h.describe(r.Name)
+	return r, nil
 }
 
 // WhereFor resolves the workspace of a conversation for the roles, without
@@ -85,7 +113,7 @@ func (h *Hub) WhereFor(key string, roles []string) (policy.Resolution, error) {
 // use answers /use [NAME | --default].
 func (h *Hub) use(arg string, in *chat.Inbound, roles []string) string {
 	key := in.ReplyKey().String()
-	p := h.opts.Workspaces
+	p := h.ws.Load()
 	switch {
 	case arg == "":
 		return h.useList(key, roles)
@@ -125,8 +153,8 @@ func (h *Hub) useList(key string, roles []string) string {
 	cur, err := h.WhereFor(key, roles)
 	var b strings.Builder
 	names := []string{policy.Default}
-	if h.opts.Workspaces != nil {
-		names = h.opts.Workspaces.Usable(roles)
+	if p := h.ws.Load(); p != nil {
+		names = p.Usable(roles)
 	}
 	if len(names) == 0 {
 		return "You may not use any workspace."

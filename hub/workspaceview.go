@@ -46,8 +46,8 @@ func (h *Hub) WorkspacesFor(key chat.Key, ids []string) WorkspaceView {
 		v.Chosen = c
 	}
 	names := []string{policy.Default}
-	if h.opts.Workspaces != nil {
-		names = h.opts.Workspaces.Usable(roles)
+	if p := h.ws.Load(); p != nil {
+		names = p.Usable(roles)
 	}
 	for _, n := range names {
 		v.Usable = append(v.Usable, WorkspaceOption{Name: n, Destination: h.describe(n)})

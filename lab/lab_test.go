@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/dockertest"
 )
 
 // Environment knobs:
@@ -142,7 +144,13 @@ func runScenario(t *testing.T, sc *Scenario, bin string, mode Mode) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	rep, err := Run(ctx, sc, Options{HubBinary: bin, Dir: dir, Mode: mode, Seed: envSeed(t), Logf: t.Logf})
+	opts := Options{HubBinary: bin, Dir: dir, Mode: mode, Seed: envSeed(t), Logf: t.Logf}
+	if sc.Hub.Docker {
+		d := dockertest.StartDaemon(t)
+		img := dockertest.ImportBusybox(t, d.Client())
+		opts.Docker = &DockerDaemon{Host: d.Host(), Image: img, Stop: d.Stop, Start: d.Start}
+	}
+	rep, err := Run(ctx, sc, opts)
 	if errors.Is(err, ErrNeedsRoot) {
 		t.Skipf("this scenario needs root: %v", err)
 	}

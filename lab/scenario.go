@@ -61,6 +61,10 @@ type HubSettings struct {
 	MirrorTmpfs config.Size `yaml:"mirror_tmpfs"`
 	// Race overrides LAB_HUB_RACE for this scenario.
 	Race *bool `yaml:"race"`
+	// Docker adds the workspace box (kind docker, on the lab's workspace
+	// directory) served by a private Docker daemon the scenario may stop
+	// and start (docker steps; needs root: skipped otherwise).
+	Docker bool `yaml:"docker"`
 }
 
 // Limits cap a scenario's traffic (every traffic step's turns per chat and
@@ -101,6 +105,7 @@ type Step struct {
 	Mirror  *MirrorStep  `yaml:"mirror"`
 	Admin   *AdminStep   `yaml:"admin"`
 	Repeat  *RepeatStep  `yaml:"repeat"`
+	Docker  *DockerStep  `yaml:"docker"`
 }
 
 // StartStep starts the hub and waits until it serves. With ExpectFailure
@@ -236,6 +241,20 @@ type AdminStep struct {
 	Contains []string `yaml:"contains"`
 }
 
+// DockerStep stops (Stop) or starts (Start) the private Docker daemon of
+// a scenario with hub.docker. With During "box" the stop waits until a box
+// turn is running in its container (its marker is in box.log, no answer
+// yet; a box-long turn). Answer then lists what the answer of that turn must contain: it
+// must reach its chat exactly once, and the turn must not have finished.
+// Every box turn sent after the last start must be answered with its
+// marker (it ran).
+type DockerStep struct {
+	Stop   bool     `yaml:"stop"`
+	Start  bool     `yaml:"start"`
+	During string   `yaml:"during"`
+	Answer []string `yaml:"answer"`
+}
+
 // RepeatStep runs Steps Times times or, without Times, round after round
 // until every traffic step has sent its turns (at least once).
 type RepeatStep struct {
@@ -245,12 +264,14 @@ type RepeatStep struct {
 
 // Actions a traffic step may use.
 var knownActions = map[string]string{
-	"write":  "appends its marker to ran.log with proc.run and echoes it (side effect, unique reply)",
-	"insert": "inserts its marker at the top of its chat's log file with fs.writeRange (side effect)",
-	"exists": "asks fs.exists about a file named after its marker (read-only, unique reply)",
-	"big":    "reads big.txt, whose reply takes several chunks",
-	"long":   "appends its marker to long.log, sleeps 1.5 s, echoes it (a verb to kill the hub in)",
-	"whoami": "the /whoami built-in",
+	"write":    "appends its marker to ran.log with proc.run and echoes it (side effect, unique reply)",
+	"insert":   "inserts its marker at the top of its chat's log file with fs.writeRange (side effect)",
+	"exists":   "asks fs.exists about a file named after its marker (read-only, unique reply)",
+	"big":      "reads big.txt, whose reply takes several chunks",
+	"long":     "appends its marker to long.log, sleeps 1.5 s, echoes it (a verb to kill the hub in)",
+	"whoami":   "the /whoami built-in",
+	"box":      "appends its marker to box.log and echoes it with proc.run in the docker workspace box (telegram; hub.docker)",
+	"box-long": "as box, sleeping 120 s before the echo: a call for a docker stop step to cut short",
 }
 
 // LoadScenario reads and checks a scenario file.
@@ -333,14 +354,14 @@ func (st Step) kind() (string, error) {
 		"start": st.Start != nil, "restart": st.Restart != nil, "stop": st.Stop != nil, "kill": st.Kill != nil,
 		"traffic": st.Traffic != nil, "fault": st.Fault != nil, "heal": st.Heal != nil, "wait": st.Wait != nil,
 		"corrupt": st.Corrupt != nil, "restore": st.Restore != nil, "mirror": st.Mirror != nil, "admin": st.Admin != nil,
-		"repeat": st.Repeat != nil,
+		"repeat": st.Repeat != nil, "docker": st.Docker != nil,
 	} {
 		if ok {
 			set = append(set, name)
 		}
 	}
 	if len(set) != 1 {
-		return "", fmt.Errorf("a step has exactly one of start, restart, stop, kill, traffic, fault, heal, wait, corrupt, restore, mirror, admin, repeat (got %v)", set)
+		return "", fmt.Errorf("a step has exactly one of start, restart, stop, kill, traffic, fault, heal, wait, corrupt, restore, mirror, admin, repeat, docker (got %v)", set)
 	}
 	return set[0], nil
 }
@@ -365,7 +386,22 @@ func (st Step) validate(sc *Scenario) error {
 			return fmt.Errorf("kill.random: want 0 <= min <= max, got %s and %s", r.Min, r.Max)
 		}
 	case "traffic":
+		if (slices.Contains(st.Traffic.Actions, "box") || slices.Contains(st.Traffic.Actions, "box-long")) && (!sc.Hub.Docker || st.Traffic.Platform != "telegram") {
+			return errors.New("actions box and box-long need hub.docker and platform telegram")
+		}
 		return st.Traffic.validate()
+	case "docker":
+		d := st.Docker
+		switch {
+		case !sc.Hub.Docker:
+			return errors.New("a docker step needs hub.docker")
+		case d.Stop == d.Start:
+			return errors.New("docker needs exactly one of stop: true, start: true")
+		case d.During != "" && (d.During != "box" || !d.Stop):
+			return fmt.Errorf("docker.during %q is not accepted (accepted: box, with stop)", d.During)
+		case len(d.Answer) > 0 && d.During == "":
+			return errors.New("docker.answer needs during: box")
+		}
 	case "fault":
 		return st.Fault.validate()
 	case "heal":

@@ -38,7 +38,7 @@ func TestParseScenarioRefusesBadInput(t *testing.T) {
 		{"first step not start", head + "steps:\n  - wait: {for: 1s}\n", "first step must be start"},
 		{"two kinds in a step", head + "steps:\n  - start: {}\n    stop: {}\n", "exactly one of"},
 		{"unknown platform", head + "steps:\n  - start: {}\n  - traffic: {platform: irc, turns: 1, actions: [whoami]}\n", `traffic.platform "irc" is not accepted`},
-		{"unknown action", head + "steps:\n  - start: {}\n  - traffic: {platform: web, turns: 1, actions: [dance]}\n", `traffic action "dance" is not accepted (accepted: big, exists, insert, long, whoami, write)`},
+		{"unknown action", head + "steps:\n  - start: {}\n  - traffic: {platform: web, turns: 1, actions: [dance]}\n", `traffic action "dance" is not accepted (accepted: big, box, box-long, exists, insert, long, whoami, write)`},
 		{"turns and duration", head + "steps:\n  - start: {}\n  - traffic: {platform: web, turns: 1, duration: 1s, actions: [whoami]}\n", "exactly one of turns, duration"},
 		{"insert on interactions", head + "steps:\n  - start: {}\n  - traffic: {platform: discord, turns: 1, actions: [insert]}\n", "needs an ordered source"},
 		{"429 without retry_after", head + "steps:\n  - start: {}\n  - fault: {platform: telegram, kind: \"429\"}\n", "needs retry_after"},
@@ -49,6 +49,12 @@ func TestParseScenarioRefusesBadInput(t *testing.T) {
 		{"corrupt outside the state", head + "steps:\n  - start: {}\n  - corrupt: {file: ../x, content: y}\n", "inside the state directory"},
 		{"bad admin request", head + "steps:\n  - start: {}\n  - admin: {request: DELETE /, status: 200}\n", "is not \"GET /api/"},
 		{"bad expectation", head + "expect: {mirror_gaps: sometimes}\nsteps:\n  - start: {}\n", `mirror_gaps "sometimes" is not accepted`},
+		{"docker without hub.docker", head + "steps:\n  - start: {}\n  - docker: {stop: true}\n", "a docker step needs hub.docker"},
+		{"docker stop and start", head + "hub: {docker: true}\nsteps:\n  - start: {}\n  - docker: {stop: true, start: true}\n", "exactly one of stop: true, start: true"},
+		{"docker during on start", head + "hub: {docker: true}\nsteps:\n  - start: {}\n  - docker: {start: true, during: box}\n", `docker.during "box" is not accepted`},
+		{"docker answer without during", head + "hub: {docker: true}\nsteps:\n  - start: {}\n  - docker: {stop: true, answer: [x]}\n", "docker.answer needs during: box"},
+		{"box without hub.docker", head + "steps:\n  - start: {}\n  - traffic: {platform: telegram, turns: 1, actions: [box]}\n", "need hub.docker and platform telegram"},
+		{"box on web", head + "hub: {docker: true}\nsteps:\n  - start: {}\n  - traffic: {platform: web, turns: 1, actions: [box-long]}\n", "need hub.docker and platform telegram"},
 		{"nested repeat", head + "steps:\n  - start: {}\n  - repeat: {steps: [{repeat: {steps: [{wait: {for: 1s}}]}}]}\n", "cannot nest"},
 	}
 	for _, tc := range cases {

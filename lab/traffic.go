@@ -25,6 +25,7 @@ type command struct {
 	interaction string
 	options     []discordtest.Option
 	markerFile  string
+	raw         bool // text is sent as it is (an envelope), not as a /command
 }
 
 // commandFor builds an action's command for a turn with marker m; chat is
@@ -39,6 +40,13 @@ func commandFor(action, m string, chat int) command {
 		args := fmt.Sprintf(`-c "echo %s >> long.log; sleep 1.5; echo %s"`, m, m)
 		return command{text: "proc_run sh " + args, interaction: "proc",
 			options: []discordtest.Option{discordtest.Sub("run", discordtest.Str("executable", "sh"), discordtest.Str("arguments", args))}, markerFile: "long.log"}
+	case "box", "box-long":
+		sleep := 0
+		if action == "box-long" {
+			sleep = 120 // cut short by a docker stop step
+		}
+		env := fmt.Sprintf(`{"verb":"proc.run","arguments":{"executable":"sh","arguments":["-c","echo %s >> box.log; sleep %d; echo %s"]},"workspace":"box"}`, m, sleep, m)
+		return command{text: env, markerFile: "box.log", raw: true}
 	case "insert":
 		file := insertFile(chat)
 		return command{text: "fs_writerange " + file + " 1\n" + m, markerFile: file}
@@ -173,6 +181,9 @@ func (s *source) sendTelegram(action string, probe bool) error {
 		return err
 	}
 	t.MarkerFile, t.Text = cmd.markerFile, "/"+cmd.text
+	if cmd.raw {
+		t.Text = cmd.text
+	}
 	dup := s.duplicate()
 	// Telegram numbers updates in the order they arrive: the id is taken
 	// and the update queued in one step, or a chat could queue a lower id
@@ -198,7 +209,7 @@ func (s *source) sendTelegram(action string, probe bool) error {
 
 // prepare creates the file an insert writes into.
 func (w *world) prepare(cmd command) error {
-	if cmd.markerFile == "" || cmd.markerFile == "ran.log" || cmd.markerFile == "long.log" {
+	if cmd.markerFile == "" || cmd.markerFile == "ran.log" || cmd.markerFile == "long.log" || cmd.markerFile == "box.log" {
 		return nil
 	}
 	w.mu.Lock()

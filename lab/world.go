@@ -63,6 +63,18 @@ type Options struct {
 	// SettleTimeout bounds the wait for the hub to settle at the end;
 	// default 2 minutes.
 	SettleTimeout time.Duration
+	// Docker is the private Docker daemon of a scenario with hub.docker;
+	// such a scenario fails without one.
+	Docker *DockerDaemon
+}
+
+// DockerDaemon is a private Docker daemon the lab may stop and start
+// (dockertest.StartDaemon in the tests), with the image box runs.
+type DockerDaemon struct {
+	Host  string // unix:///…/docker.sock
+	Image string
+	Stop  func()
+	Start func()
 }
 
 // ErrNeedsRoot is returned for a scenario that mounts a tmpfs when the lab
@@ -156,6 +168,8 @@ type world struct {
 	fillFrom     time.Time
 	corrupted    map[string][]byte // state file → original content (nil: absent)
 	logFiles     map[string]bool   // insert log files created
+	boxCut       []boxCut          // box turns cut short by a daemon stop
+	boxStarted   time.Time         // when the daemon last started (zero: never by a step)
 
 	traffic    sync.WaitGroup
 	active     atomic.Int64 // background traffic steps and timers running
@@ -221,6 +235,7 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Report, error) {
 		return fail(err)
 	}
 	rep.Violations, rep.Figures = Check(obs)
+	rep.Violations = append(rep.Violations, w.checkDocker()...)
 	for _, r := range w.hub.allRuns() {
 		rep.Runs++
 		rep.Logs = append(rep.Logs, r.log)
@@ -252,7 +267,10 @@ func (w *world) setup() error {
 			return err
 		}
 	}
-	files := map[string]string{"ran.log": "", "long.log": "", "big.txt": bigText(), "README.md": "# lab workspace\n"}
+	if w.sc.Hub.Docker && w.opt.Docker == nil {
+		return errors.New("the scenario needs a private Docker daemon (hub.docker): Options.Docker is nil")
+	}
+	files := map[string]string{"ran.log": "", "long.log": "", "box.log": "", "big.txt": bigText(), "README.md": "# lab workspace\n"}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(w.ws, name), []byte(content), 0o644); err != nil {
 			return err
@@ -348,12 +366,16 @@ access:
   roles:
     admin:
       verbs: ["*", "admin.*"]
+      workspaces: ["*"]
   grants:
     web: [admin]
     "telegram:%d": [admin]
     "discord:%s": [admin]
 verbs:
   timeout: 2m
+  # No progress messages: they are not outbox chunks, and the checks count
+  # every message a chat receives (a loaded machine makes calls slow).
+  progress_after: 10m
   proc:
     default_timeout: 60s
 outbox:
@@ -363,9 +385,28 @@ outbox:
   send_timeout: %s
 mirror:
   keep_runs: 1000
-`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.GuildID,
+%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.GuildID,
 		telegramUser, discordUser, attempts,
-		durationOr(h.BackoffBase, 100*time.Millisecond), durationOr(h.BackoffMax, 2*time.Second), durationOr(h.SendTimeout, 5*time.Second))
+		durationOr(h.BackoffBase, 100*time.Millisecond), durationOr(h.BackoffMax, 2*time.Second), durationOr(h.SendTimeout, 5*time.Second),
+		w.dockerConfig())
+}
+
+// dockerConfig is the configuration of the workspace box (hub.docker):
+// the lab's workspace directory run in a container of the private daemon.
+// The admin role's workspaces are set again to open it.
+func (w *world) dockerConfig() string {
+	if !w.sc.Hub.Docker || w.opt.Docker == nil {
+		return ""
+	}
+	return fmt.Sprintf(`workspaces:
+  box:
+    path: %q
+    destination:
+      kind: docker
+      image: %q
+      docker_host: %q
+      env_allow: [PATH]
+`, w.ws, w.opt.Docker.Image, w.opt.Docker.Host)
 }
 
 func freePort() (int, error) {
@@ -497,6 +538,8 @@ func (w *world) step(st Step) error {
 		return w.freeMirror()
 	case st.Admin != nil:
 		return w.adminCheck(*st.Admin)
+	case st.Docker != nil:
+		return w.docker(*st.Docker)
 	case st.Repeat != nil:
 		times := st.Repeat.Times
 		if l := w.limits().Rounds; l > 0 && times > l {
@@ -650,8 +693,12 @@ func (w *world) kill(k KillStep) error {
 
 // longRunning reports whether a long turn has started (its marker is in
 // long.log) and has no answer yet.
-func (w *world) longRunning() bool {
-	data, _ := os.ReadFile(filepath.Join(w.ws, "long.log"))
+func (w *world) longRunning() bool { return w.running("long", "long.log") != nil }
+
+// running returns a turn of action that has started (its marker is in
+// file) and has no answer yet, or nil.
+func (w *world) running(action, file string) *Turn {
+	data, _ := os.ReadFile(filepath.Join(w.ws, file))
 	started := map[string]bool{}
 	for _, l := range strings.Split(string(data), "\n") {
 		started[strings.TrimSpace(l)] = true
@@ -659,17 +706,17 @@ func (w *world) longRunning() bool {
 	w.mu.Lock()
 	var cands []*Turn
 	for _, t := range w.turns {
-		if t.Action == "long" && started[t.Marker] {
+		if t.Action == action && started[t.Marker] {
 			cands = append(cands, t)
 		}
 	}
 	w.mu.Unlock()
 	for _, t := range cands {
 		if !w.answeredByFake(t) {
-			return true
+			return t
 		}
 	}
-	return false
+	return nil
 }
 
 // answeredByFake reports whether a platform received anything mentioning

@@ -189,6 +189,15 @@ func (s *Set) Host(name string) (*verbs.Workspace, bool) {
 	return e.host, true
 }
 
+// Runner returns the runner of name's destination: nil for local.
+func (s *Set) Runner(name string) (verbs.Runner, bool) {
+	e, ok := s.ws[name]
+	if !ok {
+		return nil, false
+	}
+	return e.runner, true
+}
+
 // SessionSource returns the session source of name.
 func (s *Set) SessionSource(name string) (*verbs.SessionSource, bool) {
 	e, ok := s.ws[name]

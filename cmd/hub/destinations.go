@@ -23,7 +23,7 @@ func runnerFactory(cfg *config.Config, logger *slog.Logger) workspaces.RunnerFac
 		case config.DestinationDocker:
 			return docker.New(docker.Config{
 				Workspace: name, Image: d.Image, Network: d.Network, Memory: int64(d.Memory), CPUs: d.CPUs,
-				Pids: d.Pids, User: d.User, EnvAllow: d.EnvAllow, IdleTimeout: d.IdleTimeout.D(), HubID: id,
+				Pids: d.Pids, User: d.User, EnvAllow: d.EnvAllow, IdleTimeout: d.IdleTimeout.D(), HubID: id, Host: d.DockerHost,
 			}, docker.Options{Logger: logger})
 		}
 		return nil, fmt.Errorf("destination kind %q is not supported (accepted: %s)", d.Kind, strings.Join(config.DestinationKinds, ", "))

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -25,7 +26,9 @@ const execUsage = `hub exec [ENVELOPE] [-i FILE] [-o FILE] [--workspace NAME|DIR
 Runs verb envelopes ({verb, arguments} in YAML or JSON) against the workspace.
 --workspace NAME runs them in the configured workspace NAME (see hub
 workspaces list; an envelope may also carry "workspace": NAME); a value that
-names no configured workspace is a directory, used as the default workspace.
+names no configured workspace, or has a path separator (./NAME), or is . or
+.., is a directory, used as the default workspace. A configured name that is
+also a directory here is refused: write ./NAME for the directory.
   hub exec '{"verb":"fs.listDir","arguments":{"path":"."}}'
   echo 'verb: fs.readRange
   arguments: {path: README.md, startLine: 1, endLine: 5}' | hub exec
@@ -127,9 +130,12 @@ func runExec(env *cliEnv, args []string) error {
 	return nil
 }
 
-// loadExecConfig loads the configuration for hub exec: --workspace names a
-// configured workspace (returned) or, failing that, is the directory of
-// the default workspace, as before workspaces had names.
+// loadExecConfig loads the configuration for hub exec. --workspace is
+// either a configured workspace (returned) or the directory of the default
+// workspace, as before workspaces had names, and never ambiguous: a value
+// with a path separator, or "." or "..", is a directory; a configured name
+// that is also a directory here (other than that workspace's own) is
+// refused, saying how to name either.
 func loadExecConfig(c commonFlags) (*config.Config, string, error) {
 	dir := c.workspace
 	c.workspace = ""
@@ -140,11 +146,21 @@ func loadExecConfig(c commonFlags) (*config.Config, string, error) {
 	if dir == "" {
 		return cfg, "", nil
 	}
-	if _, ok := cfg.WorkspaceByName(dir); ok && config.ValidWorkspaceName(dir) == nil {
-		return cfg, dir, nil
+	if strings.ContainsRune(dir, filepath.Separator) || strings.ContainsRune(dir, '/') || dir == "." || dir == ".." {
+		cfg.Workspace = dir
+		return cfg, "", nil
 	}
-	cfg.Workspace = dir
-	return cfg, "", nil
+	wc, ok := cfg.WorkspaceByName(dir)
+	if !ok || config.ValidWorkspaceName(dir) != nil {
+		cfg.Workspace = dir
+		return cfg, "", nil
+	}
+	if here, err := os.Stat(dir); err == nil && here.IsDir() {
+		if own, err := os.Stat(wc.Path); err != nil || !os.SameFile(here, own) {
+			return nil, "", usagef("--workspace %s is ambiguous: it names the configured workspace %s and the directory ./%s here; say --workspace ./%s for the directory, or run from elsewhere for the workspace", dir, dir, dir, dir)
+		}
+	}
+	return cfg, dir, nil
 }
 
 // runCLI decodes and runs one envelope given to the CLI. A call that may

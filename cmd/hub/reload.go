@@ -17,12 +17,14 @@ import (
 const reloadUsage = `hub reload [--config FILE] [--state DIR]
 
 Makes the running hub read its configuration file again, as SIGHUP does:
-access (roles, grants, default roles), the Telegram rates, the session rules
-(sessions.mode, by_chat, by_role) and log.level apply from the next turn.
+access (roles, grants, default roles, the workspaces a role may use), the
+Telegram rates, the session rules (sessions.mode, by_chat, by_role), the
+workspace rules (workspaces.by_chat, by_role) and log.level apply from the
+next turn.
 Prints what changed and what needs a restart (listen addresses, tokens,
-enabling a platform, the state and workspace directories, …). An invalid
-file changes nothing: the error, with its line, is printed and the exit
-status is 1. Talks to the hub through its admin socket (<state>/hub.sock).`
+enabling a platform, the state and workspace directories, adding, removing
+or moving a named workspace, …). An invalid file changes nothing: the
+error, with its line, is printed and the exit status is 1. Talks to the hub through its admin socket (<state>/hub.sock).`
 
 func runReload(env *cliEnv, args []string) error {
 	f := newFlags(env, "reload", reloadUsage)

@@ -141,6 +141,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 
 	api := admin.ForRuntime(rt)
 	api.Nodes = nodeList
+	api.Workspaces = workspaceAdmin{set: tc.set, hub: rt.Hub}
 	var adapters []hub.Adapter
 	var webSrv *web.Server
 	if *cfg.Web.Enabled {

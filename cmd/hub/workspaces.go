@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/admin"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/a6afc2ce/hermes-hub/workspaces"
@@ -21,11 +23,14 @@ const workspacesUsage = `hub workspaces list [--json]
 hub workspaces show [NAME] [--chat KEY] [--json]
 hub workspaces reset NAME [--session ID]
 
-list: every workspace, its path, destination and the roles that may use it.
+list: every workspace, its path, destination and the roles that may use it
+      (and, while the hub runs, a docker workspace's containers).
 show: the effective workspace of a chat key (default: web) and why, or the
       workspace NAME; the chat's /use choice is read from the state.
 reset: remove the sandboxes (containers) of NAME, or of one session; a
       local workspace has none and is refused.
+While the hub runs these go through its admin socket (what it runs with,
+reloads included); otherwise they read the configuration.
 See docs/workspaces.md.`
 
 // workspaceInfo is one row of hub workspaces list.
@@ -55,6 +60,15 @@ func runWorkspaces(env *cliEnv, args []string) error {
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return err
+	}
+	switch sub {
+	case "list", "show", "reset":
+	default:
+		return usagef("unknown subcommand %q (accepted: list, show, reset)", sub)
+	}
+	if c, ok := dialSocket(filepath.Join(cfg.StateDir, store.SocketFile)); ok {
+		defer c.Close()
+		return workspacesOnline(env.stdout, c, sub, pos, *chatKey, *session, *asJSON)
 	}
 	p := policy.New(cfg)
 	switch sub {
@@ -107,6 +121,110 @@ func printWorkspaceList(w io.Writer, p *policy.Policy, asJSON bool) error {
 		fmt.Fprintf(w, "%-12s %s\n%12s destination: %s\n%12s used by: %s\n", r.Name, r.Path, "", r.Destination, "", roles)
 	}
 	return nil
+}
+
+// workspacesOnline runs hub workspaces through a running hub's admin API.
+func workspacesOnline(w io.Writer, c *adminClient, sub string, pos []string, key, session string, asJSON bool) error {
+	switch sub {
+	case "list":
+		if len(pos) > 0 {
+			return usagef("unexpected argument %q", pos[0])
+		}
+		var v admin.WorkspacesView
+		if err := c.do("GET", "/api/workspaces", nil, nil, &v); err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(w, v.Workspaces)
+		}
+		for _, ws := range v.Workspaces {
+			printWorkspaceView(w, ws)
+		}
+		return nil
+	case "show":
+		if len(pos) > 1 {
+			return usagef("one NAME at most")
+		}
+		if len(pos) == 1 {
+			var v admin.WorkspacesView
+			if err := c.do("GET", "/api/workspaces", nil, nil, &v); err != nil {
+				return err
+			}
+			for _, ws := range v.Workspaces {
+				if ws.Name != pos[0] {
+					continue
+				}
+				if asJSON {
+					return writeJSON(w, ws)
+				}
+				printWorkspaceView(w, ws)
+				return nil
+			}
+			names := make([]string, 0, len(v.Workspaces))
+			for _, ws := range v.Workspaces {
+				names = append(names, ws.Name)
+			}
+			return fmt.Errorf("workspace %q is not configured (accepted: %s)", pos[0], strings.Join(names, ", "))
+		}
+		if key == "" {
+			key = "web"
+		}
+		var v admin.EffectiveView
+		if err := c.do("GET", "/api/workspaces/effective", url.Values{"chat": {key}}, nil, &v); err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(w, v.Resolution)
+		}
+		fmt.Fprintf(w, "workspace:   %s\ndestination: %s\nwhy:         %s\nchat:        %s (by_role is not applied: it depends on who speaks)\n", v.Name, v.Destination, v.Reason, v.Chat)
+		return nil
+	default: // reset
+		if len(pos) != 1 {
+			return usagef("give the workspace to reset: hub workspaces reset NAME")
+		}
+		q := url.Values{}
+		if session != "" {
+			q.Set("session", session)
+		}
+		var v admin.ResetView
+		if err := c.do("POST", "/api/workspaces/"+url.PathEscape(pos[0])+"/reset", q, struct{}{}, &v); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "workspace %s: removed %s\n", v.Workspace, v.Removed)
+		return nil
+	}
+}
+
+// printWorkspaceView prints one workspace of the running hub.
+func printWorkspaceView(w io.Writer, ws admin.WorkspaceView) {
+	roles := strings.Join(ws.Roles, ", ")
+	if roles == "" {
+		roles = "no role"
+	}
+	fmt.Fprintf(w, "%-12s %s\n%12s destination: %s\n%12s used by: %s\n", ws.Name, ws.Path, "", ws.Destination, "", roles)
+	if ws.ContainersError != "" {
+		fmt.Fprintf(w, "%12s containers: %s\n", "", ws.ContainersError)
+	} else if ws.Kind == config.DestinationDocker && len(ws.Containers) == 0 {
+		fmt.Fprintf(w, "%12s containers: none\n", "")
+	}
+	for _, ct := range ws.Containers {
+		sess := ct.Session
+		if sess == "" {
+			sess = "(workspace)"
+		}
+		used := "not since the hub started"
+		if !ct.LastUsed.IsZero() {
+			used = ct.LastUsed.Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%12s container %s %s session %s created %s last used %s\n", "", short12(ct.ID), ct.State, sess, ct.Created.Format(time.RFC3339), used)
+	}
+}
+
+func short12(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // showWorkspace prints the workspace NAME, or the one a chat key resolves
