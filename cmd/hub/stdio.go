@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
@@ -20,54 +20,105 @@ import (
 // stays under this bound plus the pipe's own buffer.
 const stdioReadAhead = 16 << 20
 
-// stdioLine is one input line for serveStdio, or the end of the input
-// (err set, line empty).
+// stdioLine is one input line for serveStdio, the end of the input (err
+// set, line empty), or the reader handed back (handBack).
 type stdioLine struct {
-	line    []byte
-	tooLong bool
-	err     error
+	line     []byte
+	tooLong  bool
+	err      error
+	handBack bool // the reader is handed back: the queue's last item
 }
 
 // serveStdio runs one JSON envelope per input line and writes one JSON result
 // per line, with the envelope's "id" echoed first, in input order. A
 // malformed line gets an error result and the loop goes on.
 //
-// Input is read by its own goroutine into a queue, ahead of the line being
-// run (at most stdioReadAhead bytes), so a client that writes many lines
-// before reading any never deadlocks against a full output pipe. Results
-// are buffered and flushed whenever no further line is waiting: a client
-// that waits for an answer gets it before the server waits for more input,
-// and a pipelined client gets its answers in large writes.
+// Results are buffered and written when no further line is buffered in the
+// input (before the loop would wait for input) or when 64 KiB are pending:
+// a client that waits for an answer gets it before the server waits for
+// more input, and a pipelined client gets its answers in large writes.
+//
+// A write that could wait for the client (stdout is a pipe without room
+// for it, or a kind of file whose room is not known) is never made while
+// nothing reads the input: a goroutine reads lines ahead into a queue (at
+// most stdioReadAhead bytes) while the write waits, and hands the input back
+// after it, so a client that writes many lines before reading any never
+// deadlocks against a full output pipe. A client that waits for each answer
+// is served by one goroutine, without a hand-off per line.
 func serveStdio(ctx context.Context, run func(context.Context, []byte) *executor.Outcome, r io.Reader, w io.Writer) error {
 	limit := executor.DefaultLimits.MaxInputBytes
-	q := newLineQueue(stdioReadAhead)
-	defer q.close()
-	go q.fill(r, limit)
-
-	bw := bufio.NewWriterSize(w, 64<<10)
-	flush := func() error {
-		if err := bw.Flush(); err != nil {
+	br := bufio.NewReaderSize(r, 64<<10)
+	room := writeRoom(w)
+	var out []byte
+	var ahead *lineQueue // reading ahead; br is its own until it hands it back
+	defer func() {
+		if ahead != nil {
+			ahead.close()
+		}
+	}()
+	write := func() error {
+		if len(out) == 0 {
+			return nil
+		}
+		if ahead == nil {
+			if n, ok := room(); !ok || n < len(out) {
+				ahead = newLineQueue(stdioReadAhead)
+				go ahead.fill(br, limit)
+			}
+		}
+		_, err := w.Write(out)
+		out = out[:0]
+		if ahead != nil {
+			ahead.handBack()
+		}
+		if err != nil {
 			return fmt.Errorf("write stdout: %w", err)
 		}
 		return nil
 	}
 	for {
-		in, ok := q.pop()
-		if !ok {
-			// Nothing more to run now: the results so far go out before
-			// waiting for input.
-			if err := flush(); err != nil {
-				return err
+		var in stdioLine
+		if ahead != nil {
+			l, ok := ahead.pop()
+			if !ok {
+				if err := write(); err != nil {
+					return err
+				}
+				select {
+				case <-ahead.ready:
+					continue
+				case <-ctx.Done():
+					return nil
+				}
 			}
-			select {
-			case <-q.ready:
+			if l.handBack {
+				ahead = nil // br is ours again
 				continue
-			case <-ctx.Done():
-				return nil
+			}
+			in = l
+		} else {
+			if !lineBuffered(br) {
+				// Reading may wait: the results so far go out first.
+				if err := write(); err != nil {
+					return err
+				}
+				if ahead != nil {
+					continue
+				}
+			}
+			line, tooLong, err := readLine(br, limit)
+			in = stdioLine{line: line, tooLong: tooLong, err: err}
+		}
+		if len(bytes.TrimSpace(in.line)) > 0 || in.tooLong {
+			serveLine(ctx, run, in, limit, &out)
+			if len(out) >= 64<<10 {
+				if err := write(); err != nil {
+					return err
+				}
 			}
 		}
 		if in.err != nil {
-			if err := flush(); err != nil {
+			if err := write(); err != nil {
 				return err
 			}
 			if errors.Is(in.err, io.EOF) {
@@ -75,22 +126,31 @@ func serveStdio(ctx context.Context, run func(context.Context, []byte) *executor
 			}
 			return fmt.Errorf("read stdin: %w", in.err)
 		}
-		var res []byte
-		var id json.RawMessage
-		if in.tooLong {
-			o := executor.Outcome{Err: executor.Errorf(executor.CodeTooLarge, "Line is over the %d-byte limit; it was discarded", limit)}
-			res = o.JSON()
-		} else {
-			o := run(ctx, in.line)
-			res, id = o.JSON(), o.ID
-		}
-		if err := writeStdioResult(bw, id, res); err != nil {
-			return fmt.Errorf("write stdout: %w", err)
-		}
 		if ctx.Err() != nil {
-			return flush()
+			return write()
 		}
 	}
+}
+
+// serveLine runs one input line and appends its result line to out.
+func serveLine(ctx context.Context, run func(context.Context, []byte) *executor.Outcome, in stdioLine, limit int, out *[]byte) {
+	var res []byte
+	var id json.RawMessage
+	if in.tooLong {
+		o := executor.Outcome{Err: executor.Errorf(executor.CodeTooLarge, "Line is over the %d-byte limit; it was discarded", limit)}
+		res = o.JSON()
+	} else {
+		o := run(ctx, in.line)
+		res, id = o.JSON(), o.ID
+	}
+	*out = appendStdioResult(*out, id, res)
+}
+
+// lineBuffered reports whether a whole line is already in br's buffer, so
+// reading it cannot wait.
+func lineBuffered(br *bufio.Reader) bool {
+	buf, _ := br.Peek(br.Buffered())
+	return bytes.IndexByte(buf, '\n') >= 0
 }
 
 // lineQueue holds the input lines read ahead of the one being run: filled
@@ -100,6 +160,7 @@ type lineQueue struct {
 	ready chan struct{} // 1-buffered: a line was queued
 	space chan struct{} // 1-buffered: the queue went under its bound
 	stop  chan struct{} // closed when serveStdio returns
+	back  atomic.Bool   // hand the reader back after the next line
 
 	mu    sync.Mutex
 	lines []stdioLine
@@ -113,6 +174,10 @@ func newLineQueue(bound int) *lineQueue {
 
 func (q *lineQueue) close() { close(q.stop) }
 
+// handBack asks fill to return after queueing its next line (or the end of
+// the input), with a handBack item last.
+func (q *lineQueue) handBack() { q.back.Store(true) }
+
 func notify(c chan struct{}) {
 	select {
 	case c <- struct{}{}:
@@ -124,17 +189,11 @@ func notify(c chan struct{}) {
 // over its bound, and returns false once the queue is closed.
 func (q *lineQueue) push(l stdioLine) bool {
 	q.mu.Lock()
-	wasEmpty := q.head == len(q.lines)
 	q.lines = append(q.lines, l)
 	q.bytes += len(l.line)
 	over := q.bytes > q.bound
 	q.mu.Unlock()
 	notify(q.ready)
-	if wasEmpty {
-		// The line runs next, most likely on this P: let it run now rather
-		// than after this goroutine's next read has blocked in the kernel.
-		runtime.Gosched()
-	}
 	if over {
 		select {
 		case <-q.space:
@@ -171,11 +230,11 @@ func (q *lineQueue) pop() (stdioLine, bool) {
 	return l, true
 }
 
-// fill reads lines from r into the queue, leaving out blank ones, then
-// queues the end of the input (EOF or the read error). It returns then, or
-// when the queue is closed.
-func (q *lineQueue) fill(r io.Reader, limit int) {
-	br := bufio.NewReaderSize(r, 64<<10)
+// fill reads lines from br into the queue, leaving out blank ones, until
+// the end of the input (queued as an item with err set) or, once handBack
+// was called, until one more line is queued (then a handBack item). It
+// returns then, or when the queue is closed.
+func (q *lineQueue) fill(br *bufio.Reader, limit int) {
 	for {
 		line, tooLong, err := readLine(br, limit)
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
@@ -187,21 +246,25 @@ func (q *lineQueue) fill(r io.Reader, limit int) {
 			q.push(stdioLine{err: err})
 			return
 		}
+		if q.back.Load() {
+			q.push(stdioLine{handBack: true})
+			return
+		}
 	}
 }
 
-// writeStdioResult writes one result line into bw, the id first when the
-// envelope had one. The caller flushes.
-func writeStdioResult(bw *bufio.Writer, id json.RawMessage, res []byte) error {
+// appendStdioResult appends one result line to out, the id first when the
+// envelope had one.
+func appendStdioResult(out []byte, id json.RawMessage, res []byte) []byte {
 	if len(id) > 0 {
-		bw.WriteString(`{"id":`)
-		bw.Write(bytes.TrimSpace(id))
-		bw.WriteByte(',')
-		bw.Write(res[1:])
+		out = append(out, `{"id":`...)
+		out = append(out, bytes.TrimSpace(id)...)
+		out = append(out, ',')
+		out = append(out, res[1:]...)
 	} else {
-		bw.Write(res)
+		out = append(out, res...)
 	}
-	return bw.WriteByte('\n')
+	return append(out, '\n')
 }
 
 // readLine reads one line of at most limit bytes. A longer line is consumed
