@@ -127,12 +127,11 @@ func main() {
 }
 `
 
+// echoOnce builds the echo program next to the hub binary (TestMain removes
+// that directory).
 var echoOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "hub-echo-")
-	if err != nil {
-		return "", err
-	}
-	src := filepath.Join(dir, "main.go")
+	dir := filepath.Dir(hubBin)
+	src := filepath.Join(dir, "echo.go")
 	if err := os.WriteFile(src, []byte(echoSource), 0o644); err != nil {
 		return "", err
 	}
