@@ -759,10 +759,20 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 	// link, for what it points to.
 	dfd := int(d.Fd())
 	res.Entries = make([]DirEntry, 0, len(des))
+	// The entries' workspace paths are joined only when needed: for the
+	// deny list when one of its entries lies in this directory, and for
+	// links and session files.
+	_, denyHere := w.deniedBelow(name)
 	for _, de := range des {
-		child := joinRel(name, de.Name())
-		if _, ok := w.denied(child); ok {
-			continue
+		var child string
+		if denyHere {
+			child = joinRel(name, de.Name())
+			if _, ok := w.denied(child); ok {
+				continue
+			}
+		}
+		if child == "" && (w.session() || de.Type()&fs.ModeSymlink != 0) {
+			child = joinRel(name, de.Name())
 		}
 		typ := de.Type()
 		e := DirEntry{Name: de.Name(), IsDirectory: typ.IsDir()}
@@ -781,6 +791,7 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 			e.IsDirectory = isDir(cst)
 			switch {
 			case isLink(cst): // replaced by a link meanwhile
+				child = joinRel(name, de.Name())
 				cfi, _ = w.statFollow(child)
 			case !isDir(cst):
 				cfi = newStatInfo(child, cst) // sizes and versions: session workspaces only
@@ -799,14 +810,50 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 		}
 		res.Entries = append(res.Entries, e)
 	}
-	slices.SortFunc(res.Entries, func(x, y DirEntry) int {
-		if x.IsDirectory != y.IsDirectory {
-			if x.IsDirectory {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(x.Name, y.Name)
-	})
+	sortEntries(res.Entries)
 	return res, nil
+}
+
+// sortEntries orders a listing: directories first, then by name. Names are
+// unique within a directory, so when the entries carry nothing but their
+// name and kind (host workspaces) the names alone are sorted (strings
+// compared inline, 16 bytes moved per swap) and the entries rebuilt in that
+// order, which costs less than moving whole entries through a comparison
+// function.
+func sortEntries(es []DirEntry) {
+	nd := 0
+	for i := range es {
+		e := &es[i]
+		if e.SizeBytes != nil || e.Version != 0 || e.UpdatedAt != "" {
+			slices.SortFunc(es, func(x, y DirEntry) int {
+				if x.IsDirectory != y.IsDirectory {
+					if x.IsDirectory {
+						return -1
+					}
+					return 1
+				}
+				return cmp.Compare(x.Name, y.Name)
+			})
+			return
+		}
+		if e.IsDirectory {
+			nd++
+		}
+	}
+	names := make([]string, len(es))
+	d, f := 0, nd
+	for i := range es {
+		if es[i].IsDirectory {
+			names[d] = es[i].Name
+			d++
+		} else {
+			names[f] = es[i].Name
+			f++
+		}
+	}
+	slices.Sort(names[:nd])
+	slices.Sort(names[nd:])
+	for i, n := range names {
+		es[i] = DirEntry{Name: n, IsDirectory: i < nd}
+	}
 }

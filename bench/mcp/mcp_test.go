@@ -70,8 +70,8 @@ var (
 	small = textFile{"small.txt", 70}     // 4 KB, a short source file
 	large = textFile{"large.txt", 18_000} // 1 MB
 	huge  = textFile{"huge.txt", 180_000} // 10 MB, for tails
-	// listDirs and listFiles are the entries of the listed directory.
-	listDirs, listFiles = 10, 90
+	// The listed directories: dirs subdirectories and files files each.
+	listings = []listing{{"list", 10, 90}, {"list10k", 100, 9900}}
 	// writeFiles files of writeSize bytes are overwritten in turn.
 	writeFiles, writeSize = 100, 4096
 )
@@ -92,13 +92,15 @@ func fixture(b *testing.B) string {
 	for _, f := range []textFile{small, large, huge} {
 		put(f.name, f.content())
 	}
-	for i := range listDirs {
-		if err := os.MkdirAll(filepath.Join(dir, "list", fmt.Sprintf("d%02d", i)), 0o755); err != nil {
-			b.Fatal(err)
+	for _, l := range listings {
+		for i := range l.dirs {
+			if err := os.MkdirAll(filepath.Join(dir, l.name, fmt.Sprintf("d%02d", i)), 0o755); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
-	for i := range listFiles {
-		put(fmt.Sprintf("list/f%02d.txt", i), "x\n")
+		for i := range l.files {
+			put(fmt.Sprintf("%s/f%02d.txt", l.name, i), "x\n")
+		}
 	}
 	for i := range writeFiles {
 		put(writePath(i), writeContent("init", i))
@@ -115,13 +117,19 @@ func writeContent(who string, i int) string {
 	return head + strings.Repeat("w", writeSize-len(head)-1) + "\n"
 }
 
-// wantListing is the listed directory as sorted "D name" / "F name" lines.
-func wantListing() []string {
+// listing is a listed directory of the fixture.
+type listing struct {
+	name        string
+	dirs, files int
+}
+
+// want is the directory's entries as sorted "D name" / "F name" lines.
+func (d listing) want() []string {
 	var l []string
-	for i := range listDirs {
+	for i := range d.dirs {
 		l = append(l, fmt.Sprintf("D d%02d", i))
 	}
-	for i := range listFiles {
+	for i := range d.files {
 		l = append(l, fmt.Sprintf("F f%02d.txt", i))
 	}
 	slices.Sort(l)
@@ -190,22 +198,24 @@ func ops() []op {
 			mcpCheck: same(want + "\n"),
 		}
 	}
-	want := wantListing()
-	list := op{
-		name: fmt.Sprintf("list-%d", listDirs+listFiles), hubVerb: "fs.listDir",
-		hubArgs: func(int) map[string]any { return map[string]any{"path": "list"} },
-		hubCheck: func(_ string, _ int, r hubResult) error {
-			return sameListing(hubListing(r.Entries), want)
-		},
-		mcpTool: "list_directory",
-		mcpArgs: func(dir string, _ int) map[string]any { return map[string]any{"path": filepath.Join(dir, "list")} },
-		mcpCheck: func(_ string, _ int, text string) error {
-			got, err := mcpListing(text)
-			if err != nil {
-				return err
-			}
-			return sameListing(got, want)
-		},
+	list := func(d listing) op {
+		want := d.want()
+		return op{
+			name: fmt.Sprintf("list-%d", d.dirs+d.files), hubVerb: "fs.listDir",
+			hubArgs: func(int) map[string]any { return map[string]any{"path": d.name} },
+			hubCheck: func(_ string, _ int, r hubResult) error {
+				return sameListing(hubListing(r.Entries), want)
+			},
+			mcpTool: "list_directory",
+			mcpArgs: func(dir string, _ int) map[string]any { return map[string]any{"path": filepath.Join(dir, d.name)} },
+			mcpCheck: func(_ string, _ int, text string) error {
+				got, err := mcpListing(text)
+				if err != nil {
+					return err
+				}
+				return sameListing(got, want)
+			},
+		}
 	}
 	write := op{
 		name: "write-" + sizeName(writeSize), hubVerb: "fs.writeFile",
@@ -221,7 +231,7 @@ func ops() []op {
 		},
 		mcpCheck: func(dir string, i int, _ string) error { return fileHolds(dir, writePath(i), writeContent("mcp", i)) },
 	}
-	return []op{read(small), read(large), head(large), tail(large), tail(huge), list, write}
+	return []op{read(small), read(large), head(large), tail(large), tail(huge), list(listings[0]), list(listings[1]), write}
 }
 
 func sizeName(n int) string {

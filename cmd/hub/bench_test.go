@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -93,4 +95,178 @@ func BenchmarkServeStartup(b *testing.B) {
 	}
 	b.ReportMetric(float64(totalStart.Milliseconds())/float64(b.N), "startup-ms")
 	b.ReportMetric(rss/float64(b.N), "idle-rss-MB")
+}
+
+// echoSource is the baseline of BenchmarkStdioVersusEcho: a program that
+// answers each input line with the same line, reading and flushing the way
+// `hub exec --stdio` does (buffered output, flushed when no more input is
+// buffered), so the difference between the two is the hub's own work.
+const echoSource = `package main
+
+import (
+	"bufio"
+	"os"
+)
+
+func main() {
+	br := bufio.NewReaderSize(os.Stdin, 64<<10)
+	bw := bufio.NewWriterSize(os.Stdout, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		bw.Write(line)
+		if err != nil {
+			bw.Flush()
+			return
+		}
+		if br.Buffered() == 0 {
+			if bw.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+`
+
+// echoOnce builds the echo program next to the hub binary (TestMain removes
+// that directory).
+var echoOnce = sync.OnceValues(func() (string, error) {
+	dir := filepath.Dir(hubBin)
+	src := filepath.Join(dir, "echo.go")
+	if err := os.WriteFile(src, []byte(echoSource), 0o644); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "echo")
+	if out, err := exec.Command("go", "build", "-o", bin, src).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the echo program: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// lineServer is a child process spoken to one line at a time, by the same
+// client code whatever the child is.
+type lineServer struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	w     *bufio.Writer
+	r     *bufio.Reader
+}
+
+func startLineServer(b *testing.B, dir string, argv ...string) *lineServer {
+	b.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HUB_CONFIG=")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	s := &lineServer{cmd: cmd, stdin: stdin, w: bufio.NewWriterSize(stdin, 64<<10), r: bufio.NewReaderSize(stdout, 1<<20)}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	return s
+}
+
+// exchange writes the requests in one write and reads as many answer
+// lines: one request is a round trip, several are a pipelined batch.
+func (s *lineServer) exchange(reqs [][]byte, answers [][]byte) ([][]byte, error) {
+	for _, q := range reqs {
+		s.w.Write(q)
+	}
+	if err := s.w.Flush(); err != nil {
+		return nil, err
+	}
+	answers = answers[:0]
+	for range reqs {
+		line, err := s.r.ReadSlice('\n')
+		if err != nil {
+			return nil, err
+		}
+		answers = append(answers, append([]byte(nil), line...))
+	}
+	return answers, nil
+}
+
+// BenchmarkStdioVersusEcho measures `hub exec --stdio` answering fs.exists
+// against a do-nothing line echo driven by the same client over the same
+// kind of pipe, one exchange to each per iteration, alternating which goes
+// first, so both see the same machine load. depth=1 is one request at a
+// time (an agent waiting for each answer); depth=64 writes 64 requests
+// before reading their answers (pipelining). hub/echo is the ratio of the
+// rates (1 = as fast as the echo).
+func BenchmarkStdioVersusEcho(b *testing.B) {
+	echoBin, err := echoOnce()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "probe.txt"), []byte("x\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, depth := range []int{1, 64} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			hub := startLineServer(b, dir, hubBin, "exec", "--stdio")
+			echo := startLineServer(b, dir, echoBin)
+			reqs := make([][]byte, depth)
+			var answers [][]byte
+			var hubTime, echoTime time.Duration
+			hubLat := make([]time.Duration, 0, b.N)
+			echoLat := make([]time.Duration, 0, b.N)
+			round := func(s *lineServer, i int, isHub bool) time.Duration {
+				for k := range reqs {
+					reqs[k] = fmt.Appendf(reqs[k][:0], `{"id":%d,"verb":"fs.exists","arguments":{"path":"probe.txt"}}`+"\n", i*depth+k)
+				}
+				t0 := time.Now()
+				answers, err = s.exchange(reqs, answers)
+				d := time.Since(t0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for k, a := range answers {
+					id := fmt.Sprintf(`{"id":%d,`, i*depth+k)
+					if !strings.HasPrefix(string(a), id) || (isHub && !strings.Contains(string(a), `"exists":true`)) {
+						b.Fatalf("answer %d: %s", k, a)
+					}
+				}
+				return d
+			}
+			for i := range 20 { // warm up both
+				round(hub, i, true)
+				round(echo, i, false)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				var h, e time.Duration
+				if i%2 == 0 {
+					h = round(hub, i, true)
+					e = round(echo, i, false)
+				} else {
+					e = round(echo, i, false)
+					h = round(hub, i, true)
+				}
+				hubTime, echoTime = hubTime+h, echoTime+e
+				hubLat, echoLat = append(hubLat, h), append(echoLat, e)
+			}
+			b.StopTimer()
+			hubRate := float64(b.N*depth) / hubTime.Seconds()
+			echoRate := float64(b.N*depth) / echoTime.Seconds()
+			b.ReportMetric(hubRate, "hub-req/s")
+			b.ReportMetric(echoRate, "echo-req/s")
+			b.ReportMetric(hubRate/echoRate, "hub/echo")
+			// The same ratio from the median exchanges: less moved by the
+			// preemptions of a busy machine than the sums.
+			slices.Sort(hubLat)
+			slices.Sort(echoLat)
+			hubP50, echoP50 := hubLat[len(hubLat)/2], echoLat[len(echoLat)/2]
+			b.ReportMetric(float64(hubP50.Nanoseconds())/1000/float64(depth), "hub-p50-us/req")
+			b.ReportMetric(float64(echoP50.Nanoseconds())/1000/float64(depth), "echo-p50-us/req")
+			b.ReportMetric(float64(echoP50)/float64(hubP50), "hub/echo-p50")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }
