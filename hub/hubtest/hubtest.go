@@ -115,8 +115,9 @@ func New(cfg *config.Config, o Options) (e *Env, err error) {
 	case o.Register != nil:
 		err = o.Register(reg, cfg, e.State)
 	case o.Workspaces:
-		e.Workspaces, err = OpenWorkspaces(reg, cfg, e.State, o.Runners)
-		if err == nil {
+		var set *workspaces.Set
+		if set, err = OpenWorkspaces(reg, cfg, e.State, o.Runners); err == nil {
+			e.Workspaces = set // never a typed nil: the cleanup above tests it
 			e.Workspace = e.Workspaces.Default()
 			o.Runtime.Destinations = e.Workspaces
 		}
