@@ -81,10 +81,14 @@ type Hub struct {
 
 	mu       sync.Mutex
 	inFlight map[string]bool
-	calls    map[string]*runningCall // verb calls from chat, by turn id
-	views    map[chat.Platform]ProgressView
-	dir      atomic.Pointer[store.Directory]
-	ws       atomic.Pointer[policy.Policy] // the workspace policy in force (reloaded)
+	// held: chats whose turns accepted before the last stop have not all
+	// run (by reply key), and those turns (turn id → reply key).
+	held      map[string]*heldChat
+	heldTurns map[string]string
+	calls     map[string]*runningCall // verb calls from chat, by turn id
+	views     map[chat.Platform]ProgressView
+	dir       atomic.Pointer[store.Directory]
+	ws        atomic.Pointer[policy.Policy] // the workspace policy in force (reloaded)
 }
 
 // New returns a Hub.
@@ -107,7 +111,8 @@ func New(opts Options) (*Hub, error) {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = DefaultProgressEvery
 	}
-	h := &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}, calls: map[string]*runningCall{}}
+	h := &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}, calls: map[string]*runningCall{},
+		held: map[string]*heldChat{}, heldTurns: map[string]string{}}
 	if opts.Directory != nil {
 		h.dir.Store(opts.Directory)
 	}
@@ -185,8 +190,21 @@ func Identities(in *chat.Inbound) []string {
 // Handle runs one turn (DESIGN §5). It returns once the reply is durably
 // enqueued: only then may the adapter acknowledge the inbound (advance the
 // Telegram offset, say). A duplicate (same TurnID) never runs twice; a turn
-// the hub died in is answered with a notice and not run again.
-func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, err error) {
+// the hub died in is answered with a notice and not run again. A turn of a
+// chat whose turns accepted before the last stop have not all run yet
+// waits for them (or returns ctx's error, the turn not run).
+func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error) {
+	if err := validInbound(in); err != nil {
+		return nil, err
+	}
+	if err := h.waitHeld(ctx, in); err != nil {
+		return nil, err
+	}
+	return h.handle(ctx, in)
+}
+
+// handle is Handle without the wait for held turns.
+func (h *Hub) handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, err error) {
 	if err := validInbound(in); err != nil {
 		return nil, err
 	}
@@ -428,7 +446,8 @@ func (h *Hub) interrupted(ctx context.Context, rec store.TurnRecord) (*TurnResul
 // platform that will not deliver it again: a Discord interaction must be
 // acknowledged before its verb runs, and gateway events are never replayed
 // after a restart. A turn accepted and not yet run when the hub stops runs
-// at the next start (see Recover). Accepting a known turn does nothing.
+// at the next start (see Recover), before the turns its chat sends then.
+// Accepting a known turn does nothing.
 func (h *Hub) Accept(ctx context.Context, in *chat.Inbound) error {
 	if err := validInbound(in); err != nil {
 		return err

@@ -224,21 +224,16 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	rt.running.Store(true)
 	if len(pending) > 0 {
 		// Turns accepted before the last stop and never run: run them now,
-		// in the order they arrived, until the runtime closes.
+		// in the order they arrived, until the runtime closes. The new turns
+		// of their chats wait for them, from before the adapters start.
 		rt.log.Info("running turns accepted before the last stop", "turns", len(pending))
+		rt.Hub.hold(pending)
 		rctx, stop := context.WithCancel(context.Background())
 		rt.stopPending = stop
 		rt.pendingDone = make(chan struct{})
 		go func() {
 			defer close(rt.pendingDone)
-			for _, in := range pending {
-				if rctx.Err() != nil {
-					return
-				}
-				if _, err := rt.Hub.Handle(rctx, in); err != nil {
-					rt.log.Error("accepted turn", "turn", in.TurnID, "err", err)
-				}
-			}
+			rt.Hub.runHeld(rctx, pending)
 		}()
 	}
 	return nil

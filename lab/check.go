@@ -11,6 +11,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/adapters/discord"
 	"github.com/a6afc2ce/hermes-hub/adapters/discord/discordtest"
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -113,11 +114,13 @@ type Figures struct {
 }
 
 // adapterNotices are texts the Discord adapter writes into an
-// interaction's original response itself, outside the outbox.
+// interaction's original response itself, outside the outbox. The restart
+// notice is replaced by the turn's answer at the next start: it shares the
+// answer's message id, so it must not count as an arrival of that answer.
 var adapterNotices = []string{
 	"⚠ The command failed; the details were sent only to you.",
 	"This hub does not know you (",
-	"⚠ The hub is shutting down",
+	discord.RestartNotice,
 	"This hub does not serve this server or channel.",
 }
 
@@ -154,6 +157,7 @@ type checker struct {
 	byTurn    map[string][]string     // turn id → entry ids
 	turnByID  map[string]*Turn
 	turnByTok map[string]*Turn
+	texts     map[string]string  // outbox id → text (the entry's, else the outbound mirror's)
 	first     map[string]receipt // outbox id → first arrival
 	arrivals  map[string]int     // outbox id → arrivals
 	extra     map[string]int     // target → arrivals beyond the first
@@ -176,6 +180,17 @@ func (c *checker) index() {
 			}
 			c.entries[e.ID] = e
 			c.byTurn[e.TurnID] = append(c.byTurn[e.TurnID], e.ID)
+		}
+	}
+	c.texts = map[string]string{}
+	for _, r := range c.o.Outbound {
+		if id := r.Meta[store.MetaOutboxID]; id != "" {
+			c.texts[id] = r.Text
+		}
+	}
+	for id, e := range c.entries {
+		if e.Text != "" {
+			c.texts[id] = e.Text
 		}
 	}
 	c.turnByID = map[string]*Turn{}
@@ -663,8 +678,34 @@ func (c *checker) repliedAsRun(t *Turn) bool {
 	return false
 }
 
+// reportsResult reports whether t's answer is a reply that reports its
+// verb's result: the verb ran to the end. A reply that reports the verb
+// cancelled does not: a graceful stop ends the context of the turns in
+// flight with the adapters', which kills a running program, and the hub
+// then enqueues that outcome as the turn's reply ("⚠ sh was stopped before
+// it finished (context canceled); … (canceled)") rather than leave the
+// turn unanswered. Such a reply claims nothing of the side effect: the
+// program may have written its marker before it was killed, or not. The
+// outbox keeps no text of a delivered chunk, so the text is the outbound
+// mirror's; a chunk without a known text counts as a result.
+func (c *checker) reportsResult(t *Turn) bool {
+	for _, id := range c.byTurn[t.TurnID] {
+		if e := c.entries[id]; e.Kind == outbox.KindReply && !cancelled(c.texts[id]) {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelled reports whether a reply's text is the rendering of a verb's
+// cancellation (executor.RenderError of a canceled error).
+func cancelled(text string) bool {
+	first, _, _ := strings.Cut(text, "\n")
+	return strings.HasPrefix(first, "⚠ ") && strings.HasSuffix(first, " ("+string(executor.CodeCanceled)+")")
+}
+
 // checkSideEffects: a marker appears at most once; exactly once when the
-// turn's reply shows it ran.
+// turn's reply reports the verb's result.
 func (c *checker) checkSideEffects() {
 	for i := range c.o.Turns {
 		t := &c.o.Turns[i]
@@ -683,8 +724,8 @@ func (c *checker) checkSideEffects() {
 		switch {
 		case n > 1:
 			c.fail("at most once", "%s: marker %s appears %d times in %s", t.TurnID, t.Marker, n, t.MarkerFile)
-		case n == 0 && c.repliedAsRun(t):
-			c.fail("at most once", "%s was answered with its reply but its marker %s is not in %s", t.TurnID, t.Marker, t.MarkerFile)
+		case n == 0 && c.reportsResult(t):
+			c.fail("at most once", "%s was answered with its result but its marker %s is not in %s", t.TurnID, t.Marker, t.MarkerFile)
 		case n == 1 && !t.Delivered:
 			c.fail("at most once", "%s never reached the hub but its marker %s is in %s", t.TurnID, t.Marker, t.MarkerFile)
 		}

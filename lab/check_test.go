@@ -63,6 +63,29 @@ func (b *obsBuilder) discordChannel(channel string, msg int) Turn {
 	return t
 }
 
+// discordInteraction adds a Discord interaction turn answered with one
+// chunk in its deferred response, after the texts of notices the adapter
+// wrote there itself.
+func (b *obsBuilder) discordInteraction(channel string, id int, notices ...string) Turn {
+	t := Turn{Seq: len(b.o.Turns) + 1, Platform: "discord", Source: "discord-interactions:" + channel,
+		Target: "chat:discord:" + channel, TurnID: "discord.i." + itoa(id), Token: "itok-" + itoa(id), Delivered: true, Sent: t0}
+	b.o.Turns = append(b.o.Turns, t)
+	b.o.Inbound = append(b.o.Inbound, store.MirrorRecord{Direction: store.DirectionInbound, Meta: map[string]string{"turn_id": t.TurnID}})
+	entry := outbox.ID(outbox.KindReply, t.TurnID, mustKey(t.Target), 0)
+	b.msgID++
+	original := itoa(int(b.msgID))
+	b.o.Delivered = append(b.o.Delivered, outbox.Entry{ID: entry, State: outbox.StateDelivered, PlatformMessageID: original})
+	for _, n := range notices {
+		b.o.Discord = append(b.o.Discord, discordtest.Receipt{Kind: discordtest.ReceiptOriginal, Token: t.Token, MessageID: original, Content: n})
+	}
+	b.o.Discord = append(b.o.Discord, discordtest.Receipt{Kind: discordtest.ReceiptOriginal, Token: t.Token, MessageID: original, Content: "answer"})
+	b.o.Outbound = append(b.o.Outbound, store.MirrorRecord{Direction: store.DirectionOutbound, Kind: "reply", Meta: map[string]string{store.MetaOutboxID: entry}})
+	return t
+}
+
+// stoppedReply is how the hub answers a proc.run a graceful stop cut short.
+const stoppedReply = "⚠ sh was stopped before it finished (context canceled); its output so far is in proc/t/stdout.txt and proc/t/stderr.txt (canceled)"
+
 func mustKey(s string) chat.Key {
 	k, err := chat.ParseKey(s)
 	if err != nil {
@@ -254,6 +277,31 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 		{"a chunk mirrored as the wrong kind", func(b *obsBuilder) { b.o.Outbound[0].Kind = "dead" }, "mirrored", nil},
 		{"a side effect twice", func(b *obsBuilder) { b.o.Files["ran.log"] += "mk000001z\n" }, "at most once", nil},
 		{"a reply without its side effect", func(b *obsBuilder) { b.o.Files["ran.log"] = "mk000002z\n" }, "at most once", nil},
+		// A verb a graceful stop cut short is answered with its
+		// cancellation: its program may or may not have written its marker.
+		{"a cancellation answered without its side effect", func(b *obsBuilder) {
+			b.o.Outbound[2].Text = stoppedReply
+			b.o.Files["ran.log"] = "mk000001z\n"
+		}, "", nil},
+		{"a cancellation answered with its side effect", func(b *obsBuilder) { b.o.Outbound[2].Text = stoppedReply }, "", nil},
+		{"a cancellation answered with its side effect twice", func(b *obsBuilder) {
+			b.o.Outbound[2].Text = stoppedReply
+			b.o.Files["ran.log"] += "mk000002z\n"
+		}, "at most once", nil},
+		{"another failure answered without its side effect", func(b *obsBuilder) {
+			b.o.Outbound[2].Text = "⚠ Cannot start sh: permission denied (forbidden)"
+			b.o.Files["ran.log"] = "mk000001z\n"
+		}, "at most once", nil},
+		{"an interaction's answer replacing the restart notice", func(b *obsBuilder) {
+			b.discordInteraction("56", 8, discord.RestartNotice)
+		}, "", func(t *testing.T, f Figures) {
+			if f.CrashDuplicates != 0 || f.Receipts != 8 {
+				t.Errorf("duplicates %d, receipts %d", f.CrashDuplicates, f.Receipts)
+			}
+		}},
+		{"an interaction's answer written twice into its response", func(b *obsBuilder) {
+			b.discordInteraction("56", 8, "answer")
+		}, "no duplicates", nil},
 		{"a data race in the hub", func(b *obsBuilder) {
 			b.o.HubLogs = []string{"ok\n==================\nWARNING: DATA RACE\nWrite at 0x00c000\n"}
 		}, "alive", nil},

@@ -14,6 +14,11 @@ import (
 	"github.com/bwmarrin/discordgo"
 )
 
+// RestartNotice is what an interaction's deferred response says while its
+// turn, accepted but cut short by the hub stopping, waits for the next
+// start, whose answer replaces it.
+const RestartNotice = "⚠ The hub is restarting; the command runs when it is back."
+
 // directTimeout bounds a response the adapter sends itself, outside the
 // outbox (an interaction it cannot hand to the hub).
 const directTimeout = 5 * time.Second
@@ -116,7 +121,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 	switch {
 	case !ok:
 		// Recorded: the next start runs it and answers here.
-		a.editNow(ctx, ref, "⚠ The hub is restarting; the command runs when it is back.")
+		a.editNow(ctx, ref, RestartNotice)
 	case res.Status == hub.StatusDenied && len(res.Outbox) == 0:
 		// The stranger was told within the hour; close the deferral briefly.
 		a.editNow(ctx, ref, "This hub does not know you ("+in.Identity()+").")
