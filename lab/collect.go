@@ -186,6 +186,9 @@ func (w *world) finish() (Observation, error) {
 	if err := w.freeMirror(); err != nil {
 		return obs, err
 	}
+	if err := w.healNodes(); err != nil {
+		return obs, err
+	}
 	if err := w.waitTraffic(15 * time.Minute); err != nil {
 		return obs, err
 	}
@@ -218,6 +221,7 @@ func (w *world) finish() (Observation, error) {
 	if err := r.stop(20 * time.Second); err != nil {
 		obs.Alive = fmt.Sprintf("the hub did not stop cleanly: %v\n%s", err, tail(r.log, 30))
 	}
+	w.stopNodes()
 	w.markDelivered()
 
 	obs.Pending, obs.Delivered, obs.Dead = st.pending, st.delivered, st.dead

@@ -91,10 +91,15 @@ func ModuleDir() (string, error) {
 	}
 }
 
-// hubProc runs `hub serve` as a child process, one run after another.
+// hubProc runs `hub serve` (or, with node set, `hub node`) as a child
+// process, one run after another.
 type hubProc struct {
 	bin, config, logDir string
 	rssEvery            time.Duration
+	// node names the `hub node` this runs ("" for `hub serve`): its runs
+	// log to node-NAME-runNN.log and are ready once the node logs
+	// nodeReadyLine.
+	node string
 
 	mu   sync.Mutex
 	runs []*hubRun
@@ -121,8 +126,12 @@ type hubRun struct {
 // errNotReady is a run that exited before it served.
 var errNotReady = errors.New("the hub exited before it was ready")
 
-// readyLine is what `hub serve` prints once it serves.
-const readyLine = "Hermes Hub is running"
+// readyLine is what `hub serve` prints once it serves; nodeReadyLine what
+// `hub node` logs once it consumes its queue.
+const (
+	readyLine     = "Hermes Hub is running"
+	nodeReadyLine = `msg="node ready"`
+)
 
 // start starts a new run and waits (bounded by ctx) until it serves. A run
 // that exits first is returned as errNotReady with its exit status and
@@ -139,16 +148,29 @@ func (h *hubProc) start(ctx context.Context) (*hubRun, error) {
 	h.mu.Unlock()
 
 	r.log = filepath.Join(h.logDir, fmt.Sprintf("hub-run%02d.log", r.n))
+	args, ready, stream := []string{"serve", "--config", h.config}, readyLine, "stdout"
+	if h.node != "" {
+		r.log = filepath.Join(h.logDir, fmt.Sprintf("node-%s-run%02d.log", h.node, r.n))
+		args, ready, stream = []string{"node", "--config", h.config}, nodeReadyLine, "stderr"
+	}
 	logf, err := os.OpenFile(r.log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	r.cmd = exec.Command(h.bin, "serve", "--config", h.config)
+	r.cmd = exec.Command(h.bin, args...)
 	r.cmd.Env = append(os.Environ(), "HUB_CONFIG=")
-	r.cmd.Stderr = logf
 	// The hub dies with the lab, whatever happens to the lab.
 	r.cmd.SysProcAttr = hubProcAttr()
-	stdout, err := r.cmd.StdoutPipe()
+	// The stream that says the process is ready is read line by line;
+	// the other goes to the log as it is.
+	var pipe io.ReadCloser
+	if stream == "stdout" {
+		r.cmd.Stderr = logf
+		pipe, err = r.cmd.StdoutPipe()
+	} else {
+		r.cmd.Stdout = logf
+		pipe, err = r.cmd.StderrPipe()
+	}
 	if err != nil {
 		logf.Close()
 		return nil, err
@@ -160,14 +182,14 @@ func (h *hubProc) start(ctx context.Context) (*hubRun, error) {
 	r.began = time.Now()
 	var lw sync.Mutex
 	go func() {
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(pipe)
 		once := sync.Once{}
 		for sc.Scan() {
 			line := sc.Text()
 			lw.Lock()
-			fmt.Fprintf(logf, "stdout: %s\n", line)
+			fmt.Fprintf(logf, "%s: %s\n", stream, line)
 			lw.Unlock()
-			if strings.Contains(line, readyLine) {
+			if strings.Contains(line, ready) {
 				once.Do(func() { close(r.ready) })
 			}
 		}

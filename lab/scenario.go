@@ -65,6 +65,15 @@ type HubSettings struct {
 	// directory) served by a private Docker daemon the scenario may stop
 	// and start (docker steps; needs root: skipped otherwise).
 	Docker bool `yaml:"docker"`
+	// Nodes adds that many remote nodes, n1, n2, …: the hub runs an
+	// embedded NATS server on a free loopback port and knows each node's
+	// key (from `hub node init`); the workspace rK is kind remote on node
+	// nK, and the lab's role names them. Each node is a `hub node` child
+	// process the node steps start, stop and kill, serving the directory
+	// nK of the lab's workspace.
+	Nodes int `yaml:"nodes"`
+	// CallTimeout is the hub's nats.call_timeout (default 10m).
+	CallTimeout config.Duration `yaml:"call_timeout"`
 }
 
 // Limits cap a scenario's traffic (every traffic step's turns per chat and
@@ -106,6 +115,7 @@ type Step struct {
 	Admin   *AdminStep   `yaml:"admin"`
 	Repeat  *RepeatStep  `yaml:"repeat"`
 	Docker  *DockerStep  `yaml:"docker"`
+	Node    *NodeStep    `yaml:"node"`
 }
 
 // StartStep starts the hub and waits until it serves. With ExpectFailure
@@ -161,6 +171,9 @@ type TrafficStep struct {
 	// Wait makes the step run in the foreground: the next step starts
 	// once every turn has been sent.
 	Wait bool `yaml:"wait"`
+	// Node sends the remote actions to that node's workspace; without it
+	// they go to the nodes in turn.
+	Node string `yaml:"node"`
 }
 
 // FaultStep injects a fault into a fake platform.
@@ -255,6 +268,24 @@ type DockerStep struct {
 	Answer []string `yaml:"answer"`
 }
 
+// NodeStep acts on the `hub node` Name of a scenario with hub.nodes:
+// Action start, stop (SIGTERM), kill (SIGKILL) or restart (SIGKILL, then
+// start). With During "long" a stop, kill or restart waits until a
+// remote-long turn runs on that node (its marker is in the node's
+// remote.log, no answer yet); Answer then lists what that turn's answer
+// must carry: it must reach its chat exactly once. On start, Queued says
+// what becomes of the calls sent to the node while it was down: "ran"
+// (they waited, and each ran once when it came back), or "offline" (the
+// start waits until each was answered that the node is offline, then the
+// node refuses each as expired: none runs).
+type NodeStep struct {
+	Name   string   `yaml:"name"`
+	Action string   `yaml:"action"`
+	During string   `yaml:"during"`
+	Answer []string `yaml:"answer"`
+	Queued string   `yaml:"queued"`
+}
+
 // RepeatStep runs Steps Times times or, without Times, round after round
 // until every traffic step has sent its turns (at least once).
 type RepeatStep struct {
@@ -264,14 +295,16 @@ type RepeatStep struct {
 
 // Actions a traffic step may use.
 var knownActions = map[string]string{
-	"write":    "appends its marker to ran.log with proc.run and echoes it (side effect, unique reply)",
-	"insert":   "inserts its marker at the top of its chat's log file with fs.writeRange (side effect)",
-	"exists":   "asks fs.exists about a file named after its marker (read-only, unique reply)",
-	"big":      "reads big.txt, whose reply takes several chunks",
-	"long":     "appends its marker to long.log, sleeps 1.5 s, echoes it (a verb to kill the hub in)",
-	"whoami":   "the /whoami built-in",
-	"box":      "appends its marker to box.log and echoes it with proc.run in the docker workspace box (telegram; hub.docker)",
-	"box-long": "as box, sleeping 120 s before the echo: a call for a docker stop step to cut short",
+	"write":        "appends its marker to ran.log with proc.run and echoes it (side effect, unique reply)",
+	"insert":       "inserts its marker at the top of its chat's log file with fs.writeRange (side effect)",
+	"exists":       "asks fs.exists about a file named after its marker (read-only, unique reply)",
+	"big":          "reads big.txt, whose reply takes several chunks",
+	"long":         "appends its marker to long.log, sleeps 1.5 s, echoes it (a verb to kill the hub in)",
+	"whoami":       "the /whoami built-in",
+	"box":          "appends its marker to box.log and echoes it with proc.run in the docker workspace box (telegram; hub.docker)",
+	"box-long":     "as box, sleeping 120 s before the echo: a call for a docker stop step to cut short",
+	"remote-write": "appends its marker to remote.log and echoes it with proc.run in a remote workspace rK, on node nK (telegram; hub.nodes)",
+	"remote-long":  "as remote-write, sleeping 4 s before the echo: a call to stop or kill a node, or the hub, in",
 }
 
 // LoadScenario reads and checks a scenario file.
@@ -329,6 +362,9 @@ func (sc *Scenario) validate() error {
 	if sc.Steps[0].Start == nil {
 		return errors.New("the first step must be start")
 	}
+	if err := sc.validateNodes(); err != nil {
+		return err
+	}
 	return validateSteps(sc.Steps, "steps", sc)
 }
 
@@ -354,14 +390,14 @@ func (st Step) kind() (string, error) {
 		"start": st.Start != nil, "restart": st.Restart != nil, "stop": st.Stop != nil, "kill": st.Kill != nil,
 		"traffic": st.Traffic != nil, "fault": st.Fault != nil, "heal": st.Heal != nil, "wait": st.Wait != nil,
 		"corrupt": st.Corrupt != nil, "restore": st.Restore != nil, "mirror": st.Mirror != nil, "admin": st.Admin != nil,
-		"repeat": st.Repeat != nil, "docker": st.Docker != nil,
+		"repeat": st.Repeat != nil, "docker": st.Docker != nil, "node": st.Node != nil,
 	} {
 		if ok {
 			set = append(set, name)
 		}
 	}
 	if len(set) != 1 {
-		return "", fmt.Errorf("a step has exactly one of start, restart, stop, kill, traffic, fault, heal, wait, corrupt, restore, mirror, admin, repeat, docker (got %v)", set)
+		return "", fmt.Errorf("a step has exactly one of start, restart, stop, kill, traffic, fault, heal, wait, corrupt, restore, mirror, admin, repeat, docker, node (got %v)", set)
 	}
 	return set[0], nil
 }
@@ -379,8 +415,11 @@ func (st Step) validate(sc *Scenario) error {
 		default:
 			return fmt.Errorf("kill.signal %q is not accepted (accepted: SIGKILL, SIGTERM)", k.Signal)
 		}
-		if k.During != "" && k.During != "long" {
-			return fmt.Errorf("kill.during %q is not accepted (accepted: long)", k.During)
+		if k.During != "" && k.During != "long" && k.During != "remote" {
+			return fmt.Errorf("kill.during %q is not accepted (accepted: long, remote)", k.During)
+		}
+		if k.During == "remote" && sc.Hub.Nodes == 0 {
+			return errors.New("kill.during remote needs hub.nodes")
 		}
 		if r := k.Random; r != nil && (r.Min.D() < 0 || r.Max.D() < r.Min.D()) {
 			return fmt.Errorf("kill.random: want 0 <= min <= max, got %s and %s", r.Min, r.Max)
@@ -389,7 +428,12 @@ func (st Step) validate(sc *Scenario) error {
 		if (slices.Contains(st.Traffic.Actions, "box") || slices.Contains(st.Traffic.Actions, "box-long")) && (!sc.Hub.Docker || st.Traffic.Platform != "telegram") {
 			return errors.New("actions box and box-long need hub.docker and platform telegram")
 		}
+		if err := st.Traffic.validateRemote(sc); err != nil {
+			return err
+		}
 		return st.Traffic.validate()
+	case "node":
+		return st.Node.validate(sc)
 	case "docker":
 		d := st.Docker
 		switch {

@@ -177,6 +177,10 @@ func (s *source) sendTelegram(action string, probe bool) error {
 		TurnID: "telegram." + chat + "." + strconv.Itoa(msgID), Action: action, Identity: "telegram:" + strconv.FormatInt(user, 10),
 		Stranger: s.stranger, Probe: probe, Sent: time.Now()})
 	cmd := commandFor(action, t.Marker, s.chat)
+	if isRemote(action) {
+		// Checked by checkNodes against the node's workspace.
+		cmd = w.remoteCommand(action, t, s.t.Node)
+	}
 	if err := w.prepare(cmd); err != nil {
 		return err
 	}

@@ -170,6 +170,7 @@ type world struct {
 	logFiles     map[string]bool   // insert log files created
 	boxCut       []boxCut          // box turns cut short by a daemon stop
 	boxStarted   time.Time         // when the daemon last started (zero: never by a step)
+	nodes        *labNodes         // the remote nodes (hub.nodes), nil without
 
 	traffic    sync.WaitGroup
 	active     atomic.Int64 // background traffic steps and timers running
@@ -236,6 +237,8 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Report, error) {
 	}
 	rep.Violations, rep.Figures = Check(obs)
 	rep.Violations = append(rep.Violations, w.checkDocker()...)
+	rep.Violations = append(rep.Violations, w.checkNodes(obs)...)
+	rep.Logs = append(rep.Logs, w.nodeLogs()...)
 	for _, r := range w.hub.allRuns() {
 		rep.Runs++
 		rep.Logs = append(rep.Logs, r.log)
@@ -293,6 +296,9 @@ func (w *world) setup() error {
 		return err
 	}
 	w.webBase = "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := w.setupNodes(); err != nil {
+		return err
+	}
 	cfg := filepath.Join(w.dir, "hub.yml")
 	if err := os.WriteFile(cfg, []byte(w.config(port)), 0o600); err != nil {
 		return err
@@ -309,6 +315,13 @@ func (w *world) teardown() {
 	if w.hub != nil {
 		if r := w.hub.current(); r != nil && !r.exited() {
 			r.kill()
+		}
+	}
+	if w.nodes != nil {
+		for _, p := range w.nodes.procs {
+			if r := p.current(); r != nil && !r.exited() {
+				r.kill()
+			}
 		}
 	}
 	if w.web != nil {
@@ -366,7 +379,7 @@ access:
   roles:
     admin:
       verbs: ["*", "admin.*"]
-      workspaces: ["*"]
+      workspaces: %s
   grants:
     web: [admin]
     "telegram:%d": [admin]
@@ -385,21 +398,29 @@ outbox:
   send_timeout: %s
 mirror:
   keep_runs: 1000
-%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.GuildID,
-		telegramUser, discordUser, attempts,
+%s%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.GuildID,
+		w.adminWorkspaces(), telegramUser, discordUser, attempts,
 		durationOr(h.BackoffBase, 100*time.Millisecond), durationOr(h.BackoffMax, 2*time.Second), durationOr(h.SendTimeout, 5*time.Second),
-		w.dockerConfig())
+		w.workspacesConfig(), w.nodesConfig())
 }
 
-// dockerConfig is the configuration of the workspace box (hub.docker):
-// the lab's workspace directory run in a container of the private daemon.
-// The admin role's workspaces are set again to open it.
+// workspacesConfig is the named workspaces: box (hub.docker) and the
+// remote ones (hub.nodes).
+func (w *world) workspacesConfig() string {
+	entries := w.dockerConfig() + w.remoteWorkspacesConfig()
+	if entries == "" {
+		return ""
+	}
+	return "workspaces:\n" + entries
+}
+
+// dockerConfig is the entry of the workspace box (hub.docker): the
+// lab's workspace directory run in a container of the private daemon.
 func (w *world) dockerConfig() string {
 	if !w.sc.Hub.Docker || w.opt.Docker == nil {
 		return ""
 	}
-	return fmt.Sprintf(`workspaces:
-  box:
+	return fmt.Sprintf(`  box:
     path: %q
     destination:
       kind: docker
@@ -540,6 +561,8 @@ func (w *world) step(st Step) error {
 		return w.adminCheck(*st.Admin)
 	case st.Docker != nil:
 		return w.docker(*st.Docker)
+	case st.Node != nil:
+		return w.node(*st.Node)
 	case st.Repeat != nil:
 		times := st.Repeat.Times
 		if l := w.limits().Rounds; l > 0 && times > l {
@@ -658,6 +681,10 @@ func (w *world) kill(k KillStep) error {
 		}
 	case k.During == "long":
 		if err := w.until(ctx, "a long verb running", w.longRunning); err != nil {
+			return err
+		}
+	case k.During == "remote":
+		if err := w.until(ctx, "a remote-long call running on a node", w.remoteRunning); err != nil {
 			return err
 		}
 	case k.After > 0:

@@ -31,7 +31,7 @@ const HubCommand = "hub"
 // to what it runs.
 type route struct {
 	verb    string                    // canonical verb name; empty for a built-in
-	builtin string                    // help, verbs, whoami, where, use or cancel
+	builtin string                    // help, verbs, whoami, where, use, nodes or cancel
 	fields  map[string]executor.Field // option name → argument field
 }
 
@@ -176,6 +176,7 @@ func buildCommands(reg *executor.Registry) (*commandSet, error) {
 	cs.routes[HubCommand+" whoami"] = &route{builtin: "whoami"}
 	cs.routes[HubCommand+" where"] = &route{builtin: "where"}
 	cs.routes[HubCommand+" use"] = &route{builtin: "use"}
+	cs.routes[HubCommand+" nodes"] = &route{builtin: "nodes"}
 	cs.routes[HubCommand+" cancel"] = &route{builtin: "cancel"}
 	return cs, nil
 }
@@ -291,7 +292,7 @@ func fieldOption(name string, f executor.Field, budget int) *discordgo.Applicati
 }
 
 // hubCommand is /hub help [verb] | verbs | whoami | where | use [workspace]
-// | cancel [turn].
+// | nodes | cancel [turn].
 func hubCommand(reg *executor.Registry, budget int) *discordgo.ApplicationCommand {
 	verb := &discordgo.ApplicationCommandOption{
 		Type:        discordgo.ApplicationCommandOptionString,
@@ -309,7 +310,7 @@ func hubCommand(reg *executor.Registry, budget int) *discordgo.ApplicationComman
 	return &discordgo.ApplicationCommand{
 		Type:        discordgo.ChatApplicationCommand,
 		Name:        HubCommand,
-		Description: "Hub commands: help, verbs, whoami, where, use, cancel",
+		Description: "Hub commands: help, verbs, whoami, where, use, nodes, cancel",
 		Options: []*discordgo.ApplicationCommandOption{
 			sub("help", "How to use the hub, or one verb's usage and schema", verb),
 			sub("verbs", "List the verbs you may run", nil...),
@@ -320,6 +321,7 @@ func hubCommand(reg *executor.Registry, budget int) *discordgo.ApplicationComman
 				Name:        "workspace",
 				Description: describe("The workspace to work in, or --default to let the configuration decide", "workspace", budget),
 			}),
+			sub("nodes", "List the remote nodes: online or offline, version, load (needs admin.read)", nil...),
 			sub("cancel", "Stop your running command in this channel (anyone's with admin.cancel)", &discordgo.ApplicationCommandOption{
 				Type:        discordgo.ApplicationCommandOptionString,
 				Name:        "turn",

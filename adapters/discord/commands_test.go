@@ -248,6 +248,7 @@ func TestInvocation(t *testing.T) {
 		{"help verb", data("hub", sub("help", str("verb", "fs.readFile"))), "/help fs.readFile", "/hub help verb:fs.readFile", ""},
 		{"verbs", data("hub", sub("verbs")), "/verbs", "", ""},
 		{"whoami", data("hub", sub("whoami")), "/whoami", "", ""},
+		{"nodes", data("hub", sub("nodes")), "/nodes", "/hub nodes", ""},
 		{"cancel", data("hub", sub("cancel")), "/cancel", "/hub cancel", ""},
 		{"cancel turn", data("hub", sub("cancel", str("turn", "discord.i.42"))), "/cancel discord.i.42", "/hub cancel turn:discord.i.42", ""},
 		{"unknown command", data("vfs", sub("read")), "", "", "unknown command /vfs read"},
@@ -345,8 +346,8 @@ func TestEveryCommandReachesItsVerb(t *testing.T) {
 			checked++
 		}
 	}
-	if checked != len(reg.Verbs())+6 {
-		t.Errorf("checked %d subcommands, want %d verbs + 6 built-ins", checked, len(reg.Verbs()))
+	if checked != len(reg.Verbs())+7 {
+		t.Errorf("checked %d subcommands, want %d verbs + 7 built-ins", checked, len(reg.Verbs()))
 	}
 }
 

@@ -255,9 +255,18 @@ func (v *progressView) forget(key string) {
 	delete(v.until, key)
 }
 
+// cancelHint is how the hub's progress text says a call can be stopped,
+// and discordCancelHint how it is done on Discord: the slash command is
+// /hub cancel (a typed message needs the prefix).
+const (
+	cancelHint        = "(/cancel stops it)"
+	discordCancelHint = "(/hub cancel or the button stops it)"
+)
+
 // progressContent is u's text for Discord, within a message's 2,000
 // characters: the oldest lines of the tail go first.
 func progressContent(u hub.ProgressUpdate) string {
+	u.Text = strings.Replace(u.Text, cancelHint, discordCancelHint, 1)
 	s := discordText(u.Text)
 	if utf8.RuneCountInString(s) <= maxContent {
 		return s

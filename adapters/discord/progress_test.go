@@ -127,6 +127,10 @@ func TestProgressEditsThenResult(t *testing.T) {
 	if !strings.Contains(o.Content, "proc.run running for 3s") || !slices.Equal(o.Buttons, []string{"cancel:discord.i." + i.ID}) {
 		t.Fatalf("progress response %+v", o)
 	}
+	// Discord has no /cancel: the hint names its slash command.
+	if !strings.Contains(o.Content, "(/hub cancel or the button stops it)") {
+		t.Fatalf("progress response %q does not say how to stop the call on Discord", o.Content)
+	}
 	// The last lines show as the program reports them.
 	advanceUntil(t, clk, "the last lines in the progress", func() bool { return strings.Contains(original(e, i).Content, "one\ntwo") })
 

@@ -28,6 +28,7 @@ var builtinCommands = []BotCommand{
 	{Command: "whoami", Description: "Show your identity and roles"},
 	{Command: "where", Description: "Show the workspace you work in and its destination"},
 	{Command: "use", Description: "List workspaces; /use NAME chooses one, /use --default drops the choice"},
+	{Command: "nodes", Description: "List the remote nodes: online or offline, version, load (needs admin.read)"},
 }
 
 // CommandName derives a menu command from a verb name: lower case, '.' and

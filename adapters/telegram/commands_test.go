@@ -44,7 +44,7 @@ func TestCommandMenu(t *testing.T) {
 		{Name: "help", Summary: "a verb shadowing a built-in"},
 	}
 	menu := CommandMenu(infos)
-	want := []string{"fs_readfile", "fs_listdir", "sys_machineinfo", "help", "verbs", "whoami", "where", "use"}
+	want := []string{"fs_readfile", "fs_listdir", "sys_machineinfo", "help", "verbs", "whoami", "where", "use", "nodes"}
 	var got []string
 	for _, c := range menu {
 		got = append(got, c.Command)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -141,4 +142,62 @@ func TestNodeInitRefusesToOverwrite(t *testing.T) {
 	if _, e, code := runHubTB(t, dir, "", "node", "init", "--name", "DB 1", "--seed", filepath.Join(dir, "b.nk")); code != 2 || !strings.Contains(e, "not a node name") {
 		t.Fatalf("bad name: %d %s", code, e)
 	}
+}
+
+// `hub workspaces show NAME --json` of a remote workspace carries its
+// node's liveness, read through the hub's NATS: online with its version
+// while `hub node` runs, offline once it is stopped.
+func TestWorkspacesShowNodeLiveness(t *testing.T) {
+	r := newNodeRig(t, "db-1", nodes.HubOptions{HeartbeatTTL: time.Second})
+	dir := filepath.Dir(r.config)
+	kp, err := nodes.LoadSeed(filepath.Join(dir, "db-1.nk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	listen := strings.TrimPrefix(r.hub.ClientURL(), "nats://")
+	cfg := fmt.Sprintf(`workspace: %q
+state_dir: %q
+nats: {embedded: true, listen: %q}
+nodes: {db-1: {nkey: %s}}
+workspaces:
+  db1-logs:
+    destination: {kind: remote, node: db-1, workspace: main}
+access:
+  roles: {ops: {verbs: ["*"], workspaces: [db1-logs]}}
+`, r.ws, filepath.Join(dir, "hub"), listen, pub)
+	if err := os.WriteFile(filepath.Join(dir, "hub.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	show := func() map[string]any {
+		t.Helper()
+		out, errs, code := runHubTB(t, dir, "", "workspaces", "show", "db1-logs", "--config", "hub.yml", "--json")
+		if code != 0 {
+			t.Fatalf("show --json: %d %s", code, errs)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("show --json printed %q: %v", out, err)
+		}
+		return v
+	}
+	node := func(v map[string]any) map[string]any {
+		t.Helper()
+		n, ok := v["node"].(map[string]any)
+		if !ok || n["name"] != "db-1" || v["name"] != "db1-logs" {
+			t.Fatalf("show --json = %v, want the workspace with its node db-1", v)
+		}
+		return n
+	}
+	if n := node(show()); n["online"] != false {
+		t.Fatalf("node before it started: %v", n)
+	}
+	cmd := r.startNodeProcess(t)
+	testkit.WaitFor(t, "the node online", func() bool { return r.online("db-1") })
+	n := node(show())
+	if n["online"] != true || n["version"] == "" || n["last_seen"] == nil {
+		t.Fatalf("node while it runs: %v", n)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	testkit.WaitFor(t, "show to say offline", func() bool { return node(show())["online"] == false })
 }

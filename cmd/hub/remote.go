@@ -83,29 +83,62 @@ func dialNodes(cfg *config.Config) (func(ctx context.Context) ([]nodes.NodeStatu
 	return list, nc.Close, nil
 }
 
-// remoteLiveness says whether the node of a remote workspace is online,
-// for `hub workspaces show` ("" for other workspaces).
-func remoteLiveness(cfg *config.Config, workspace string) string {
+// nodeLiveness is the node of a remote workspace as `hub workspaces show`
+// reports it (the "node" object of --json).
+type nodeLiveness struct {
+	Name     string    `json:"name"`
+	Online   bool      `json:"online"`
+	Version  string    `json:"version,omitempty"`
+	LastSeen time.Time `json:"last_seen,omitzero"`
+	// Unknown says why the liveness could not be read (then Online is
+	// false: the hub cannot tell).
+	Unknown string `json:"unknown,omitempty"`
+}
+
+func (l *nodeLiveness) String() string {
+	switch {
+	case l.Unknown != "":
+		return fmt.Sprintf("node %s: liveness unknown (%s)", l.Name, l.Unknown)
+	case l.Online:
+		return fmt.Sprintf("node %s is online (version %s, last seen %s)", l.Name, l.Version, l.LastSeen.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("node %s is offline: calls wait for it (nats.call_timeout), then fail", l.Name)
+}
+
+// remoteNode reads the liveness of a remote workspace's node through the
+// hub's NATS (nil for a workspace that runs here).
+func remoteNode(cfg *config.Config, workspace string) *nodeLiveness {
 	wc, ok := cfg.WorkspaceByName(workspace)
 	if !ok || !wc.IsRemote() {
-		return ""
+		return nil
 	}
-	node := wc.Destination.Node
+	l := &nodeLiveness{Name: wc.Destination.Node}
 	list, closeConn, err := dialNodes(cfg)
 	if err != nil {
-		return fmt.Sprintf("node %s: liveness unknown (%v)", node, err)
+		l.Unknown = err.Error()
+		return l
 	}
 	defer closeConn()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := list(ctx)
 	if err != nil {
-		return fmt.Sprintf("node %s: liveness unknown (%v)", node, err)
+		l.Unknown = err.Error()
+		return l
 	}
 	for _, s := range st {
-		if s.Name == node && s.Online {
-			return fmt.Sprintf("node %s is online (version %s, last seen %s)", node, s.Heartbeat.Version, s.Heartbeat.LastSeen.UTC().Format(time.RFC3339))
+		if s.Name == l.Name && s.Online && s.Heartbeat != nil {
+			l.Online, l.Version, l.LastSeen = true, s.Heartbeat.Version, s.Heartbeat.LastSeen
 		}
 	}
-	return fmt.Sprintf("node %s is offline: calls wait for it (nats.call_timeout), then fail", node)
+	return l
+}
+
+// remoteLiveness says whether the node of a remote workspace is online,
+// for `hub workspaces show` and `hub doctor` ("" for other workspaces).
+func remoteLiveness(cfg *config.Config, workspace string) string {
+	if l := remoteNode(cfg, workspace); l != nil {
+		return l.String()
+	}
+	return ""
 }

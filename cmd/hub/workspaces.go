@@ -68,7 +68,7 @@ func runWorkspaces(env *cliEnv, args []string) error {
 	}
 	if c, ok := dialSocket(filepath.Join(cfg.StateDir, store.SocketFile)); ok {
 		defer c.Close()
-		return workspacesOnline(env.stdout, c, sub, pos, *chatKey, *session, *asJSON)
+		return workspacesOnline(env.stdout, c, sub, pos, *chatKey, *session, *asJSON, func(name string) *nodeLiveness { return remoteNode(cfg, name) })
 	}
 	p := policy.New(cfg)
 	switch sub {
@@ -123,8 +123,31 @@ func printWorkspaceList(w io.Writer, p *policy.Policy, asJSON bool) error {
 	return nil
 }
 
-// workspacesOnline runs hub workspaces through a running hub's admin API.
-func workspacesOnline(w io.Writer, c *adminClient, sub string, pos []string, key, session string, asJSON bool) error {
+// workspaceShown is `hub workspaces show --json` of one workspace: with
+// the liveness of its node when it is remote.
+type workspaceShown[T any] struct {
+	View T
+	Node *nodeLiveness
+}
+
+func (s workspaceShown[T]) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(s.View)
+	if err != nil || s.Node == nil {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if m["node"], err = json.Marshal(s.Node); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// workspacesOnline runs hub workspaces through a running hub's admin API;
+// node reads a remote workspace's node liveness (nil for others).
+func workspacesOnline(w io.Writer, c *adminClient, sub string, pos []string, key, session string, asJSON bool, node func(string) *nodeLiveness) error {
 	switch sub {
 	case "list":
 		if len(pos) > 0 {
@@ -154,10 +177,14 @@ func workspacesOnline(w io.Writer, c *adminClient, sub string, pos []string, key
 				if ws.Name != pos[0] {
 					continue
 				}
+				live := node(ws.Name)
 				if asJSON {
-					return writeJSON(w, ws)
+					return writeJSON(w, workspaceShown[admin.WorkspaceView]{ws, live})
 				}
 				printWorkspaceView(w, ws)
+				if live != nil {
+					fmt.Fprintf(w, "%12s node: %s\n", "", live)
+				}
 				return nil
 			}
 			names := make([]string, 0, len(v.Workspaces))
@@ -173,10 +200,15 @@ func workspacesOnline(w io.Writer, c *adminClient, sub string, pos []string, key
 		if err := c.do("GET", "/api/workspaces/effective", url.Values{"chat": {key}}, nil, &v); err != nil {
 			return err
 		}
+		live := node(v.Name)
 		if asJSON {
-			return writeJSON(w, v.Resolution)
+			return writeJSON(w, workspaceShown[policy.Resolution]{v.Resolution, live})
 		}
-		fmt.Fprintf(w, "workspace:   %s\ndestination: %s\nwhy:         %s\nchat:        %s (by_role is not applied: it depends on who speaks)\n", v.Name, v.Destination, v.Reason, v.Chat)
+		fmt.Fprintf(w, "workspace:   %s\ndestination: %s\nwhy:         %s\n", v.Name, v.Destination, v.Reason)
+		if live != nil {
+			fmt.Fprintf(w, "node:        %s\n", live)
+		}
+		fmt.Fprintf(w, "chat:        %s (by_role is not applied: it depends on who speaks)\n", v.Chat)
 		return nil
 	default: // reset
 		if len(pos) != 1 {
@@ -249,11 +281,12 @@ func showWorkspace(w io.Writer, cfg *config.Config, p *policy.Policy, name, key 
 			r.Reason += " (" + note + ")"
 		}
 	}
+	live := remoteNode(cfg, r.Name)
 	if asJSON {
-		return writeJSON(w, r)
+		return writeJSON(w, workspaceShown[policy.Resolution]{r, live})
 	}
 	fmt.Fprintf(w, "workspace:   %s\ndestination: %s\nwhy:         %s\n", r.Name, r.Destination, r.Reason)
-	if live := remoteLiveness(cfg, r.Name); live != "" {
+	if live != nil {
 		fmt.Fprintf(w, "node:        %s\n", live)
 	}
 	if key != "" {
