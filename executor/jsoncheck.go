@@ -249,6 +249,24 @@ func (s *jsonScanner) enter() error {
 	return nil
 }
 
+// separator reads what follows an element of an array or object: a comma
+// (more follow), or closer, which ends it (done).
+func (s *jsonScanner) separator(closer byte, context string) (done bool, err error) {
+	s.skipSpace()
+	switch {
+	case s.pos >= len(s.data):
+		return false, s.syntax("")
+	case s.data[s.pos] == ',':
+		s.pos++
+		return false, nil
+	case s.data[s.pos] == closer:
+		s.pos++
+		s.depth--
+		return true, nil
+	}
+	return false, s.syntax(context)
+}
+
 func (s *jsonScanner) array() error {
 	if err := s.enter(); err != nil {
 		return err
@@ -265,19 +283,8 @@ func (s *jsonScanner) array() error {
 		if err := s.value(); err != nil {
 			return err
 		}
-		s.skipSpace()
-		if s.pos >= len(s.data) {
-			return s.syntax("")
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-		case ']':
-			s.pos++
-			s.depth--
-			return nil
-		default:
-			return s.syntax("after array element")
+		if done, err := s.separator(']', "after array element"); done || err != nil {
+			return err
 		}
 	}
 }
@@ -352,19 +359,8 @@ func (s *jsonScanner) object() error {
 		if outer {
 			s.top = append(s.top, jsonMember{key: key, val: s.data[valAt:s.pos]})
 		}
-		s.skipSpace()
-		if s.pos >= len(s.data) {
-			return s.syntax("")
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			s.depth--
-			return nil
-		default:
-			return s.syntax("after object key:value pair")
+		if done, err := s.separator('}', "after object key:value pair"); done || err != nil {
+			return err
 		}
 	}
 }
