@@ -62,6 +62,7 @@ func BenchmarkEnqueue(b *testing.B) {
 			}
 			var next atomic.Int64
 			var wg sync.WaitGroup
+			commits0, ops0 := s.commit.commits.Load(), s.commit.ops.Load()
 			b.ResetTimer()
 			start := time.Now()
 			for range tc.producers {
@@ -87,6 +88,9 @@ func BenchmarkEnqueue(b *testing.B) {
 			b.ReportMetric(rate, "chunks/s")
 			b.ReportMetric(fsyncs, "fsyncs/s")
 			b.ReportMetric(rate/fsyncs, "chunks/fsync")
+			if commits := s.commit.commits.Load() - commits0; commits > 0 && !tc.dbBatch {
+				b.ReportMetric(float64(s.commit.ops.Load()-ops0)/float64(commits), "chunks/commit")
+			}
 		})
 	}
 }
