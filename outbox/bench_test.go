@@ -62,6 +62,8 @@ func BenchmarkEnqueue(b *testing.B) {
 			}
 			var next atomic.Int64
 			var wg sync.WaitGroup
+			commits0, ops0 := s.commit.commits.Load(), s.commit.ops.Load()
+			stats0 := s.db.Stats()
 			b.ResetTimer()
 			start := time.Now()
 			for range tc.producers {
@@ -87,6 +89,20 @@ func BenchmarkEnqueue(b *testing.B) {
 			b.ReportMetric(rate, "chunks/s")
 			b.ReportMetric(fsyncs, "fsyncs/s")
 			b.ReportMetric(rate/fsyncs, "chunks/fsync")
+			if commits := s.commit.commits.Load() - commits0; commits > 0 && !tc.dbBatch {
+				b.ReportMetric(float64(s.commit.ops.Load()-ops0)/float64(commits), "chunks/commit")
+				stats := s.db.Stats()
+				pages := float64(stats.TxStats.GetWrite()-stats0.TxStats.GetWrite()) / float64(commits)
+				b.ReportMetric(pages, "pages/commit")
+				// The same commits made with plain system calls: the disk's
+				// bound for commits of that many pages.
+				var span int64
+				if err := s.db.View(func(tx *bolt.Tx) error { span = tx.Size() / 4096; return nil }); err != nil {
+					b.Fatal(err)
+				}
+				raw := rawCommitRate(b, dir, max(int(pages+0.5)-1, 1), int(span))
+				b.ReportMetric(float64(commits)/elapsed.Seconds()/raw, "x-rawcommit")
+			}
 		})
 	}
 }
@@ -136,6 +152,49 @@ func fsyncRate(b *testing.B, dir string) float64 {
 	n := 0
 	for ; n < 2000 && (n < 50 || time.Since(start) < 200*time.Millisecond); n++ {
 		block[0] = byte(n)
+		if _, err := f.WriteAt(block, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := fdatasync(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// rawCommitRate measures, in dir, what a bbolt commit of pages pages costs
+// the disk without bbolt: pages 4 KiB pages written at scattered offsets of
+// a file of span pages (the database's size), fdatasync, one page written
+// at the start, fdatasync; as commits per second (200 commits or 200 ms,
+// whichever ends later).
+func rawCommitRate(b *testing.B, dir string, pages, span int) float64 {
+	b.Helper()
+	f, err := os.CreateTemp(dir, "raw-commit-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	span = max(span, 2*pages+2)
+	block := make([]byte, 4096)
+	if _, err := f.WriteAt(make([]byte, span*4096), 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	n := 0
+	for ; n < 200 || time.Since(start) < 200*time.Millisecond; n++ {
+		for p := range pages {
+			block[0] = byte(n)
+			if _, err := f.WriteAt(block, int64(1+(n*pages+p)*7919%(span-1))*4096); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := fdatasync(f); err != nil {
+			b.Fatal(err)
+		}
 		if _, err := f.WriteAt(block, 0); err != nil {
 			b.Fatal(err)
 		}

@@ -242,6 +242,90 @@ func BenchmarkReadRangeTail(b *testing.B) {
 	}
 }
 
+// BenchmarkReadRangeMiddle reads 50 lines of a 10 MB and a 1 GB file
+// whose line count is cached (fs.lineCount ran first; it also records the
+// file's sparse line index): middle50 at the middle line, spread50 from 64
+// starting lines spread over the file (each read at its own distance from
+// the mark below it), last50 at the end (read backwards). x-first50 is each
+// as a multiple of the first 50 lines.
+func BenchmarkReadRangeMiddle(b *testing.B) {
+	for _, size := range []int{10 << 20, 1 << 30} {
+		label := fmt.Sprintf("%dMB", size>>20)
+		if size >= 1<<30 {
+			label = "1GB"
+			if testing.Short() {
+				b.Logf("skipping %s with -short", label)
+				continue
+			}
+		}
+		dir, name := cachedTailFile(b, size)
+		s := dirSet(b, dir)
+		lc, err := s.LineCount(context.Background(), verbs.FsLineCountArgs{Path: name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines := lc.LineCount
+		var first float64 // ns per read of the first 50 lines, the baseline
+		for _, c := range []struct {
+			part   string
+			starts []int
+		}{
+			{"first50", []int{1}},
+			{"middle50", []int{lines / 2}},
+			{"spread50", spread(lines-50, 64)},
+			{"last50", []int{lines - 49}},
+		} {
+			b.Run(label+"/"+c.part, func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					start := c.starts[i%len(c.starts)]
+					r, err := s.ReadRange(context.Background(), verbs.FsReadRangeArgs{Path: name, StartLine: start, EndLine: start + 49})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if want := strconv.Itoa(start) + ": line "; !strings.HasPrefix(r.Content, want) {
+						b.Fatalf("content starts %q, want %q", r.Content[:min(len(r.Content), 40)], want)
+					}
+				}
+				per := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				if c.part == "first50" {
+					first = per
+				} else if first > 0 {
+					b.ReportMetric(per/first, "x-first50")
+				}
+			})
+		}
+	}
+}
+
+// cachedTailFile is tailFile in a directory of os.TempDir() kept between
+// runs (-count runs the benchmark again; a 1 GB file is written once).
+func cachedTailFile(b *testing.B, size int) (dir, name string) {
+	b.Helper()
+	dir = filepath.Join(os.TempDir(), "hermes-bench-readrange-middle")
+	marker := filepath.Join(dir, fmt.Sprintf("tail-%d.complete", size))
+	if _, err := os.Stat(marker); err == nil {
+		return dir, fmt.Sprintf("tail-%d.txt", size)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	name, _ = tailFile(b, dir, size)
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return dir, name
+}
+
+// spread returns k line numbers spread evenly over 1..n.
+func spread(n, k int) []int {
+	out := make([]int, k)
+	for i := range out {
+		out[i] = 1 + i*(n-1)/k + i%7 // off the stride's rhythm
+	}
+	return out
+}
+
 // BenchmarkLineCountCache counts a 10 MB file: cold with a fresh Set (and
 // so an empty cache) each time, cached with one Set whose cache answers for
 // the unchanged file.

@@ -1,6 +1,9 @@
 package verbs
 
-import "testing"
+import (
+	"io/fs"
+	"testing"
+)
 
 // WithoutSupervisor makes proc.run start programs directly for the rest of
 // t, as in a binary that never calls MaybeRunSupervisor.
@@ -12,3 +15,10 @@ func WithoutSupervisor(t testing.TB) {
 // LineCacheStats returns the hits and misses of s's line-count cache, and
 // the entries it keeps.
 func LineCacheStats(s *Set) (hits, misses int64, entries int) { return s.lines.stats() }
+
+// LineIndexMarks returns how many marks s's cache keeps in the line index
+// of the file fi describes (0 when none).
+func LineIndexMarks(s *Set, fi fs.FileInfo) int {
+	e, _ := s.lines.lookup(fi)
+	return len(e.marks)
+}

@@ -227,20 +227,20 @@ func atomicWrite(l *loc, perm fs.FileMode, keepPerm, noReplace bool, fill func(*
 		return fsError(err, show, "rename")
 	}
 	committed = true
-	_ = l.dir.Sync()
+	_ = syncFD(l.fd())
 	return nil
 }
 
 // Exists implements fs.exists.
 func (s *Set) Exists(ctx context.Context, a FsExistsArgs) (FsExistsResult, error) {
 	var res FsExistsResult
-	_, l, release, err := s.usePath(ctx, false, a.Path, followFinal|allowRoot)
+	_, l, release, err := s.usePath(ctx, false, a.Path, followFinal|allowRoot|statOnly)
 	if err != nil {
 		return res, err
 	}
 	defer release()
 	show := l.show
-	_, err = l.lstat()
+	_, err = l.located()
 	switch {
 	case err == nil:
 		res.Exists = true
@@ -516,9 +516,9 @@ func (s *Set) MoveFile(ctx context.Context, a FsMoveFileArgs) (FsMoveFileResult,
 			return res, err
 		}
 	}
-	_ = dl.dir.Sync()
+	_ = syncFD(dl.fd())
 	if sl.pname != dl.pname {
-		_ = sl.dir.Sync()
+		_ = syncFD(sl.fd())
 	}
 	if w.session() {
 		// The file keeps its version and times under its new name.
@@ -687,7 +687,7 @@ func (s *Set) DeleteDirectory(ctx context.Context, a FsDeleteDirectoryArgs) (FsD
 		}
 		return res, fsError(err, show, "delete")
 	}
-	_ = l.dir.Sync()
+	_ = syncFD(l.fd())
 	if w.session() {
 		return res, w.metaDelete(l.name, show, true)
 	}

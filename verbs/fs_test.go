@@ -99,18 +99,33 @@ func TestSchemaShapes(t *testing.T) {
 func TestExists(t *testing.T) {
 	e := newEnv(t)
 	e.put("a/b.txt", "x")
+	e.put("top.txt", "x")
+	for name, target := range map[string]string{"ln-in": "a/b.txt", "ln-dangling": "missing", "ln-dir": "a"} {
+		if err := os.Symlink(target, filepath.Join(e.dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		path string
 		want bool
 	}{
 		{"a/b.txt", true}, {"a", true}, {"a/", true}, {"a//b.txt", true}, {".", true},
 		{"a/missing", false}, {"a/b.txt/c", false},
+		// One element below the root (resolved and decided on one lstat).
+		{"top.txt", true}, {"missing", false}, {"top.txt/c", false},
+		{"ln-in", true}, {"ln-dangling", false}, {"ln-dir", true}, {"ln-dir/b.txt", true},
 	} {
 		if got := ok[verbs.FsExistsResult](e, "fs.exists", verbs.FsExistsArgs{Path: c.path}).Exists; got != c.want {
 			t.Errorf("exists %q = %v, want %v", c.path, got, c.want)
 		}
 	}
 	e.fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: "../outside/secret.txt"}, "'..'")
+	for name, target := range map[string]string{"ln-abs": "/etc", "ln-up": "../outside"} {
+		if err := os.Symlink(target, filepath.Join(e.dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		e.fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: name}, "resolves outside the workspace")
+	}
 	e.fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: ""}, "empty")
 	e.fails(executor.CodeInvalidArguments, "fs.exists", map[string]any{}, "path")
 }

@@ -2,6 +2,8 @@ package verbs_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -80,5 +82,48 @@ func TestLineCountCacheSameSizeWrite(t *testing.T) {
 	r, err := s.ReadRange(context.Background(), verbs.FsReadRangeArgs{Path: "a.txt", StartLine: 1, EndLine: 1})
 	if err != nil || r.Content != "1: aaaaaaaa" {
 		t.Fatalf("readRange after the write: %q, %v", r.Content, err)
+	}
+}
+
+// TestReadRangeIndexMatchesForward reads many ranges of files large enough
+// to be indexed, with a Set that reads from the start and with one whose
+// line index (built by fs.lineCount) starts reads at its marks. Results and
+// errors must be identical.
+func TestReadRangeIndexMatchesForward(t *testing.T) {
+	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 300_000 })
+	forward := setAt(t, e, time.Unix(0, 0))
+	indexed := setAt(t, e, clock.Real{}.Now().Add(time.Hour))
+	r := rand.New(rand.NewPCG(3, 4))
+	for i, f := range []struct {
+		lines       int
+		long, final bool
+	}{{150_000, false, true}, {1_500, true, false}, {300_000, false, false}} {
+		name := fmt.Sprintf("big-%d.txt", i)
+		writeFile(t, filepath.Join(e.dir, name), genLines(r, f.lines, f.long, true, f.final))
+		lc, err := indexed.LineCount(context.Background(), verbs.FsLineCountArgs{Path: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := lc.LineCount
+		fi, err := os.Stat(filepath.Join(e.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := verbs.LineIndexMarks(indexed, fi); m == 0 {
+			t.Fatalf("%s (%d bytes): no line index after fs.lineCount", name, fi.Size())
+		}
+		var pairs [][2]int
+		for s := 1; s <= n; s += n/97 + 1 {
+			pairs = append(pairs, [2]int{s, s}, [2]int{s, s + 49})
+		}
+		for _, s := range []int{n - 60, n - 1, n, n + 1} {
+			pairs = append(pairs, [2]int{s, s + 2}, [2]int{s, s})
+		}
+		for _, p := range pairs {
+			args := verbs.FsReadRangeArgs{Path: name, StartLine: p[0], EndLine: p[1]}
+			if got, want := outcome(indexed, args), outcome(forward, args); got != want {
+				t.Fatalf("%s lines %d-%d: indexed read\n%.200q\nforward read\n%.200q", name, p[0], p[1], got, want)
+			}
+		}
 	}
 }

@@ -59,6 +59,54 @@ func countLines(r io.Reader) (int, error) {
 	}
 }
 
+// countLinesIndex is countLines that also records the sparse line index
+// of a file of size bytes (see lineCache): the start of the first line
+// after every markStride(size) bytes; none for a small file.
+func countLinesIndex(r io.Reader, size int64) (int, []lineMark, error) {
+	stride := markStride(size)
+	if stride == 0 {
+		n, err := countLines(r)
+		return n, nil, err
+	}
+	marks := make([]lineMark, 0, size/stride+1)
+	buf := make([]byte, blockSize)
+	n := 0
+	var pos int64 // offset of buf[0] in the file
+	next := stride
+	var last byte = '\n'
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			b := buf[:k]
+			// stride is at least a block: at most one mark falls in it.
+			if end := pos + int64(k); end > next {
+				from := int(max(next-pos, 0)) // a long line may carry the mark past a block
+				if j := bytes.IndexByte(b[from:], '\n'); j >= 0 {
+					j += from
+					marks = append(marks, lineMark{line: n + bytes.Count(b[:j+1], []byte{'\n'}) + 1, off: pos + int64(j) + 1})
+					next = max(next+stride, pos+int64(j)+1+1)
+				}
+			}
+			n += bytes.Count(b, []byte{'\n'})
+			last = b[k-1]
+			pos += int64(k)
+		}
+		if err == io.EOF {
+			if last != '\n' {
+				n++
+			}
+			// A mark at the very end starts no line.
+			for len(marks) > 0 && marks[len(marks)-1].off >= pos {
+				marks = marks[:len(marks)-1]
+			}
+			return n, marks, nil
+		}
+		if err != nil {
+			return n, nil, err
+		}
+	}
+}
+
 // copyLines copies the next k lines of r, endings included, to w (which may
 // be io.Discard). It returns how many lines there were, fewer than k only at
 // the end of the input, and whether the last one copied lacked an ending.
@@ -143,7 +191,8 @@ var errLineTooLong = errors.New("line too long")
 // ReadRange implements fs.readRange. A range nearer the end of the file
 // than its start is read backwards from the end when the file's line count
 // is cached (see lineCache), so the last lines of a large file cost what
-// the first ones do; otherwise the file is read from the start.
+// the first ones do; a range nearer a mark of the file's cached line index
+// is read from that mark; otherwise the file is read from the start.
 func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResult, error) {
 	var res FsReadRangeResult
 	w, l, release, err := s.usePath(ctx, false, a.Path, followFinal)
@@ -166,9 +215,21 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 		return res, invalidRange(a.StartLine, a.EndLine, n)
 	}
 	numbered := a.IncludeLineNumbers == nil || *a.IncludeLineNumbers
-	n, known := s.lines.get(fi)
+	entry, known := s.lines.lookup(fi)
+	n := entry.count
 	backward := known && a.EndLine <= n && n-a.EndLine < a.StartLine-1
-	if backward {
+	// from is where a forward read starts: the file's start, or the mark
+	// of the line index nearest below the range when that is closer (in
+	// lines) than reading backwards from the end.
+	from := lineMark{line: 1}
+	if known && len(entry.marks) > 0 && a.StartLine <= n {
+		m := nearestMark(entry.marks, a.StartLine)
+		if m.line > 1 && (!backward || a.StartLine-m.line < n-a.StartLine+1) && startsLine(f, m.off) {
+			from, backward = m, false
+		}
+	}
+	switch {
+	case backward:
 		off, err := lineStart(ctx, f, fi.Size(), n, a.StartLine)
 		if err == nil {
 			_, err = f.Seek(off, io.SeekStart)
@@ -176,16 +237,21 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 		if err != nil {
 			return res, fsError(err, show, "read")
 		}
+	case from.off > 0:
+		if _, err := f.Seek(from.off, io.SeekStart); err != nil {
+			return res, fsError(err, show, "read")
+		}
 	}
 	br := bufio.NewReaderSize(src, blockSize)
 	if !backward {
-		skipped, _, err := copyLines(br, io.Discard, a.StartLine-1)
+		skip := a.StartLine - from.line
+		skipped, _, err := copyLines(br, io.Discard, skip)
 		if err != nil {
 			return res, fsError(err, show, "read")
 		}
-		if skipped < a.StartLine-1 {
-			s.keepCount(f, fi, skipped)
-			return res, invalidRange(a.StartLine, a.EndLine, skipped)
+		if skipped < skip {
+			s.keepCount(f, fi, from.line-1+skipped)
+			return res, invalidRange(a.StartLine, a.EndLine, from.line-1+skipped)
 		}
 	}
 	limit := int(min(w.opts.MaxReadBytes, int64(^uint(0)>>1)))
@@ -250,17 +316,28 @@ func (s *Set) countFile(ctx context.Context, f *os.File, fi fs.FileInfo) (int, e
 	if n, ok := s.lines.get(fi); ok {
 		return n, nil
 	}
-	n, err := countLines(ctxReader{ctx, f})
+	n, marks, err := countLinesIndex(ctxReader{ctx, f}, fi.Size())
 	if err != nil {
 		return 0, err
 	}
-	s.keepCount(f, fi, n)
+	s.keepIndex(f, fi, n, marks)
 	return n, nil
 }
 
 // keepCount caches n as the line count of f, described by fi when it was
 // opened, if f has not changed since.
-func (s *Set) keepCount(f *os.File, fi fs.FileInfo, n int) {
+func (s *Set) keepCount(f *os.File, fi fs.FileInfo, n int) { s.keepIndex(f, fi, n, nil) }
+
+// startsLine reports whether offset off of f starts a line (the byte
+// before it ends one): a mark of the line index is used only then.
+func startsLine(f io.ReaderAt, off int64) bool {
+	var b [1]byte
+	_, err := f.ReadAt(b[:], off-1)
+	return err == nil && b[0] == '\n'
+}
+
+// keepIndex is keepCount with the file's sparse line index.
+func (s *Set) keepIndex(f *os.File, fi fs.FileInfo, n int, marks []lineMark) {
 	now, err := f.Stat()
 	if err != nil {
 		return
@@ -270,7 +347,7 @@ func (s *Set) keepCount(f *os.File, fi fs.FileInfo, n int) {
 	if !ok1 || !ok2 || k1 != k2 {
 		return
 	}
-	s.lines.put(fi, n, s.opts.Clock.Now())
+	s.lines.putIndex(fi, n, marks, s.opts.Clock.Now())
 }
 
 var errShrunk = errors.New("the file changed while it was being read")

@@ -177,14 +177,17 @@ func openDirAt(dirfd int, name string) (int, error) {
 // missing directories are made. Errors are *walkErr, wrapping errChanged, a
 // *protectedErr or the system's error.
 func descend(top int, rel string, create bool, prot *protection) (int, error) {
-	fd, err := unix.Openat(top, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, &walkErr{at: ".", err: err}
-	}
 	if rel == "." || rel == "" {
+		fd, err := dupFD(top)
+		if err != nil {
+			return -1, &walkErr{at: ".", err: err}
+		}
 		return fd, nil
 	}
-	done := 0
+	// The first element is opened from top itself, which the caller holds
+	// open for the whole walk; every later one from the descriptor of its
+	// parent, owned here.
+	fd, done := top, 0
 	for seg := range strings.SplitSeq(rel, "/") {
 		done += len(seg) + 1
 		at := rel[:done-1]
@@ -194,7 +197,9 @@ func descend(top int, rel string, create bool, prot *protection) (int, error) {
 				next, err = openDirAt(fd, seg)
 			}
 		}
-		unix.Close(fd)
+		if fd != top {
+			unix.Close(fd)
+		}
 		if err != nil {
 			return -1, &walkErr{at: at, err: err}
 		}

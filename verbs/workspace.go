@@ -367,7 +367,16 @@ const (
 	followFinal pathMode = 1 << iota
 	// allowRoot accepts "." (the workspace root) as the path.
 	allowRoot
+	// statOnly says the verb needs only the last element's description
+	// (loc.located), not its parent held open: for a path of one element,
+	// locate then holds no descriptor (the parent is the root, which the
+	// workspace holds) and loc.dir stays -1.
+	statOnly
 )
+
+// errNotHeld is loc.dirEr when locate was asked (statOnly) not to hold the
+// parent open.
+var errNotHeld = errors.New("the parent directory is not held open (statOnly)")
 
 // maxTries bounds how often a path is resolved again when a symbolic link
 // appears in it while it is being opened.
@@ -379,29 +388,42 @@ const maxTries = 3
 // the verb runs cannot redirect it.
 type loc struct {
 	w     *Workspace
-	show  string   // the clean path as given, for messages
-	name  string   // root-relative, symbolic links resolved; "." for the root
-	pname string   // name's parent directory, "." at the top
-	base  string   // name's last element; "." for the root
-	dir   *os.File // pname, open; nil when it does not exist (yet)
-	dirEr error    // why dir is nil
+	show  string // the clean path as given, for messages
+	name  string // root-relative, symbolic links resolved; "." for the root
+	pname string // name's parent directory, "." at the top
+	base  string // name's last element; "." for the root
+	dir   int    // pname, open (a descriptor of its own); -1 when it does not exist (yet)
+	dirEr error  // why dir is -1
+	// first is the lstat of base that locate decided on (nil when it made
+	// none, or base did not exist: firstEr).
+	first   *unix.Stat_t
+	firstEr error
 }
 
 func (l *loc) close() {
-	if l.dir != nil {
-		l.dir.Close()
-		l.dir = nil
+	if l.dir >= 0 {
+		unix.Close(l.dir)
+		l.dir = -1
 	}
 }
 
-func (l *loc) fd() int { return int(l.dir.Fd()) }
+func (l *loc) fd() int { return l.dir }
 
 // lstat describes base without following a link.
 func (l *loc) lstat() (*unix.Stat_t, error) {
-	if l.dir == nil {
+	if l.dir < 0 {
 		return nil, l.dirEr
 	}
-	return lstatAt(l.fd(), l.base)
+	return lstatAt(l.dir, l.base)
+}
+
+// located is lstat as locate saw it: the description locate made its
+// decision on, without asking again, or lstat when it made none.
+func (l *loc) located() (*unix.Stat_t, error) {
+	if l.first != nil || l.firstEr != nil {
+		return l.first, l.firstEr
+	}
+	return l.lstat()
 }
 
 // stat is lstat as an fs.FileInfo.
@@ -416,7 +438,7 @@ func (l *loc) stat() (fs.FileInfo, error) {
 // open opens base, never through a symbolic link (one found there is
 // errChanged: resolution saw none).
 func (l *loc) open(flag int, perm uint32) (*os.File, error) {
-	if l.dir == nil {
+	if l.dir < 0 {
 		return nil, l.dirEr
 	}
 	fd, err := unix.Openat(l.fd(), l.base, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
@@ -433,7 +455,7 @@ func (l *loc) open(flag int, perm uint32) (*os.File, error) {
 
 // openDir opens base as a directory and refuses a protected one.
 func (l *loc) openDir() (*os.File, error) {
-	if l.dir == nil {
+	if l.dir < 0 {
 		return nil, l.dirEr
 	}
 	fd, err := openDirAt(l.fd(), l.base)
@@ -455,14 +477,14 @@ func (l *loc) openDir() (*os.File, error) {
 // makeParents creates the missing directories above base and opens its
 // parent, with the same checks as the descent that found it missing.
 func (l *loc) makeParents() error {
-	if l.dir != nil {
+	if l.dir >= 0 {
 		return nil
 	}
 	fd, err := descend(int(l.w.top.Fd()), l.pname, true, l.w.prot)
 	if err != nil {
 		return err
 	}
-	l.dir, l.dirEr = os.NewFile(uintptr(fd), l.pname), nil
+	l.dir, l.dirEr = fd, nil
 	return nil
 }
 
@@ -511,11 +533,32 @@ func (w *Workspace) locate(p string, mode pathMode) (*loc, error) {
 }
 
 func (w *Workspace) locateOnce(show string, mode pathMode) (*loc, error) {
-	l := &loc{w: w, show: show, name: ".", pname: ".", base: "."}
+	l := &loc{w: w, show: show, name: ".", pname: ".", base: ".", dir: -1}
+	// pre is the last element's lstat when resolving took it (preEr: it
+	// does not exist), kept for the decision below.
+	var (
+		pre   *unix.Stat_t
+		preEr error
+	)
 	if show != "." {
-		full, err := w.resolve(show)
-		if err != nil {
-			return nil, w.mapResolveErr(err, show)
+		full := ""
+		if mode&followFinal != 0 && show != ".." && !strings.Contains(show, "/") {
+			// One element below the root: resolving it is one lstat
+			// relative to the root's descriptor, the very call the decision
+			// below makes, so its answer serves both. A link, or any other
+			// error, takes the general way.
+			switch st, err := lstatAt(int(w.top.Fd()), show); {
+			case err == nil && !isLink(st):
+				full, pre = show, st
+			case errors.Is(err, unix.ENOENT):
+				full, preEr = show, err
+			}
+		}
+		if full == "" {
+			var err error
+			if full, err = w.resolve(show); err != nil {
+				return nil, w.mapResolveErr(err, show)
+			}
 		}
 		if _, ok := w.denied(full); ok {
 			return nil, forbidden("Path %s leads to %s, which is reserved for the hub's state and cannot be accessed", show, full)
@@ -540,21 +583,33 @@ func (w *Workspace) locateOnce(show string, mode pathMode) (*loc, error) {
 			l.pname, l.base = path.Dir(l.name), path.Base(l.name)
 		}
 	}
-	fd, err := descend(int(w.top.Fd()), l.pname, false, w.prot)
-	switch {
-	case err == nil:
-		l.dir = os.NewFile(uintptr(fd), l.pname)
-	case errors.Is(err, errChanged):
-		return nil, errChanged
-	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
-		l.dirEr = err
-		return l, nil
-	default:
-		return nil, fsError(err, show, "open")
+	known := pre != nil || preEr != nil
+	st, err := pre, preEr
+	if known && mode&statOnly != 0 && l.pname == "." {
+		// The decision needs no descriptor: the parent is the root, which
+		// is never checked against the protected directories, and the
+		// last element's description was taken from the root's own.
+		l.dirEr = errNotHeld
+	} else {
+		fd, err := descend(int(w.top.Fd()), l.pname, false, w.prot)
+		switch {
+		case err == nil:
+			l.dir = fd
+		case errors.Is(err, errChanged):
+			return nil, errChanged
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+			l.dirEr = err
+			return l, nil
+		default:
+			return nil, fsError(err, show, "open")
+		}
 	}
-	st, err := l.lstat()
+	if !known {
+		st, err = l.lstat()
+	}
 	switch {
 	case errors.Is(err, unix.ENOENT):
+		l.firstEr = err
 		return l, nil
 	case err != nil:
 		l.close()
@@ -578,6 +633,7 @@ func (w *Workspace) locateOnce(show string, mode pathMode) (*loc, error) {
 			return nil, fsError(&protectedErr{dir: g}, show, "open")
 		}
 	}
+	l.first = st
 	return l, nil
 }
 
