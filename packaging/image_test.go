@@ -44,7 +44,7 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 // waits for /healthz. The container, its volume and the image are removed.
 func TestImageServesHealthz(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds a binary and a container image")
+		t.Skip("-short: this test builds a binary and a container image")
 	}
 	ctx := context.Background()
 	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -104,20 +103,7 @@ func (r *dockerRig) removeContainers(t *testing.T) {
 // environment.
 func (r *dockerRig) hub(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(hubBin, args...)
-	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "HUB_CONFIG=", "PWD="+r.dir, "HUB_WEB_TOKEN_TEST="+dockerSecret)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return runHubEnv(t, r.dir, stdin, []string{"HUB_WEB_TOKEN_TEST=" + dockerSecret}, args...)
 }
 
 // execResult is the part of a verb's result JSON the test reads.

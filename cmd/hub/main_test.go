@@ -54,13 +54,19 @@ func workspace(t testing.TB) string {
 }
 
 // runHub runs the binary in dir with stdin and returns stdout, stderr, exit code.
-func runHub(t *testing.T, dir, stdin string, args ...string) (string, string, int) {
+func runHub(t testing.TB, dir, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	return runHubEnv(t, dir, stdin, nil, args...)
+}
+
+// runHubEnv is runHub with env added to the binary's environment.
+func runHubEnv(t testing.TB, dir, stdin string, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(hubBin, args...)
 	cmd.Dir = dir
 	// $PWD is dir, as a shell sets it after cd: a path through a symbolic
 	// link stays one.
-	cmd.Env = append(os.Environ(), "HUB_CONFIG=", "PWD="+dir)
+	cmd.Env = append(append(os.Environ(), "HUB_CONFIG=", "PWD="+dir), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

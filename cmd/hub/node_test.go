@@ -27,7 +27,7 @@ func newNodeRig(t testing.TB, name string, opts nodes.HubOptions) *nodeRig {
 	t.Helper()
 	dir := t.TempDir()
 	seed := filepath.Join(dir, name+".nk")
-	out, errOut, code := runHubTB(t, dir, "", "node", "init", "--name", name, "--seed", seed)
+	out, errOut, code := runHub(t, dir, "", "node", "init", "--name", name, "--seed", seed)
 	if code != 0 {
 		t.Fatalf("node init: %d %s", code, errOut)
 	}
@@ -48,23 +48,6 @@ func newNodeRig(t testing.TB, name string, opts nodes.HubOptions) *nodeRig {
 		t.Fatal(err)
 	}
 	return r
-}
-
-func runHubTB(t testing.TB, dir, stdin string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(hubBin, args...)
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
 }
 
 // startNodeProcess runs `hub node` until the test ends or it is killed.
@@ -129,17 +112,17 @@ func TestNodeKilledMidCallIsNotRunAgain(t *testing.T) {
 func TestNodeInitRefusesToOverwrite(t *testing.T) {
 	dir := t.TempDir()
 	seed := filepath.Join(dir, "a.nk")
-	if _, e, code := runHubTB(t, dir, "", "node", "init", "--name", "db-1", "--seed", seed); code != 0 {
+	if _, e, code := runHub(t, dir, "", "node", "init", "--name", "db-1", "--seed", seed); code != 0 {
 		t.Fatal(e)
 	}
 	fi, err := os.Stat(seed)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("seed mode: %v %v", fi.Mode(), err)
 	}
-	if _, e, code := runHubTB(t, dir, "", "node", "init", "--name", "db-1", "--seed", seed); code != 1 || !strings.Contains(e, "not overwritten") {
+	if _, e, code := runHub(t, dir, "", "node", "init", "--name", "db-1", "--seed", seed); code != 1 || !strings.Contains(e, "not overwritten") {
 		t.Fatalf("second init: %d %s", code, e)
 	}
-	if _, e, code := runHubTB(t, dir, "", "node", "init", "--name", "DB 1", "--seed", filepath.Join(dir, "b.nk")); code != 2 || !strings.Contains(e, "not a node name") {
+	if _, e, code := runHub(t, dir, "", "node", "init", "--name", "DB 1", "--seed", filepath.Join(dir, "b.nk")); code != 2 || !strings.Contains(e, "not a node name") {
 		t.Fatalf("bad name: %d %s", code, e)
 	}
 }
@@ -171,7 +154,7 @@ access:
 	}
 	show := func() map[string]any {
 		t.Helper()
-		out, errs, code := runHubTB(t, dir, "", "workspaces", "show", "db1-logs", "--config", "hub.yml", "--json")
+		out, errs, code := runHub(t, dir, "", "workspaces", "show", "db1-logs", "--config", "hub.yml", "--json")
 		if code != 0 {
 			t.Fatalf("show --json: %d %s", code, errs)
 		}
