@@ -44,27 +44,7 @@ func TestHubConfinedToItsSubjects(t *testing.T) {
 		{"another stream's acks", "$JS.ACK.HUB_NODE_db-1.work.1.1.1.1.1", false},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.subscribe {
-				_, err = nc.SubscribeSync(tc.subject)
-			} else {
-				err = nc.Publish(tc.subject, []byte(`{}`))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := nc.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			testkit.WaitFor(t, "a permissions violation for "+tc.subject, func() bool {
-				for _, e := range errs() {
-					if strings.Contains(e, "Permissions Violation") && strings.Contains(e, `"`+tc.subject+`"`) {
-						return true
-					}
-				}
-				return false
-			})
-		})
+		t.Run(tc.name, func(t *testing.T) { expectViolation(t, nc, errs, tc.subject, tc.subscribe) })
 	}
 	// What it needs still works: a call round trip and the node list.
 	r.startNode(r.nodeOptions("db-1", r.keys["db-1"], t.TempDir()))

@@ -61,6 +61,32 @@ func permissionErrors(t *testing.T, r *rig, key nkeys.KeyPair, prefix string) (*
 	}
 }
 
+// expectViolation subscribes to subject (or publishes to it) on nc and
+// waits for the server to report a permissions violation for it.
+func expectViolation(t *testing.T, nc *nats.Conn, errs func() []string, subject string, subscribe bool) {
+	t.Helper()
+	var err error
+	if subscribe {
+		_, err = nc.SubscribeSync(subject)
+	} else {
+		err = nc.Publish(subject, []byte(`{}`))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "a permissions violation for "+subject, func() bool {
+		for _, e := range errs() {
+			if strings.Contains(e, "Permissions Violation") && strings.Contains(e, `"`+subject+`"`) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func TestNodeConfinedToItsSubjects(t *testing.T) {
 	r := newRig(t, []string{"db-1", "db-2"}, nil)
 	nc, errs := permissionErrors(t, r, r.keys["db-1"], inboxPrefix("db-1"))
@@ -80,28 +106,7 @@ func TestNodeConfinedToItsSubjects(t *testing.T) {
 		{"the hub's requests", requestSubject("db-1"), false},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var err error
-			if tc.subscribe {
-				_, err = nc.SubscribeSync(tc.subject)
-			} else {
-				err = nc.Publish(tc.subject, []byte(`{}`))
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := nc.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			testkit.WaitFor(t, "a permissions violation for "+tc.subject, func() bool {
-				for _, e := range errs() {
-					if strings.Contains(e, "Permissions Violation") && strings.Contains(e, `"`+tc.subject+`"`) {
-						return true
-					}
-				}
-				return false
-			})
-		})
+		t.Run(tc.name, func(t *testing.T) { expectViolation(t, nc, errs, tc.subject, tc.subscribe) })
 	}
 }
 
