@@ -9,7 +9,6 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
-	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
@@ -46,12 +45,12 @@ func (l *logMessages) saw(prefix string) bool {
 
 // openSlowEnv opens a runtime on state whose only verb is test.slow,
 // logging to logs when it is not nil, and starts it.
-func openSlowEnv(t *testing.T, state string, verb *slowVerb, logs slog.Handler) (*hubtest.Env, *hubtest.Recorder) {
+func openSlowEnv(t *testing.T, state string, verb *hubtest.SlowVerb, logs slog.Handler) (*hubtest.Env, *hubtest.Recorder) {
 	t.Helper()
 	cfg := hubtest.Config(t, t.TempDir(), state)
 	cfg.Access.Roles = map[string]config.Role{"runner": {Verbs: []string{"test.*"}}}
 	cfg.Access.Grants = map[string][]string{"telegram:1": {"runner"}}
-	opts := hubtest.Options{Register: func(reg *executor.Registry, _ *config.Config, _ *store.State) error { verb.register(reg); return nil }}
+	opts := hubtest.Options{Register: verb.Register}
 	if logs != nil {
 		opts.Runtime.Logger = slog.New(logs)
 	}
@@ -72,7 +71,7 @@ func TestAcceptedTurnsAnsweredBeforeTheChatsNewOnes(t *testing.T) {
 	state := t.TempDir()
 	slow := tgMsg(1, 10, "/test.slow")
 	held := tgMsg(1, 11, "/whoami")
-	he, _ := openSlowEnv(t, state, newSlowVerb(), nil)
+	he, _ := openSlowEnv(t, state, hubtest.NewSlowVerb(), nil)
 	for _, in := range []*chat.Inbound{slow, held} {
 		if err := he.Runtime.Hub.Accept(context.Background(), in); err != nil {
 			t.Fatal(err)
@@ -84,9 +83,9 @@ func TestAcceptedTurnsAnsweredBeforeTheChatsNewOnes(t *testing.T) {
 
 	// The next start runs the accepted turns in order; the first one is
 	// slow, so the second one has not run when the chat's next turn comes.
-	verb, logs := newSlowVerb(), &logMessages{}
+	verb, logs := hubtest.NewSlowVerb(), &logMessages{}
 	he, rec := openSlowEnv(t, state, verb, logs)
-	wait(t, verb.started)
+	wait(t, verb.Started)
 	type result struct {
 		res *hub.TurnResult
 		err error
@@ -133,7 +132,7 @@ func TestAcceptedTurnsAnsweredBeforeTheChatsNewOnes(t *testing.T) {
 	// finds it answered.
 	againDone := handle(context.Background(), held)
 
-	close(verb.release)
+	verb.Finish()
 	if r := wait(t, nextDone); r.err != nil || r.res.Status != hub.StatusBuiltin {
 		t.Fatalf("the chat's new turn: %+v %v", r.res, r.err)
 	}

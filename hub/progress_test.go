@@ -46,58 +46,13 @@ func (v *fakeView) all() []hub.ProgressUpdate {
 	return append([]hub.ProgressUpdate(nil), v.updates...)
 }
 
-// slowVerb is test.slow: it reports "line N" for each step it is told to
-// take and ends when released or cancelled (then with its partial output).
-type slowVerb struct {
-	steps    chan string
-	reported chan struct{} // a step's progress has been reported
-	release  chan struct{}
-	started  chan struct{}
-}
-
-type slowArgs struct{}
-type slowResult struct {
-	executor.Result
-	Out string `json:"out"`
-}
-
-func newSlowVerb() *slowVerb {
-	return &slowVerb{steps: make(chan string), reported: make(chan struct{}), release: make(chan struct{}), started: make(chan struct{}, 4)}
-}
-
-func (s *slowVerb) register(reg *executor.Registry) {
-	executor.MustRegister(reg, executor.Info{Name: "test.slow", Summary: "A slow verb"},
-		executor.VerbFunc[slowArgs, slowResult](func(ctx context.Context, _ slowArgs) (slowResult, error) {
-			s.started <- struct{}{}
-			var lines []string
-			for {
-				select {
-				case l := <-s.steps:
-					lines = append(lines, l)
-					executor.ReportProgress(ctx, executor.Progress{Tail: strings.Join(lines, "\n")})
-					s.reported <- struct{}{}
-				case <-s.release:
-					return slowResult{Out: strings.Join(lines, "\n")}, nil
-				case <-ctx.Done():
-					return slowResult{}, executor.Errorf(executor.CodeCanceled, "test.slow was stopped before it finished (%v)", ctx.Err())
-				}
-			}
-		}))
-}
-
-// step makes the verb report line and returns once the report is made.
-func (s *slowVerb) step(line string) {
-	s.steps <- line
-	<-s.reported
-}
-
 type progressEnv struct {
 	he   *hubtest.Env
 	rt   *hub.Runtime
 	rec  *hubtest.Recorder
 	clk  *clock.Fake
 	view *fakeView
-	verb *slowVerb
+	verb *hubtest.SlowVerb
 }
 
 func openProgressEnv(t *testing.T, state string, before func(rt *hub.Runtime)) *progressEnv {
@@ -109,9 +64,9 @@ func openProgressEnv(t *testing.T, state string, before func(rt *hub.Runtime)) *
 	cfg := hubtest.Config(t, ws, state)
 	cfg.Access.Roles = map[string]config.Role{"runner": {Verbs: []string{"test.*"}}, "boss": {Verbs: []string{"test.*", config.AdminCancel}}}
 	cfg.Access.Grants = map[string][]string{"telegram:1": {"runner"}, "telegram:2": {"runner"}, "telegram:9": {"boss"}}
-	e := &progressEnv{clk: clock.NewFake(time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)), view: &fakeView{}, verb: newSlowVerb(), rec: hubtest.NewRecorder()}
+	e := &progressEnv{clk: clock.NewFake(time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)), view: &fakeView{}, verb: hubtest.NewSlowVerb(), rec: hubtest.NewRecorder()}
 	e.he = hubtest.Open(t, cfg, hubtest.Options{
-		Register: func(reg *executor.Registry, _ *config.Config, _ *store.State) error { e.verb.register(reg); return nil },
+		Register: e.verb.Register,
 		Runtime:  hub.RuntimeOptions{Clock: e.clk},
 	})
 	e.rt = e.he.Runtime
@@ -136,7 +91,7 @@ func (e *progressEnv) start(t *testing.T, user, msgID int) <-chan *hub.TurnResul
 		done <- res
 	}()
 	select {
-	case <-e.verb.started:
+	case <-e.verb.Started:
 	case <-time.After(testkit.Wait):
 		t.Fatal("the verb did not start")
 	}
@@ -162,7 +117,7 @@ func TestProgressShowsThenFinalThenChunks(t *testing.T) {
 	e.view.onFinal = func(hub.ProgressUpdate) { chunksAtFinal = len(e.rec.Sent(target)) }
 	done := e.start(t, 1, 10)
 
-	e.verb.step("compiling a")
+	e.verb.Step(t, "compiling a")
 	e.clk.Advance(2 * time.Second) // below the 3 s threshold: nothing shown
 	if got := e.view.all(); len(got) != 0 {
 		t.Fatalf("progress before the threshold: %+v", got)
@@ -178,13 +133,13 @@ func TestProgressShowsThenFinalThenChunks(t *testing.T) {
 	if len(msgs) != 1 || msgs[0].MessageID != "501" || msgs[0].TurnID != "telegram.100.10" {
 		t.Fatalf("recorded progress messages %+v", msgs)
 	}
-	e.verb.step("compiling b")
+	e.verb.Step(t, "compiling b")
 	e.clk.Advance(3 * time.Second)
 	got = e.view.all()
 	if len(got) != 2 || got[1].MessageID != "501" || got[1].Tail != "compiling a\ncompiling b" || !strings.Contains(got[1].Text, "running for 6s") {
 		t.Fatalf("second update %+v", got)
 	}
-	close(e.verb.release)
+	e.verb.Finish()
 	res := wait(t, done)
 	if res.Status != hub.StatusExecuted || !res.Outcome.Succeeded() {
 		t.Fatalf("result %+v", res)
@@ -214,7 +169,7 @@ func TestProgressQuickCallShowsNothing(t *testing.T) {
 	e := openProgressEnv(t, "", nil)
 	done := e.start(t, 1, 11)
 	e.clk.Advance(2 * time.Second)
-	close(e.verb.release)
+	e.verb.Finish()
 	wait(t, done)
 	e.clk.Advance(10 * time.Second)
 	if got := e.view.all(); len(got) != 0 {
@@ -226,7 +181,7 @@ func TestCancel(t *testing.T) {
 	e := openProgressEnv(t, "", nil)
 	target := "chat:telegram:100"
 	done := e.start(t, 1, 20)
-	e.verb.step("step one")
+	e.verb.Step(t, "step one")
 	e.clk.Advance(3 * time.Second)
 
 	handle := func(user, msgID int, text string) string {

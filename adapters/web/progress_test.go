@@ -7,78 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
-	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
-	"github.com/a6afc2ce/hermes-hub/store"
 )
-
-// slowVerb is test.slow: it reports a line of output for each step it is
-// given and runs until released or cancelled.
-type slowVerb struct {
-	steps    chan string
-	reported chan struct{} // after each step's progress report
-	release  chan struct{}
-	once     sync.Once
-	started  chan struct{}
-}
-
-type slowArgs struct{}
-type slowResult struct {
-	executor.Result
-	Out string `json:"out"`
-}
-
-func newSlowVerb() *slowVerb {
-	return &slowVerb{steps: make(chan string), reported: make(chan struct{}), release: make(chan struct{}), started: make(chan struct{}, 4)}
-}
-
-// step makes the verb report one more line and waits until it has.
-func (s *slowVerb) step(t *testing.T, line string) {
-	t.Helper()
-	s.steps <- line
-	select {
-	case <-s.reported:
-	case <-time.After(testkit.Wait):
-		t.Fatal("the verb did not report its progress")
-	}
-}
-
-// finish lets a running call end (also at cleanup, so a failed test does
-// not leave the turn running).
-func (s *slowVerb) finish() { s.once.Do(func() { close(s.release) }) }
-
-func (s *slowVerb) register(reg *executor.Registry, _ *config.Config, _ *store.State) error {
-	executor.MustRegister(reg, executor.Info{Name: "test.slow", Summary: "A slow verb"},
-		executor.VerbFunc[slowArgs, slowResult](func(ctx context.Context, _ slowArgs) (slowResult, error) {
-			s.started <- struct{}{}
-			var lines []string
-			for {
-				select {
-				case l := <-s.steps:
-					lines = append(lines, l)
-					executor.ReportProgress(ctx, executor.Progress{Tail: strings.Join(lines, "\n")})
-					s.reported <- struct{}{}
-				case <-s.release:
-					return slowResult{Out: strings.Join(lines, "\n")}, nil
-				case <-ctx.Done():
-					return slowResult{}, executor.Errorf(executor.CodeCanceled, "test.slow was stopped before it finished (%v)", ctx.Err())
-				}
-			}
-		}))
-	return nil
-}
 
 // startSlow posts /test.slow from the panel in the background and waits for
 // the verb to run; the channel gets the POST's status.
-func startSlow(t *testing.T, e *testEnv, v *slowVerb, clientTurn string) <-chan int {
+func startSlow(t *testing.T, e *testEnv, v *hubtest.SlowVerb, clientTurn string) <-chan int {
 	t.Helper()
 	done := make(chan int, 1)
 	go func() {
@@ -86,7 +27,7 @@ func startSlow(t *testing.T, e *testEnv, v *slowVerb, clientTurn string) <-chan 
 		done <- e.authed("POST", "/api/messages", string(b)).status
 	}()
 	select {
-	case <-v.started:
+	case <-v.Started:
 	case <-time.After(testkit.Wait):
 		t.Fatal("the verb did not start")
 	}
@@ -105,9 +46,9 @@ func cancelTurn(e *testEnv, turn string) response {
 // history) comes before the reply, after which no client sees it running.
 func TestProgressEventsAndCancel(t *testing.T) {
 	clk := fakeClock()
-	v := newSlowVerb()
-	e := newEnv(t, envConfig{hub: hubtest.Options{Register: v.register, Runtime: hub.RuntimeOptions{Clock: clk}}})
-	t.Cleanup(v.finish)
+	v := hubtest.NewSlowVerb()
+	e := newEnv(t, envConfig{hub: hubtest.Options{Register: v.Register, Runtime: hub.RuntimeOptions{Clock: clk}}})
+	t.Cleanup(v.Finish)
 	live := e.openSSE("")
 	done := startSlow(t, e, v, "slow1")
 	turn := "web.slow1"
@@ -116,7 +57,7 @@ func TestProgressEventsAndCancel(t *testing.T) {
 		t.Fatalf("inbound event %+v", ev)
 	}
 
-	v.step(t, "compiling a")
+	v.Step(t, "compiling a")
 	clk.Advance(2 * time.Second) // below progress_after: nothing shows
 	clk.Advance(time.Second)
 	ev := live.next()
@@ -124,7 +65,7 @@ func TestProgressEventsAndCancel(t *testing.T) {
 		ev.Progress.State != "running" || ev.Progress.Verb != "test.slow" || ev.Progress.ElapsedMS != 3000 || ev.Progress.Tail != "compiling a" {
 		t.Fatalf("first progress event %+v (progress %+v)", ev, ev.Progress)
 	}
-	v.step(t, "compiling b")
+	v.Step(t, "compiling b")
 	clk.Advance(3 * time.Second)
 	ev = live.next()
 	if ev.Type != EventProgress || ev.Progress.ElapsedMS != 6000 || ev.Progress.Tail != "compiling a\ncompiling b" || !strings.Contains(ev.Text, "running for 6s") {
