@@ -45,10 +45,22 @@ func (w *world) docker(d DockerStep) error {
 	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
 	defer cancel()
 	if err := w.until(ctx, fmt.Sprintf("the answer of %s carrying %q", cut.TurnID, d.Answer), func() bool { return len(w.boxAnswers(cut, d.Answer)) > 0 }); err != nil {
-		return err
+		return fmt.Errorf("%w (the chat received %q)", err, w.chatTexts(cut))
 	}
 	w.logf("%s answered: %q", cut.TurnID, w.boxAnswers(cut, d.Answer))
 	return nil
+}
+
+// chatTexts are the texts of every message t's chat received.
+func (w *world) chatTexts(t *Turn) []string {
+	chat := strings.TrimPrefix(t.Target, "chat:telegram:")
+	var out []string
+	for _, m := range w.tg.Messages() {
+		if m.ChatID == chat {
+			out = append(out, m.Text)
+		}
+	}
+	return out
 }
 
 // boxAnswers are the messages of t's chat that carry every string of

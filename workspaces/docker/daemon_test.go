@@ -107,10 +107,13 @@ func stopMidCall(t *testing.T, d *dockertest.Daemon, image, dir string) {
 	if !errors.As(got.err, &xe) || strings.Contains(xe.Message, "\n") || !strings.HasPrefix(xe.Message, "workspace sandbox: ") {
 		t.Fatalf("the call ended with %+v %v, want a one-line workspace error", got.res, got.err)
 	}
+	// However the stop interleaves with the call (the daemon answers on
+	// open connections while it stops its containers), the message names
+	// the daemon as the cause and gives the fix.
 	unreachable := strings.Contains(xe.Message, "is not reachable") && strings.Contains(xe.Message, "start it or change the workspace's destination")
-	stopped := strings.Contains(xe.Message, "stopped during the call") && strings.Contains(xe.Message, "run the call again")
+	stopped := strings.Contains(xe.Message, "stopped during the call because its Docker daemon at "+d.Host()) && strings.Contains(xe.Message, "run the call again once the daemon is up")
 	if !unreachable && !stopped {
-		t.Fatalf("error %q says neither that the daemon is unreachable nor that the container stopped, with the fix", xe.Message)
+		t.Fatalf("error %q says neither that the daemon is unreachable nor that the container stopped with its daemon, with the fix", xe.Message)
 	}
 	t.Logf("the call ended with: %s", xe.Message)
 

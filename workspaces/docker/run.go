@@ -171,6 +171,9 @@ func (r *Runner) containerTrouble(ctx context.Context, cli *client.Client, b *bo
 		return r.oomError(b)
 	}
 	if !st.Running {
+		if !r.accepting(ctx, cli) {
+			return r.daemonStoppedError()
+		}
 		return r.errorf(codeIO, "its container was stopped during the call (%s); run the call again (the container is started again)", st.Status)
 	}
 	// The daemon records a container's end a moment after its processes
@@ -185,9 +188,33 @@ func (r *Runner) containerTrouble(ctx context.Context, cli *client.Client, b *bo
 		gone = !r.probe(ctx, cli, ins.Container.ID, user)
 	}
 	if gone {
+		if !r.accepting(ctx, cli) {
+			return r.daemonStoppedError()
+		}
 		return r.errorf(codeIO, "its container stopped during the call (stopped or killed from outside, or its Docker daemon is stopping); run the call again once the daemon is up (the container is started again)")
 	}
 	return nil
+}
+
+// daemonStoppedError says a call's container went down with its daemon.
+func (r *Runner) daemonStoppedError() error {
+	return r.errorf(codeIO, "its container stopped during the call because its Docker daemon at %s stopped (or is stopping); run the call again once the daemon is up (the container is started again)", r.daemonAddr())
+}
+
+// accepting tells whether the daemon takes new connections. A daemon that
+// is stopping closes its listener first and then stops its containers
+// while its open connections (the client's kept-alive ones) still get
+// answers, so those answers cannot tell a container stopped from outside
+// from one its daemon is taking down; a fresh connection can.
+func (r *Runner) accepting(ctx context.Context, cli *client.Client) bool {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := cli.Dialer()(dctx)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
 }
 
 // probe runs the keeper's program for no time in container id and tells
