@@ -512,6 +512,27 @@ func TestOutOfMemory(t *testing.T) {
 	}
 }
 
+// When the kernel's out-of-memory killer picks the container's PID 1, the
+// whole container dies with it: the call still says out of memory, not
+// that someone stopped the container.
+func TestOutOfMemoryKillsPID1(t *testing.T) {
+	for _, view := range []bool{true, false} {
+		t.Run(map[bool]string{true: "host view", false: "daemon only"}[view], func(t *testing.T) {
+			hostViews(t, view)
+			e := newEnv(t, func(c *docker.Config) { c.Memory = 16 << 20 })
+			run(t, e.set, "true") // the container is known
+			_, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh",
+				Arguments: []string{"-c", `for p in /proc/[0-9]*; do [ "${p#/proc/}" = $$ ] || echo 1000 > $p/oom_score_adj; done 2>/dev/null; a=$(head -c 100000000 /dev/zero | tr '\0' x); echo ${#a}`}})
+			if err == nil || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "16MiB") {
+				t.Fatalf("error %v", err)
+			}
+			if r := run(t, e.set, "true"); r.ExitCode != 0 {
+				t.Fatalf("%+v", r)
+			}
+		})
+	}
+}
+
 func TestCheckAndDescribe(t *testing.T) {
 	e := newEnv(t, func(c *docker.Config) { c.Memory = 512 << 20; c.CPUs = 1; c.Pids = 256 })
 	if err := e.r.Check(context.Background()); err != nil {

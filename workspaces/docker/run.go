@@ -191,10 +191,43 @@ func (r *Runner) containerTrouble(ctx context.Context, cli *client.Client, b *bo
 		if !r.accepting(ctx, cli) {
 			return r.daemonStoppedError()
 		}
+		if r.endedOutOfMemory(ctx, cli, b, ins.Container.ID) {
+			return r.oomError(b)
+		}
 		return r.errorf(codeIO, "its container stopped during the call (stopped or killed from outside, or its Docker daemon is stopping); run the call again once the daemon is up (the container is started again)")
 	}
 	return nil
 }
+
+// endedOutOfMemory tells whether container id, whose PID 1 was found dead
+// during a call, died of the memory limit: the kernel may have chosen its
+// PID 1, which takes every process of the container with it. The host's
+// count answers at once when it can be read; otherwise the daemon's flag
+// does once the daemon has recorded the container's end, which is waited
+// for (a few seconds at most).
+func (r *Runner) endedOutOfMemory(ctx context.Context, cli *client.Client, b *box, id string) bool {
+	if v := b.hostView(); v != nil {
+		if n, ok := v.oomKills(); ok && n > 0 {
+			return true
+		}
+	}
+	for i := 0; i < settleTries; i++ {
+		ins, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if err != nil || ins.Container.State == nil {
+			return false
+		}
+		if st := ins.Container.State; !st.Running {
+			return st.OOMKilled
+		}
+		if r.sleep(ctx, 50*time.Millisecond) != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// settleTries bounds endedOutOfMemory's wait for the daemon (× 50ms).
+const settleTries = 100
 
 // daemonStoppedError says a call's container went down with its daemon.
 func (r *Runner) daemonStoppedError() error {
