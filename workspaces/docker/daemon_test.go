@@ -167,9 +167,9 @@ func TestTimeoutBesideAnotherCall(t *testing.T) {
 	}()
 	testkit.WaitFor(t, "the other call to run", func() bool { return e.inContainer(id, "until [ -e go ]") })
 
-	one := 1
+	secs := 5 // time for the tree to start on a loaded machine ("tree" says it did)
 	res, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh",
-		Arguments: []string{"-c", "sleep 1001 & sleep 1002 & echo tree; wait"}, TimeoutSeconds: &one})
+		Arguments: []string{"-c", "sleep 1001 & sleep 1002 & echo tree; wait"}, TimeoutSeconds: &secs})
 	if err != nil || !res.TimedOut || res.ExitCode != -1 || res.StdoutTail != "tree\n" {
 		t.Fatalf("the timed-out call: %+v %v", res, err)
 	}

@@ -272,8 +272,10 @@ const detach = `setsid sh -c 'sleep 1000 & sleep 1000' >/dev/null 2>&1 & (sh -c 
 
 func TestTimeoutKillsTheTree(t *testing.T) {
 	e := newEnv(t, nil)
-	one := 1
-	res, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", detach + "; sleep 1000"}, TimeoutSeconds: &one})
+	// Long enough for the detaching to finish on a loaded machine before
+	// the timeout (the assertion on "started" checks it did).
+	secs := 5
+	res, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", detach + "; sleep 1000"}, TimeoutSeconds: &secs})
 	if err != nil || !res.TimedOut || res.ExitCode != -1 || res.StdoutTail != "started\n" {
 		t.Fatalf("timeout: %+v %v", res, err)
 	}
