@@ -1,22 +1,32 @@
 package main
 
 import (
-	"crypto/rand"
+	crand "crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"math/rand/v2"
+	"strings"
 	"time"
 )
 
 // turnIDs makes the turn ids of the CLI's calls in hub.NewTurnID's form
 // (prefix.20060102T150405Z-<12 hex digits>), formatting the time once per
-// second instead of once per call: `hub exec --stdio` makes one per line.
-// One goroutine uses it.
+// second instead of once per call, and drawing the random suffix from a
+// ChaCha8 generator seeded from crypto/rand instead of reading
+// crypto/rand per call: `hub exec --stdio` makes one per line. One
+// goroutine uses it.
 type turnIDs struct {
 	prefix string
+	rng    *rand.ChaCha8
 	sec    int64
 	stamp  []byte // prefix.20060102T150405Z- of sec
 }
 
-func newTurnIDs(prefix string) *turnIDs { return &turnIDs{prefix: prefix} }
+func newTurnIDs(prefix string) *turnIDs {
+	var seed [32]byte
+	_, _ = crand.Read(seed[:])
+	return &turnIDs{prefix: prefix, rng: rand.NewChaCha8(seed)}
+}
 
 func (t *turnIDs) next(now time.Time) string {
 	if s := now.Unix(); t.stamp == nil || s != t.sec {
@@ -24,10 +34,13 @@ func (t *turnIDs) next(now time.Time) string {
 		t.stamp = now.UTC().AppendFormat(append([]byte(t.prefix), '.'), "20060102T150405Z")
 		t.stamp = append(t.stamp, '-')
 	}
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	id := make([]byte, len(t.stamp)+hex.EncodedLen(len(r)))
-	n := copy(id, t.stamp)
-	hex.Encode(id[n:], r[:])
-	return string(id)
+	var r [8]byte
+	binary.LittleEndian.PutUint64(r[:], t.rng.Uint64())
+	var id strings.Builder
+	id.Grow(len(t.stamp) + hex.EncodedLen(6))
+	id.Write(t.stamp)
+	var digits [12]byte
+	hex.Encode(digits[:], r[:6])
+	id.Write(digits[:])
+	return id.String()
 }

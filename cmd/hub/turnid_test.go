@@ -36,4 +36,16 @@ func TestTurnIDsMatchHub(t *testing.T) {
 		}
 		seen[got] = true
 	}
+	// Within one second, and between two generators (two processes), ids
+	// do not repeat.
+	other := newTurnIDs("cli")
+	for range 10_000 {
+		for _, g := range []*turnIDs{ids, other} {
+			id := g.next(base)
+			if seen[id] {
+				t.Fatalf("turn id %q made twice", id)
+			}
+			seen[id] = true
+		}
+	}
 }
