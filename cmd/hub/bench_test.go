@@ -197,8 +197,9 @@ func (s *lineServer) exchange(reqs [][]byte, answers [][]byte) ([][]byte, error)
 // kind of pipe, one exchange to each per iteration, alternating which goes
 // first, so both see the same machine load. depth=1 is one request at a
 // time (an agent waiting for each answer); depth=64 writes 64 requests
-// before reading their answers (pipelining). hub/echo is the ratio of the
-// rates (1 = as fast as the echo).
+// before reading their answers (pipelining); mirror=all is depth=1 with
+// mirror.cli: all (every call mirrored, read-only ones too). hub/echo is
+// the ratio of the rates (1 = as fast as the echo).
 func BenchmarkStdioVersusEcho(b *testing.B) {
 	echoBin, err := echoOnce()
 	if err != nil {
@@ -208,9 +209,22 @@ func BenchmarkStdioVersusEcho(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "probe.txt"), []byte("x\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	for _, depth := range []int{1, 64} {
-		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
-			hub := startLineServer(b, dir, hubBin, "exec", "--stdio")
+	mirrorAll := filepath.Join(b.TempDir(), "hub.yml")
+	if err := os.WriteFile(mirrorAll, []byte("mirror:\n  cli: all\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		depth int
+		args  []string
+	}{
+		{"depth=1", 1, nil},
+		{"depth=64", 64, nil},
+		{"depth=1,mirror=all", 1, []string{"--config", mirrorAll}},
+	} {
+		depth := c.depth
+		b.Run(c.name, func(b *testing.B) {
+			hub := startLineServer(b, dir, append([]string{hubBin, "exec", "--stdio"}, c.args...)...)
 			echo := startLineServer(b, dir, echoBin)
 			reqs := make([][]byte, depth)
 			var answers [][]byte

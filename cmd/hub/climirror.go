@@ -57,21 +57,30 @@ func newCLIMirror(cfg *config.Config) *cliMirror {
 
 // wants reports whether a call of verb (canonical or as given) is
 // mirrored: one that may change something always, a read-only one or one
-// that names no known verb only with mirror.cli: all.
-func (c *cliMirror) wants(reg *executor.Registry, verb string) bool {
+// that names no known verb only with mirror.cli: all. durable says whether
+// its records are fsynced before the call goes on: all but those of a known
+// read-only verb, as for the hub's API calls.
+func (c *cliMirror) wants(reg *executor.Registry, verb string) (mirrored, durable bool) {
 	if c == nil {
-		return false
-	}
-	if c.all {
-		return true
+		return false, false
 	}
 	info, ok := reg.Lookup(verb)
-	return ok && !info.ReadOnly
+	if ok && info.ReadOnly {
+		return c.all, false
+	}
+	return ok || c.all, true
 }
 
 // record appends one line in direction (store.DirectionInbound for what the
 // operator asked, store.DirectionOutbound for the answer), durably.
 func (c *cliMirror) record(ctx context.Context, direction, turnID, text string, meta map[string]string) error {
+	return c.append(ctx, direction, turnID, text, meta, true)
+}
+
+// append appends one line in direction; with durable, it returns once the
+// line is fsynced, without, once it is written (a crash of the process
+// loses nothing, one of the machine may).
+func (c *cliMirror) append(ctx context.Context, direction, turnID, text string, meta map[string]string, durable bool) error {
 	if c.m == nil {
 		m, err := store.OpenMirror(c.flows, store.NewRunID(c.clk.Now()), c.opts)
 		if err != nil {
@@ -87,17 +96,26 @@ func (c *cliMirror) record(ctx context.Context, direction, turnID, text string, 
 		Direction: direction, Platform: platformCLI, ChatID: c.user, MessageID: turnID,
 		Actor: "cli:" + c.user, Kind: kindCLI, Text: text, Meta: all,
 	}
-	if err := c.m.Append(ctx, rec, true); err != nil {
+	if err := c.m.Append(ctx, rec, durable); err != nil {
 		return fmt.Errorf("mirror the CLI call: %w", err)
 	}
 	return nil
 }
 
+// cliCall is what call decided for one verb call: whether it is mirrored,
+// and whether its records are fsynced.
+type cliCall struct {
+	mirrored, durable bool
+}
+
 // call mirrors one verb call made from the CLI, before it runs: a call
-// that cannot be mirrored does not run.
-func (c *cliMirror) call(ctx context.Context, reg *executor.Registry, env executor.Envelope, turnID string) (bool, error) {
-	if !c.wants(reg, env.Verb) {
-		return false, nil
+// that cannot be mirrored does not run. The inbound record of a read-only
+// verb is written, not waited for on disk (like the hub's API calls); that
+// of any other call is fsynced before it runs.
+func (c *cliMirror) call(ctx context.Context, reg *executor.Registry, env executor.Envelope, turnID string) (cliCall, error) {
+	mirrored, durable := c.wants(reg, env.Verb)
+	if !mirrored {
+		return cliCall{}, nil
 	}
 	text := string(env.Arguments)
 	if text == "" {
@@ -107,14 +125,15 @@ func (c *cliMirror) call(ctx context.Context, reg *executor.Registry, env execut
 	if ws == "" {
 		ws = executor.DefaultWorkspace
 	}
-	return true, c.record(ctx, store.DirectionInbound, turnID, text, map[string]string{"verb": env.Verb, "workspace": ws})
+	cc := cliCall{mirrored: true, durable: durable}
+	return cc, c.append(ctx, store.DirectionInbound, turnID, text, map[string]string{"verb": env.Verb, "workspace": ws}, durable)
 }
 
-// result mirrors the outcome of a mirrored call.
-func (c *cliMirror) result(ctx context.Context, o *executor.Outcome, verb, turnID string) error {
-	return c.record(ctx, store.DirectionOutbound, turnID, string(o.JSON()), map[string]string{
+// result mirrors the outcome of a mirrored call, as durably as its call.
+func (c *cliMirror) result(ctx context.Context, cc cliCall, o *executor.Outcome, verb, turnID string) error {
+	return c.append(ctx, store.DirectionOutbound, turnID, string(o.JSON()), map[string]string{
 		"verb": verb, "succeeded": strconv.FormatBool(o.Succeeded()),
-	})
+	}, cc.durable)
 }
 
 // Close closes the run's files, if any were opened.

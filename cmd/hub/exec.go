@@ -18,7 +18,6 @@ import (
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
-	"github.com/a6afc2ce/hermes-hub/hub"
 )
 
 const execUsage = `hub exec [ENVELOPE] [-i FILE] [-o FILE] [--workspace NAME|DIR] [--interactive | --stdio]
@@ -81,8 +80,9 @@ func runExec(env *cliEnv, args []string) error {
 	defer stop()
 	mir := newCLIMirror(cfg)
 	defer mir.Close()
+	ids := newTurnIDs("cli")
 	run := func(ctx context.Context, input []byte) *executor.Outcome {
-		return runCLI(ctx, tc.exec, mir, input, name, env.stderr)
+		return runCLI(ctx, tc.exec, mir, ids, input, name, env.stderr)
 	}
 
 	w := env.stdout
@@ -166,7 +166,7 @@ func loadExecConfig(c commonFlags) (*config.Config, string, error) {
 // runCLI decodes and runs one envelope given to the CLI. A call that may
 // change something is mirrored first (and not run when that fails), its
 // result after; notes go to stderr.
-func runCLI(ctx context.Context, x *executor.Executor, mir *cliMirror, input []byte, workspace string, stderr io.Writer) *executor.Outcome {
+func runCLI(ctx context.Context, x *executor.Executor, mir *cliMirror, ids *turnIDs, input []byte, workspace string, stderr io.Writer) *executor.Outcome {
 	envelope, err := x.DecodeEnvelope(input)
 	if err != nil {
 		return &executor.Outcome{Err: executor.ErrorFrom(err), ID: envelope.ID}
@@ -177,16 +177,16 @@ func runCLI(ctx context.Context, x *executor.Executor, mir *cliMirror, input []b
 	case workspace == "":
 		workspace = envelope.Workspace
 	}
-	turnID := hub.NewTurnID("cli", clock.Real{}.Now())
+	turnID := ids.next(clock.Real{}.Now())
 	// The operator's own command: every configured workspace is open to it.
 	ctx = executor.WithCall(ctx, executor.Call{TurnID: turnID, Identity: "cli", Workspace: workspace})
-	mirrored, err := mir.call(ctx, x.Registry(), envelope, turnID)
+	cc, err := mir.call(ctx, x.Registry(), envelope, turnID)
 	if err != nil {
 		return &executor.Outcome{Err: executor.Errorf(executor.CodeIOError, "%s was not run: %v", envelope.Verb, err), ID: envelope.ID}
 	}
 	o := x.Run(ctx, envelope)
-	if mirrored {
-		if err := mir.result(ctx, o, envelope.Verb, turnID); err != nil {
+	if cc.mirrored {
+		if err := mir.result(ctx, cc, o, envelope.Verb, turnID); err != nil {
 			fmt.Fprintf(stderr, "warning: %v\n", err)
 		}
 	}

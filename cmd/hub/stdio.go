@@ -38,17 +38,18 @@ type stdioLine struct {
 // a client that waits for an answer gets it before the server waits for
 // more input, and a pipelined client gets its answers in large writes.
 //
-// A write that could wait for the client (stdout is a pipe without room
-// for it, or a kind of file whose room is not known) is never made while
-// nothing reads the input: a goroutine reads lines ahead into a queue (at
-// most stdioReadAhead bytes) while the write waits, and hands the input back
-// after it, so a client that writes many lines before reading any never
-// deadlocks against a full output pipe. A client that waits for each answer
-// is served by one goroutine, without a hand-off per line.
+// A write that could wait for the client (stdout is a pipe that may not
+// have room for it, see pipeRoom, or a kind of file whose room is not
+// known) is never made while nothing reads the input: a goroutine reads
+// lines ahead into a queue (at most stdioReadAhead bytes) while the write
+// waits, and hands the input back after it, so a client that writes many
+// lines before reading any never deadlocks against a full output pipe. A
+// client that waits for each answer is served by one goroutine, without a
+// hand-off per line.
 func serveStdio(ctx context.Context, run func(context.Context, []byte) *executor.Outcome, r io.Reader, w io.Writer) error {
 	limit := executor.DefaultLimits.MaxInputBytes
 	br := bufio.NewReaderSize(r, 64<<10)
-	room := writeRoom(w)
+	fits := writeRoom(w)
 	var out []byte
 	var ahead *lineQueue // reading ahead; br is its own until it hands it back
 	defer func() {
@@ -60,11 +61,9 @@ func serveStdio(ctx context.Context, run func(context.Context, []byte) *executor
 		if len(out) == 0 {
 			return nil
 		}
-		if ahead == nil {
-			if n, ok := room(); !ok || n < len(out) {
-				ahead = newLineQueue(stdioReadAhead)
-				go ahead.fill(br, limit)
-			}
+		if !fits(len(out)) && ahead == nil {
+			ahead = newLineQueue(stdioReadAhead)
+			go ahead.fill(br, limit)
 		}
 		_, err := w.Write(out)
 		out = out[:0]
