@@ -350,17 +350,35 @@ func (h *Hub) handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	// Once the turn has been decided (a verb may have run), its answer is
 	// made durable whatever happens to the caller's context: a stop that
 	// cancels the turn must not leave a verb that ran without its reply.
-	added, err := h.opts.Outbox.Enqueue(context.WithoutCancel(ctx), entries)
+	now = h.opts.Clock.Now()
+	added, finished, err := h.enqueueAndFinish(context.WithoutCancel(ctx), in.TurnID, entries, store.TurnDone, code, now)
 	if err != nil {
 		// The verb ran but its answer is not durable: leave the turn started
 		// so a restart tells the chat, rather than pretend it finished.
 		return nil, fmt.Errorf("turn %s: enqueue reply: %w", in.TurnID, err)
 	}
 	res.Outbox = added
-	if err := h.opts.Ledger.Finish(in.TurnID, store.TurnDone, code, idsOf(entries), h.opts.Clock.Now()); err != nil {
-		return res, fmt.Errorf("turn %s: %w", in.TurnID, err)
+	if !finished {
+		if err := h.opts.Ledger.Finish(in.TurnID, store.TurnDone, code, idsOf(entries), now); err != nil {
+			return res, fmt.Errorf("turn %s: %w", in.TurnID, err)
+		}
 	}
 	return res, nil
+}
+
+// enqueueAndFinish enqueues a turn's answer and, in the same transaction
+// when the outbox's store allows it, finishes the turn in the ledger
+// (state, code, at): the turn is finished exactly when its answer is
+// durable, one commit for both. It reports whether the turn was finished;
+// when not (and the enqueue succeeded), the caller calls Ledger.Finish,
+// after the enqueue as before. On an enqueue error nothing is finished.
+func (h *Hub) enqueueAndFinish(ctx context.Context, turnID string, entries []outbox.Entry, state, code string, at time.Time) (added []string, finished bool, err error) {
+	ctx, done := h.opts.Ledger.FinishWith(ctx, turnID, state, code, idsOf(entries), at)
+	added, err = h.opts.Outbox.Enqueue(ctx, entries)
+	if err != nil {
+		return nil, false, err
+	}
+	return added, done(), nil
 }
 
 // run executes a parsed verb command with the turn's identity, workspace
@@ -410,11 +428,14 @@ func (h *Hub) deny(ctx context.Context, in *chat.Inbound, res *TurnResult, now t
 	}
 	text := h.denialText(in, now)
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), replyMeta(in, true))
-	added, err := h.opts.Outbox.Enqueue(ctx, entries)
+	added, finished, err := h.enqueueAndFinish(ctx, in.TurnID, entries, store.TurnDone, string(executor.CodeForbidden), now)
 	if err != nil {
 		return nil, fmt.Errorf("turn %s: enqueue denial: %w", in.TurnID, err)
 	}
 	res.Outbox = added
+	if finished {
+		return res, nil
+	}
 	return res, h.opts.Ledger.Finish(in.TurnID, store.TurnDone, string(executor.CodeForbidden), idsOf(entries), now)
 }
 
@@ -434,12 +455,16 @@ func (h *Hub) interrupted(ctx context.Context, rec store.TurnRecord) (*TurnResul
 	}
 	text := fmt.Sprintf("⚠ The hub restarted while it was handling your message (turn %s). It may or may not have completed: check its effects before you send it again.", rec.TurnID)
 	entries := outbox.NewEntries(outbox.KindNotice, rec.TurnID, key, chat.SplitText(text, h.chunkOptions(key)), rec.ReplyMeta)
-	added, err := h.opts.Outbox.Enqueue(ctx, entries)
+	now := h.opts.Clock.Now()
+	added, finished, err := h.enqueueAndFinish(ctx, rec.TurnID, entries, store.TurnInterrupted, "", now)
 	if err != nil {
 		return nil, fmt.Errorf("turn %s: enqueue notice: %w", rec.TurnID, err)
 	}
 	res.Outbox = added
-	return res, h.opts.Ledger.Finish(rec.TurnID, store.TurnInterrupted, "", idsOf(entries), h.opts.Clock.Now())
+	if finished {
+		return res, nil
+	}
+	return res, h.opts.Ledger.Finish(rec.TurnID, store.TurnInterrupted, "", idsOf(entries), now)
 }
 
 // Accept records an inbound durably before the adapter acknowledges it to a

@@ -103,7 +103,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 			}
 		}
 	}()
-	rt.Ledger, err = store.OpenLedger(st.DB())
+	rt.Ledger, err = store.OpenSharedLedger(st.Database())
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	if err != nil {
 		return nil, err
 	}
-	bs, err := outbox.NewBoltStore(rt.State.DB())
+	bs, err := outbox.NewSharedBoltStore(rt.State.Database())
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func BenchmarkEnqueue(b *testing.B) {
 			}
 			var next atomic.Int64
 			var wg sync.WaitGroup
-			commits0, ops0 := s.commit.commits.Load(), s.commit.ops.Load()
+			commits0, ops0 := s.commit.Commits()
 			stats0 := s.db.Stats()
 			b.ResetTimer()
 			start := time.Now()
@@ -89,8 +89,9 @@ func BenchmarkEnqueue(b *testing.B) {
 			b.ReportMetric(rate, "chunks/s")
 			b.ReportMetric(fsyncs, "fsyncs/s")
 			b.ReportMetric(rate/fsyncs, "chunks/fsync")
-			if commits := s.commit.commits.Load() - commits0; commits > 0 && !tc.dbBatch {
-				b.ReportMetric(float64(s.commit.ops.Load()-ops0)/float64(commits), "chunks/commit")
+			commits1, ops1 := s.commit.Commits()
+			if commits := commits1 - commits0; commits > 0 && !tc.dbBatch {
+				b.ReportMetric(float64(ops1-ops0)/float64(commits), "chunks/commit")
 				stats := s.db.Stats()
 				pages := float64(stats.TxStats.GetWrite()-stats0.TxStats.GetWrite()) / float64(commits)
 				b.ReportMetric(pages, "pages/commit")

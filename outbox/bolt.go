@@ -35,18 +35,30 @@ const pruneBatch = 10000
 // changes they count, so start-up never scans the queue.
 type BoltStore struct {
 	db       *bolt.DB
-	commit   *committer
-	useBatch bool // use bolt's DB.Batch instead of the committer (benchmarks compare)
+	commit   *store.DB // the group commit, maybe shared with other writers of db
+	useBatch bool      // use bolt's DB.Batch instead of the group commit (benchmarks compare)
 }
 
 var _ Store = (*BoltStore)(nil)
 
 // NewBoltStore creates the outbox buckets in db if needed (schema version 1)
-// and returns the store. The caller keeps ownership of db.
+// and returns the store, whose writes share commits among themselves. The
+// caller keeps ownership of db.
 func NewBoltStore(db *bolt.DB) (*BoltStore, error) {
 	if db == nil {
 		return nil, fmt.Errorf("outbox store: nil database")
 	}
+	return NewSharedBoltStore(store.NewDB(db))
+}
+
+// NewSharedBoltStore is NewBoltStore on a database whose group commit the
+// store shares with the database's other writers (the hub's turn ledger),
+// so that their concurrent writes share fsyncs.
+func NewSharedBoltStore(gc *store.DB) (*BoltStore, error) {
+	if gc == nil {
+		return nil, fmt.Errorf("outbox store: nil database")
+	}
+	db := gc.Bolt()
 	err := db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, _, err := store.EnsureBucket(tx, name, schemaVersion); err != nil {
@@ -58,14 +70,14 @@ func NewBoltStore(db *bolt.DB) (*BoltStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox store: %w", err)
 	}
-	return &BoltStore{db: db, commit: newCommitter(db)}, nil
+	return &BoltStore{db: db, commit: gc}, nil
 }
 
 func (s *BoltStore) update(fn func(*bolt.Tx) error) error {
 	if s.useBatch {
 		return s.db.Batch(fn)
 	}
-	return s.commit.do(fn)
+	return s.commit.Update(fn)
 }
 
 // write runs fn on the outbox buckets in a write transaction (through the
@@ -282,7 +294,9 @@ func open(tx *bolt.Tx) (buckets, error) {
 }
 
 // Enqueue implements Store. Entries are validated first; one invalid entry
-// fails the whole call and nothing is written.
+// fails the whole call and nothing is written. A write ctx carries for this
+// database (store.WithAlso) is made in the same transaction, after the
+// entries.
 func (s *BoltStore) Enqueue(ctx context.Context, entries []Entry) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
@@ -331,7 +345,13 @@ func (s *BoltStore) Enqueue(ctx context.Context, entries []Entry) ([]string, err
 			delta.add(e.Target, cPending, 1)
 			added = append(added, e.ID)
 		}
-		return delta.apply(b.counts)
+		if err := delta.apply(b.counts); err != nil {
+			return err
+		}
+		// What the caller makes durable with the entries (the turn
+		// ledger's finish of the turn they answer), also when every id
+		// was known already.
+		return store.Also(ctx, tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %d entries: %w", len(entries), err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 func TestBoltEnqueueAtomicAndValidated(t *testing.T) {
@@ -292,7 +294,7 @@ func TestCommitterIsolatesFailures(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = c.do(func(tx *bolt.Tx) error {
+			errs[i] = c.Update(func(tx *bolt.Tx) error {
 				b := tx.Bucket([]byte(countsBucket))
 				if err := b.Put(fmt.Appendf(nil, "k%02d", i), []byte("v")); err != nil {
 					return err
@@ -317,5 +319,105 @@ func TestCommitterIsolatesFailures(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBoltEnqueueFinishesTurnWithReply: a turn's finish carried by the
+// context (store.Ledger.FinishWith) is made in the transaction that
+// enqueues its reply, on a store sharing the ledger's database, also when
+// the reply was enqueued before; a finish the ledger refuses leaves the
+// reply enqueued; a store on another database does not make it; a failed
+// enqueue makes neither.
+func TestBoltEnqueueFinishesTurnWithReply(t *testing.T) {
+	ctx := context.Background()
+	at := t0.Add(time.Minute)
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := store.OpenSharedLedger(st.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := NewSharedBoltStore(st.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newBolt(t)
+	begin := func(turn string) {
+		t.Helper()
+		if _, began, _, err := l.Begin(store.TurnRecord{TurnID: turn, Reply: tg("1").String()}); err != nil || !began {
+			t.Fatalf("begin %s: %v %v", turn, began, err)
+		}
+	}
+	ids := func(es []Entry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		s          *BoltStore
+		begin      bool
+		twice      bool // the reply was enqueued once before
+		invalid    bool // the enqueue fails
+		wantFinish bool
+		wantState  string // "" for no ledger record
+		wantQueued bool
+	}{
+		{name: "shared", s: shared, begin: true, wantFinish: true, wantState: store.TurnDone, wantQueued: true},
+		{name: "shared, reply known", s: shared, begin: true, twice: true, wantFinish: true, wantState: store.TurnDone, wantQueued: true},
+		{name: "shared, turn unknown", s: shared, wantQueued: true},
+		{name: "other database", s: other, begin: true, wantState: store.TurnStarted, wantQueued: true},
+		{name: "enqueue fails", s: shared, begin: true, invalid: true, wantState: store.TurnStarted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			turn := "turn-" + strings.ReplaceAll(tc.name, " ", "")
+			turn = strings.Map(func(r rune) rune {
+				if r == ',' {
+					return '-'
+				}
+				return r
+			}, turn)
+			if tc.begin {
+				begin(turn)
+			}
+			es := entries(KindReply, turn, tg("1"), 2)
+			if tc.invalid {
+				es[1].ID = "not an id"
+			}
+			if tc.twice {
+				if _, err := tc.s.Enqueue(ctx, es); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fctx, finished := l.FinishWith(ctx, turn, store.TurnDone, "code", ids(es), at)
+			_, err := tc.s.Enqueue(fctx, es)
+			if (err != nil) != tc.invalid {
+				t.Fatalf("enqueue: %v", err)
+			}
+			if err == nil && finished() != tc.wantFinish {
+				t.Errorf("finished = %v, want %v", finished(), tc.wantFinish)
+			}
+			rec, err := l.Get(turn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.wantState == "" && rec != nil:
+				t.Errorf("ledger record %+v, want none", rec)
+			case tc.wantState != "" && (rec == nil || rec.State != tc.wantState):
+				t.Errorf("ledger record %+v, want state %s", rec, tc.wantState)
+			case tc.wantFinish && (rec.Code != "code" || !rec.Finished.Equal(at) || !reflect.DeepEqual(rec.Outbox, ids(es))):
+				t.Errorf("ledger record %+v, want the finish's code, time and ids", rec)
+			}
+			_, err = tc.s.Get(ctx, es[0].ID)
+			if queued := err == nil; queued != tc.wantQueued {
+				t.Errorf("reply queued = %v (%v), want %v", queued, err, tc.wantQueued)
+			}
+		})
 	}
 }

@@ -40,6 +40,7 @@ type Options struct {
 type State struct {
 	dir string
 	db  *bolt.DB
+	gc  *DB // hub.db's group commit, shared by its writers
 }
 
 // LockedError reports that another process holds the state directory.
@@ -95,7 +96,7 @@ func Open(dir string, opts Options) (*State, error) {
 		}
 		return nil, fmt.Errorf("open state: open %s: %w", path, err)
 	}
-	return &State{dir: abs, db: db}, nil
+	return &State{dir: abs, db: db, gc: NewDB(db)}, nil
 }
 
 // Dir is the absolute path of the state root.
@@ -108,6 +109,11 @@ func (s *State) Path(elem ...string) string {
 
 // DB is the open bbolt database.
 func (s *State) DB() *bolt.DB { return s.db }
+
+// Database is hub.db with the group commit its writers share: the ledger
+// and the outbox open on it (OpenSharedLedger, outbox.NewSharedBoltStore)
+// so that concurrent turns share fsyncs.
+func (s *State) Database() *DB { return s.gc }
 
 // Close closes the database.
 func (s *State) Close() error {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -47,11 +48,18 @@ type TurnRecord struct {
 }
 
 // Ledger records every turn in hub.db so that a duplicate inbound never runs
-// twice and a turn cut short by a crash is noticed after restart.
-type Ledger struct{ db *bolt.DB }
+// twice and a turn cut short by a crash is noticed after restart. Its writes
+// go through a group commit (DB), shared with the database's other writers
+// when it was opened with OpenSharedLedger.
+type Ledger struct{ db *DB }
 
-// OpenLedger creates the ledger's buckets.
-func OpenLedger(db *bolt.DB) (*Ledger, error) {
+// OpenLedger creates the ledger's buckets in db; its writes share commits
+// among themselves only. The hub opens it with OpenSharedLedger.
+func OpenLedger(db *bolt.DB) (*Ledger, error) { return OpenSharedLedger(NewDB(db)) }
+
+// OpenSharedLedger creates the ledger's buckets in db; its writes share
+// commits with every other writer of db.
+func OpenSharedLedger(db *DB) (*Ledger, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
 		if _, _, err := EnsureBucket(tx, ledgerBucket, ledgerVersion); err != nil {
 			return err
@@ -72,6 +80,7 @@ func OpenLedger(db *bolt.DB) (*Ledger, error) {
 // anything runs.
 func (l *Ledger) Begin(rec TurnRecord) (prev *TurnRecord, began, accepted bool, err error) {
 	err = l.db.Update(func(tx *bolt.Tx) error {
+		prev, began, accepted = nil, false, false // the function may run twice
 		b := tx.Bucket([]byte(ledgerBucket))
 		if v := b.Get([]byte(rec.TurnID)); v != nil {
 			var p TurnRecord
@@ -120,6 +129,7 @@ func (l *Ledger) Unstart(in *chat.Inbound) error {
 func (l *Ledger) Receive(rec TurnRecord) (bool, error) {
 	added := false
 	err := l.db.Update(func(tx *bolt.Tx) error {
+		added = false // the function may run twice
 		b := tx.Bucket([]byte(ledgerBucket))
 		if b.Get([]byte(rec.TurnID)) != nil {
 			return nil
@@ -137,23 +147,45 @@ func (l *Ledger) Receive(rec TurnRecord) (bool, error) {
 
 // Finish moves a turn to state (done or interrupted) with its outbox ids.
 func (l *Ledger) Finish(turnID, state, code string, outboxIDs []string, at time.Time) error {
-	return l.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(ledgerBucket))
-		v := b.Get([]byte(turnID))
-		if v == nil {
-			return fmt.Errorf("turn %s: not in the ledger", turnID)
-		}
-		var r TurnRecord
-		if err := json.Unmarshal(v, &r); err != nil {
-			return fmt.Errorf("turn %s: corrupt ledger record: %w", turnID, err)
-		}
-		r.State, r.Code, r.Finished = state, code, at
-		if outboxIDs != nil {
-			r.Outbox = outboxIDs
-		}
-		nv, _ := json.Marshal(r)
-		return b.Put([]byte(turnID), nv)
+	return l.db.Update(func(tx *bolt.Tx) error { return finish(tx, turnID, state, code, outboxIDs, at) })
+}
+
+// FinishWith returns ctx carrying the Finish of a turn (same arguments),
+// for the outbox to make in the transaction that enqueues the turn's reply
+// (store.WithAlso): the turn is then finished exactly when its reply is
+// durable, in the same commit. Once that enqueue has returned without
+// error, finished reports whether the turn was finished with it; when not
+// (a store that does not honour the context, or a record Finish would
+// refuse, which leaves the reply alone), call Finish, which reports the
+// error as it always did.
+func (l *Ledger) FinishWith(ctx context.Context, turnID, state, code string, outboxIDs []string, at time.Time) (_ context.Context, finished func() bool) {
+	done := false
+	ctx = WithAlso(ctx, l.db, func(tx *bolt.Tx) error {
+		// A refusal is not the enqueue's failure: the reply is committed
+		// and Finish, called after, reports it.
+		done = finish(tx, turnID, state, code, outboxIDs, at) == nil
+		return nil
 	})
+	return ctx, func() bool { return done }
+}
+
+// finish is Finish within tx. It writes nothing when it fails.
+func finish(tx *bolt.Tx, turnID, state, code string, outboxIDs []string, at time.Time) error {
+	b := tx.Bucket([]byte(ledgerBucket))
+	v := b.Get([]byte(turnID))
+	if v == nil {
+		return fmt.Errorf("turn %s: not in the ledger", turnID)
+	}
+	var r TurnRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return fmt.Errorf("turn %s: corrupt ledger record: %w", turnID, err)
+	}
+	r.State, r.Code, r.Finished = state, code, at
+	if outboxIDs != nil {
+		r.Outbox = outboxIDs
+	}
+	nv, _ := json.Marshal(r)
+	return b.Put([]byte(turnID), nv)
 }
 
 // Forget removes a turn that never ran, so that its redelivery runs it.
@@ -253,6 +285,7 @@ func (l *Ledger) Prune(cutoff time.Time) (turns, denials int, err error) {
 func (l *Ledger) ShouldNotifyDenial(identity string, now time.Time, interval time.Duration) (bool, error) {
 	ok := false
 	err := l.db.Update(func(tx *bolt.Tx) error {
+		ok = false // the function may run twice
 		b := tx.Bucket([]byte(denialBucket))
 		if v := b.Get([]byte(identity)); len(v) > 0 {
 			var last time.Time
