@@ -49,6 +49,15 @@ func YAMLToJSON(data []byte, lim Limits) ([]byte, error) {
 	if len(data) > lim.MaxInputBytes {
 		return nil, fmt.Errorf("input is %d bytes, over the %d-byte limit", len(data), lim.MaxInputBytes)
 	}
+	if j, ok := yamlFast(data, lim); ok {
+		return j, nil
+	}
+	return yamlToJSONSlow(data, lim)
+}
+
+// yamlToJSONSlow is YAMLToJSON through yaml.v3's node tree: what yamlFast
+// declines, and every error.
+func yamlToJSONSlow(data []byte, lim Limits) ([]byte, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {

@@ -748,7 +748,7 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 		return res, fsError(err, show, "open")
 	}
 	defer d.Close()
-	des, err := d.ReadDir(-1)
+	des, err := readDirents(d)
 	if err != nil {
 		return res, fsError(err, show, "list")
 	}
@@ -766,22 +766,22 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 	for _, de := range des {
 		var child string
 		if denyHere {
-			child = joinRel(name, de.Name())
+			child = joinRel(name, de.name)
 			if _, ok := w.denied(child); ok {
 				continue
 			}
 		}
-		if child == "" && (w.session() || de.Type()&fs.ModeSymlink != 0) {
-			child = joinRel(name, de.Name())
+		if child == "" && (w.session() || de.typ&fs.ModeSymlink != 0) {
+			child = joinRel(name, de.name)
 		}
-		typ := de.Type()
-		e := DirEntry{Name: de.Name(), IsDirectory: typ.IsDir()}
+		typ := de.typ
+		e := DirEntry{Name: de.name, IsDirectory: typ.IsDir()}
 		var cfi fs.FileInfo
 		switch {
 		case typ&fs.ModeSymlink != 0:
 			cfi, _ = w.statFollow(child)
 		case typ.IsDir() || w.session():
-			cst, err := lstatAt(dfd, de.Name())
+			cst, err := lstatAt(dfd, de.name)
 			if err != nil {
 				continue // removed meanwhile
 			}
@@ -791,7 +791,7 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 			e.IsDirectory = isDir(cst)
 			switch {
 			case isLink(cst): // replaced by a link meanwhile
-				child = joinRel(name, de.Name())
+				child = joinRel(name, de.name)
 				cfi, _ = w.statFollow(child)
 			case !isDir(cst):
 				cfi = newStatInfo(child, cst) // sizes and versions: session workspaces only
@@ -816,10 +816,9 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 
 // sortEntries orders a listing: directories first, then by name. Names are
 // unique within a directory, so when the entries carry nothing but their
-// name and kind (host workspaces) the names alone are sorted (strings
-// compared inline, 16 bytes moved per swap) and the entries rebuilt in that
-// order, which costs less than moving whole entries through a comparison
-// function.
+// name and kind (host workspaces) the names alone are sorted (by
+// sortNames' radix sort) and the entries rebuilt in that order, which costs
+// less than moving whole entries through a comparison function.
 func sortEntries(es []DirEntry) {
 	nd := 0
 	for i := range es {
@@ -851,8 +850,8 @@ func sortEntries(es []DirEntry) {
 			f++
 		}
 	}
-	slices.Sort(names[:nd])
-	slices.Sort(names[nd:])
+	sortNames(names[:nd])
+	sortNames(names[nd:])
 	for i, n := range names {
 		es[i] = DirEntry{Name: n, IsDirectory: i < nd}
 	}

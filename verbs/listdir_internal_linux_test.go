@@ -1,0 +1,77 @@
+package verbs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestReadDirents compares the one-pass reader with os.File.ReadDir on a
+// directory of files, directories, links and FIFOs with every kind of name.
+func TestReadDirents(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"plain", "é → 世界", `qu"o'te`, "ctl\x01\x1f", "bad\xff\xfeutf8", "<&>", "line\u2028sep", "-dash", ".hidden", "..dots", strings.Repeat("n", 255)}
+	for i := range 3000 {
+		names = append(names, fmt.Sprintf("entry-%05d", i))
+	}
+	for i, n := range names {
+		p := filepath.Join(dir, n)
+		var err error
+		switch i % 4 {
+		case 0:
+			err = os.Mkdir(p, 0o755)
+		case 1:
+			err = os.Symlink("plain", p)
+		case 2:
+			err = syscall.Mkfifo(p, 0o644)
+		default:
+			err = os.WriteFile(p, nil, 0o644)
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", n, err)
+		}
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	got, err := readDirents(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	des, err := d2.ReadDir(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, have []string
+	for _, de := range des {
+		want = append(want, fmt.Sprintf("%q %v", de.Name(), de.Type()))
+	}
+	for _, e := range got {
+		have = append(have, fmt.Sprintf("%q %v", e.name, e.typ))
+	}
+	slices.Sort(want)
+	slices.Sort(have)
+	if len(want) != len(names) || !slices.Equal(have, want) {
+		t.Fatalf("readDirents gave %d entries, ReadDir %d (of %d); first differences: %v", len(have), len(want), len(names), firstDiff(have, want))
+	}
+}
+
+func firstDiff(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return a[i] + " vs " + b[i]
+		}
+	}
+	return "one is a prefix of the other"
+}
