@@ -22,11 +22,17 @@ const (
 )
 
 // burst is how many chunks a target sends before it yields its worker to the
-// next ready target, so one long queue does not starve the others.
+// next ready target, so one long queue does not starve the others. With a
+// store that marks in batches (BoltStore) a target yields its worker after
+// every delivered chunk anyway, while the marker writes its mark.
 const burst = 4
 
 // pageSize is how many targets one start-up scan page reads.
 const pageSize = 1000
+
+// maxMarkBatch bounds the delivered marks written in one transaction; a
+// worker with a mark to hand over waits while that many are pending.
+const maxMarkBatch = 1024
 
 // Options tune the dispatcher. Zero fields take the defaults above.
 type Options struct {
@@ -150,6 +156,7 @@ const (
 	tRunning                       // owned by a worker
 	tWaiting                       // waiting for its retry time; holds no worker
 	tUnroutable                    // no sender for it; waits for one
+	tMarking                       // sent; its delivered mark is being written; holds no worker
 )
 
 // target is the dispatcher's only per-target memory: a target with pending
@@ -159,11 +166,41 @@ type target struct {
 	state targetState
 	dirty bool // woken while running: look at the queue again before leaving
 	timer clock.Timer
+
+	// wakes counts wake calls. A head read with a mark is kept only if no
+	// wake came between the hand-over of the mark and its result: an entry
+	// enqueued after the mark's transaction is always woken after it.
+	wakes uint64
+	// head is the target's queue head as the transaction of its last mark
+	// read it (headKnown; nil head: the queue was empty). A wake forgets it;
+	// next hands it to the worker (own, ownKnown), which uses it once
+	// instead of reading the head from the store.
+	head, own           []byte
+	headKnown, ownKnown bool
+}
+
+// mark is a delivered mark handed by a worker to the marker: the target,
+// sent and in state tMarking, the mark, and the target's wakes at the
+// hand-over.
+type mark struct {
+	t     *target
+	d     delivery
+	wakes uint64
+}
+
+// batchMarker is a Store that writes many delivered marks in one
+// transaction and reads the targets' new heads in it (BoltStore). With any
+// other Store, the worker marks each delivery itself with Delivered.
+type batchMarker interface {
+	deliveredBatch(ctx context.Context, ds []delivery, res []deliveryResult) error
 }
 
 // Outbox dispatches the entries of a Store to Senders: per target strictly
 // in order with one chunk in flight, targets in parallel up to Concurrency,
 // retries on timers, dead letters after permanent or repeated failures.
+// With a BoltStore, the delivered marks of all targets are written by one
+// marker goroutine, as many in one transaction as are pending, and a
+// target's next chunk is sent only once its previous mark is durable.
 // Create it with New, then call Run once.
 type Outbox struct {
 	st   Store
@@ -182,6 +219,14 @@ type Outbox struct {
 	inFlight   map[string]int64
 	unroutable int
 	pruneTimer clock.Timer
+
+	// Delivered marks waiting for the marker (o.mu), when st is a
+	// batchMarker; marksClosed tells the marker no more will come.
+	batcher     batchMarker
+	marks       []mark
+	marksClosed bool
+	markReady   *sync.Cond // marks were added, or closed
+	markRoom    *sync.Cond // the marker took marks
 
 	runCtx    context.Context // cancelled at hard stop; sends and pruning use it
 	cancelRun context.CancelFunc
@@ -211,6 +256,9 @@ func New(st Store, mux *Mux, opts Options) *Outbox {
 		marksCtx:  context.Background(),
 	}
 	o.cond = sync.NewCond(&o.mu)
+	o.markReady = sync.NewCond(&o.mu)
+	o.markRoom = sync.NewCond(&o.mu)
+	o.batcher, _ = st.(batchMarker)
 	return o
 }
 
@@ -292,11 +340,14 @@ func (o *Outbox) Run(ctx context.Context) error {
 	o.runCtx, o.cancelRun = context.WithCancel(context.WithoutCancel(ctx))
 	o.mu.Unlock()
 
-	var wg sync.WaitGroup
+	var wg, markers sync.WaitGroup
 	for range o.opts.Concurrency {
 		wg.Go(o.worker)
 	}
 	wg.Go(o.pruner)
+	if o.batcher != nil {
+		markers.Go(o.marker)
+	}
 
 	wg.Go(func() {
 		select {
@@ -314,6 +365,13 @@ func (o *Outbox) Run(ctx context.Context) error {
 	}
 	<-o.stopping
 	wg.Wait()
+	// The workers are gone: no mark will be handed over any more. The
+	// marker writes those still pending (a sent chunk is always marked).
+	o.mu.Lock()
+	o.marksClosed = true
+	o.markReady.Broadcast()
+	o.mu.Unlock()
+	markers.Wait()
 	o.cancelRun()
 
 	o.mu.Lock()
@@ -421,8 +479,10 @@ func (o *Outbox) wake(key string) {
 		o.push(t)
 		return
 	}
+	t.wakes++
+	t.head, t.headKnown = nil, false
 	switch t.state {
-	case tRunning:
+	case tRunning, tMarking:
 		t.dirty = true
 	case tUnroutable:
 		// A sender registered since then lets it go again.
@@ -459,6 +519,8 @@ func (o *Outbox) next() *target {
 			}
 			t.state = tRunning
 			t.dirty = false
+			t.own, t.ownKnown = t.head, t.headKnown
+			t.head, t.headKnown = nil, false
 			return t
 		}
 		o.cond.Wait()
@@ -483,7 +545,7 @@ func (o *Outbox) serve(t *target) {
 			o.yield(t)
 			return
 		}
-		e, ok, err := o.st.Head(o.marksCtx, t.key)
+		e, ok, err := o.head(t)
 		if err != nil {
 			o.log.Error("outbox: read queue head", "target", t.key, "err", err)
 			o.park(t, o.clk.Now().Add(o.opts.Backoff.Base))
@@ -515,11 +577,36 @@ func (o *Outbox) serve(t *target) {
 			// stays pending as it was and goes out again on the next start.
 			return
 		}
+		if sendErr == nil && o.batcher != nil {
+			// The marker writes the mark with those of other targets and
+			// puts t back in the ready queue once it is durable; this
+			// worker serves another target meanwhile.
+			o.handOver(t, &e, rc)
+			return
+		}
 		if !o.settle(t, &e, rc, sendErr) {
 			return
 		}
 		sent++
 	}
+}
+
+// head returns t's oldest pending entry: the one its last mark's
+// transaction read if next handed it over, else read from the store.
+func (o *Outbox) head(t *target) (Entry, bool, error) {
+	if t.ownKnown {
+		raw := t.own
+		t.own, t.ownKnown = nil, false
+		if raw == nil {
+			return Entry{}, false, nil
+		}
+		e, err := decodeRecord(raw, StatePending)
+		if err != nil {
+			return Entry{}, false, fmt.Errorf("head of %s: %w", t.key, err)
+		}
+		return e, true, nil
+	}
+	return o.st.Head(o.marksCtx, t.key)
 }
 
 func (o *Outbox) send(s Sender, e *Entry) (rc Receipt, err error) {
@@ -589,6 +676,92 @@ func (o *Outbox) settle(t *target, e *Entry, rc Receipt, sendErr error) bool {
 	o.park(t, next)
 	o.ev.Retrying(e, sendErr, next)
 	return false
+}
+
+// handOver records e's successful send like settle does (observers first),
+// but leaves the mark to the marker: t waits in tMarking, holding no
+// worker, until its mark is durable.
+func (o *Outbox) handOver(t *target, e *Entry, rc Receipt) {
+	now := o.clk.Now()
+	e.State, e.DeliveredAt, e.PlatformMessageID = StateDelivered, now, rc.MessageID
+	o.ev.Delivered(e, rc)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(o.marks) >= maxMarkBatch {
+		o.markRoom.Wait()
+	}
+	t.state = tMarking
+	o.marks = append(o.marks, mark{t: t, d: delivery{id: e.ID, target: t.key, rc: rc, at: now}, wakes: t.wakes})
+	o.markReady.Signal()
+}
+
+// marker writes the marks the workers hand over, all those pending at once
+// in one transaction, until Run closes the marks and none is left.
+func (o *Outbox) marker() {
+	var (
+		batch []mark
+		ds    []delivery
+		res   []deliveryResult
+	)
+	for {
+		o.mu.Lock()
+		for len(o.marks) == 0 && !o.marksClosed {
+			o.markReady.Wait()
+		}
+		if len(o.marks) == 0 {
+			o.mu.Unlock()
+			return
+		}
+		// Swap the slices: the workers append to the spare one meanwhile.
+		batch, o.marks = o.marks, batch[:0]
+		o.markRoom.Broadcast()
+		o.mu.Unlock()
+
+		ds, res = ds[:0], res[:0]
+		for _, m := range batch {
+			ds = append(ds, m.d)
+			res = append(res, deliveryResult{})
+		}
+		headsRead := true
+		if err := o.batcher.deliveredBatch(o.marksCtx, ds, res); err != nil {
+			headsRead = false
+			// The transaction failed as a whole: mark one by one, so each
+			// entry gets its own outcome as it would have without batches.
+			o.log.Warn("outbox: batch of delivered marks failed; marking one by one", "marks", len(ds), "err", err)
+			for i := range ds {
+				res[i] = deliveryResult{err: o.st.Delivered(o.marksCtx, ds[i].id, ds[i].rc, ds[i].at)}
+			}
+		}
+		for i := range batch {
+			o.marked(&batch[i], res[i], headsRead)
+			batch[i] = mark{}
+		}
+	}
+}
+
+// marked lets the target of m go on after its mark: back to the ready queue
+// (with the head its mark's transaction read if headRead, unless a wake
+// came since the hand-over), or parked if the mark failed.
+func (o *Outbox) marked(m *mark, r deliveryResult, headRead bool) {
+	t := m.t
+	if r.err != nil {
+		if errors.Is(r.err, ErrNotFound) || errors.Is(r.err, ErrWrongState) {
+			o.log.Warn("outbox: entry changed while in flight", "id", m.d.id, "err", r.err)
+		} else {
+			o.log.Error("outbox: record send outcome", "id", m.d.id, "err", r.err)
+			o.park(t, o.clk.Now().Add(o.opts.Backoff.Base))
+			return
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.state != stateRunning {
+		return
+	}
+	if headRead && r.err == nil && t.wakes == m.wakes {
+		t.head, t.headKnown = r.head, true
+	}
+	o.push(t)
 }
 
 // markFailed handles a store error while recording an outcome. An entry that
