@@ -194,7 +194,7 @@ func getIndex(idx *bolt.Bucket, id string) (indexRecord, bool, error) {
 }
 
 func putIndex(idx *bolt.Bucket, id string, r indexRecord) error {
-	b, ok := appendIndex(nil, &r)
+	b, ok := appendIndex(make([]byte, 0, 64+len(r.Target)+len(r.MsgID)), &r)
 	if !ok {
 		var err error
 		if b, err = json.Marshal(&r); err != nil {

@@ -24,7 +24,7 @@ const (
 // burst is how many chunks a target sends before it yields its worker to the
 // next ready target, so one long queue does not starve the others. With a
 // store that marks in batches (BoltStore) a target yields its worker after
-// every delivered chunk anyway, while the marker writes its mark.
+// every delivered chunk anyway, while its mark is written.
 const burst = 4
 
 // pageSize is how many targets one start-up scan page reads.
@@ -179,9 +179,8 @@ type target struct {
 	headKnown, ownKnown bool
 }
 
-// mark is a delivered mark handed by a worker to the marker: the target,
-// sent and in state tMarking, the mark, and the target's wakes at the
-// hand-over.
+// mark is a delivered mark handed over by a worker: the target, sent and in
+// state tMarking, the mark, and the target's wakes at the hand-over.
 type mark struct {
 	t     *target
 	d     delivery
@@ -198,9 +197,10 @@ type batchMarker interface {
 // Outbox dispatches the entries of a Store to Senders: per target strictly
 // in order with one chunk in flight, targets in parallel up to Concurrency,
 // retries on timers, dead letters after permanent or repeated failures.
-// With a BoltStore, the delivered marks of all targets are written by one
-// marker goroutine, as many in one transaction as are pending, and a
-// target's next chunk is sent only once its previous mark is durable.
+// With a BoltStore, a worker does not wait for its delivered mark: the
+// marks of all targets are written together, as many in one transaction as
+// are pending, and a target's next chunk is sent only once its previous
+// mark is durable.
 // Create it with New, then call Run once.
 type Outbox struct {
 	st   Store
@@ -220,13 +220,16 @@ type Outbox struct {
 	unroutable int
 	pruneTimer clock.Timer
 
-	// Delivered marks waiting for the marker (o.mu), when st is a
-	// batchMarker; marksClosed tells the marker no more will come.
-	batcher     batchMarker
-	marks       []mark
-	marksClosed bool
-	markReady   *sync.Cond // marks were added, or closed
-	markRoom    *sync.Cond // the marker took marks
+	// Delivered marks waiting to be written (o.mu), when st is a
+	// batchMarker. marking: a worker is writing marks and will take these
+	// too. The spare slices are the writing worker's.
+	batcher    batchMarker
+	marks      []mark
+	marking    bool
+	markRoom   *sync.Cond // the writing worker took the pending marks
+	spareMarks []mark
+	markDs     []delivery
+	markRes    []deliveryResult
 
 	runCtx    context.Context // cancelled at hard stop; sends and pruning use it
 	cancelRun context.CancelFunc
@@ -256,7 +259,6 @@ func New(st Store, mux *Mux, opts Options) *Outbox {
 		marksCtx:  context.Background(),
 	}
 	o.cond = sync.NewCond(&o.mu)
-	o.markReady = sync.NewCond(&o.mu)
 	o.markRoom = sync.NewCond(&o.mu)
 	o.batcher, _ = st.(batchMarker)
 	return o
@@ -340,14 +342,11 @@ func (o *Outbox) Run(ctx context.Context) error {
 	o.runCtx, o.cancelRun = context.WithCancel(context.WithoutCancel(ctx))
 	o.mu.Unlock()
 
-	var wg, markers sync.WaitGroup
+	var wg sync.WaitGroup
 	for range o.opts.Concurrency {
 		wg.Go(o.worker)
 	}
 	wg.Go(o.pruner)
-	if o.batcher != nil {
-		markers.Go(o.marker)
-	}
 
 	wg.Go(func() {
 		select {
@@ -364,14 +363,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 		o.cancelRun()
 	}
 	<-o.stopping
-	wg.Wait()
-	// The workers are gone: no mark will be handed over any more. The
-	// marker writes those still pending (a sent chunk is always marked).
-	o.mu.Lock()
-	o.marksClosed = true
-	o.markReady.Broadcast()
-	o.mu.Unlock()
-	markers.Wait()
+	wg.Wait() // a worker writing marks returns once none is pending
 	o.cancelRun()
 
 	o.mu.Lock()
@@ -578,9 +570,8 @@ func (o *Outbox) serve(t *target) {
 			return
 		}
 		if sendErr == nil && o.batcher != nil {
-			// The marker writes the mark with those of other targets and
-			// puts t back in the ready queue once it is durable; this
-			// worker serves another target meanwhile.
+			// The mark is written with those of other targets, and t goes
+			// back to the ready queue once it is durable.
 			o.handOver(t, &e, rc)
 			return
 		}
@@ -679,69 +670,72 @@ func (o *Outbox) settle(t *target, e *Entry, rc Receipt, sendErr error) bool {
 }
 
 // handOver records e's successful send like settle does (observers first),
-// but leaves the mark to the marker: t waits in tMarking, holding no
-// worker, until its mark is durable.
+// then hands its mark over: t waits in tMarking, holding no worker, until
+// the mark is durable. If no worker is writing marks, this one writes all
+// that are pending, in one transaction, and those handed over meanwhile,
+// until none is left (a lone target's mark is so written at once, by the
+// worker that sent it); otherwise it leaves its mark to the writing worker
+// and returns to serve another target.
 func (o *Outbox) handOver(t *target, e *Entry, rc Receipt) {
 	now := o.clk.Now()
 	e.State, e.DeliveredAt, e.PlatformMessageID = StateDelivered, now, rc.MessageID
 	o.ev.Delivered(e, rc)
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	for len(o.marks) >= maxMarkBatch {
 		o.markRoom.Wait()
 	}
 	t.state = tMarking
 	o.marks = append(o.marks, mark{t: t, d: delivery{id: e.ID, target: t.key, rc: rc, at: now}, wakes: t.wakes})
-	o.markReady.Signal()
-}
-
-// marker writes the marks the workers hand over, all those pending at once
-// in one transaction, until Run closes the marks and none is left.
-func (o *Outbox) marker() {
-	var (
-		batch []mark
-		ds    []delivery
-		res   []deliveryResult
-	)
-	for {
-		o.mu.Lock()
-		for len(o.marks) == 0 && !o.marksClosed {
-			o.markReady.Wait()
-		}
-		if len(o.marks) == 0 {
-			o.mu.Unlock()
-			return
-		}
-		// Swap the slices: the workers append to the spare one meanwhile.
-		batch, o.marks = o.marks, batch[:0]
+	if o.marking {
+		o.mu.Unlock()
+		return
+	}
+	o.marking = true
+	for len(o.marks) > 0 {
+		// Swap the slices: other workers append to the spare one meanwhile.
+		batch := o.marks
+		o.marks = o.spareMarks[:0]
 		o.markRoom.Broadcast()
 		o.mu.Unlock()
+		o.writeMarks(batch)
+		clear(batch)
+		o.mu.Lock()
+		o.spareMarks = batch[:0]
+	}
+	o.marking = false
+	o.mu.Unlock()
+}
 
-		ds, res = ds[:0], res[:0]
-		for _, m := range batch {
-			ds = append(ds, m.d)
-			res = append(res, deliveryResult{})
-		}
-		headsRead := true
-		if err := o.batcher.deliveredBatch(o.marksCtx, ds, res); err != nil {
-			headsRead = false
-			// The transaction failed as a whole: mark one by one, so each
-			// entry gets its own outcome as it would have without batches.
-			o.log.Warn("outbox: batch of delivered marks failed; marking one by one", "marks", len(ds), "err", err)
-			for i := range ds {
-				res[i] = deliveryResult{err: o.st.Delivered(o.marksCtx, ds[i].id, ds[i].rc, ds[i].at)}
-			}
-		}
-		for i := range batch {
-			o.marked(&batch[i], res[i], headsRead)
-			batch[i] = mark{}
+// writeMarks writes batch in one transaction and lets each target go on
+// (marked). If the transaction fails, each mark is made on its own with
+// Delivered, so each entry gets its own outcome as without batches.
+func (o *Outbox) writeMarks(batch []mark) {
+	ds, res := o.markDs[:0], o.markRes[:0]
+	for _, m := range batch {
+		ds = append(ds, m.d)
+		res = append(res, deliveryResult{})
+	}
+	headsRead := true
+	if err := o.batcher.deliveredBatch(o.marksCtx, ds, res); err != nil {
+		headsRead = false
+		o.log.Warn("outbox: batch of delivered marks failed; marking one by one", "marks", len(ds), "err", err)
+		for i := range ds {
+			res[i] = deliveryResult{err: o.st.Delivered(o.marksCtx, ds[i].id, ds[i].rc, ds[i].at)}
 		}
 	}
+	o.mu.Lock()
+	for i := range batch {
+		o.marked(&batch[i], res[i], headsRead)
+	}
+	o.mu.Unlock()
+	clear(ds)
+	clear(res)
+	o.markDs, o.markRes = ds[:0], res[:0]
 }
 
 // marked lets the target of m go on after its mark: back to the ready queue
 // (with the head its mark's transaction read if headRead, unless a wake
-// came since the hand-over), or parked if the mark failed.
+// came since the hand-over), or parked if the mark failed. o.mu is held.
 func (o *Outbox) marked(m *mark, r deliveryResult, headRead bool) {
 	t := m.t
 	if r.err != nil {
@@ -749,12 +743,10 @@ func (o *Outbox) marked(m *mark, r deliveryResult, headRead bool) {
 			o.log.Warn("outbox: entry changed while in flight", "id", m.d.id, "err", r.err)
 		} else {
 			o.log.Error("outbox: record send outcome", "id", m.d.id, "err", r.err)
-			o.park(t, o.clk.Now().Add(o.opts.Backoff.Base))
+			o.parkLocked(t, o.clk.Now().Add(o.opts.Backoff.Base))
 			return
 		}
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.state != stateRunning {
 		return
 	}
@@ -803,6 +795,11 @@ func (o *Outbox) yield(t *target) {
 func (o *Outbox) park(t *target, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.parkLocked(t, at)
+}
+
+// parkLocked is park with o.mu held.
+func (o *Outbox) parkLocked(t *target, at time.Time) {
 	if o.state != stateRunning {
 		return
 	}
