@@ -200,6 +200,51 @@ func TestEnqueueWhileMarking(t *testing.T) {
 	}
 }
 
+// TestEnqueueWhileMarkingForAnother: the same when the mark is written by
+// the worker of another target (the target then goes through the ready
+// queue, where a wake during the mark would otherwise be forgotten).
+func TestEnqueueWhileMarkingForAnother(t *testing.T) {
+	a, b := entries(KindReply, "t", tg("1"), 2), entries(KindReply, "t", tg("2"), 1)
+	firstReached, goOn := make(chan struct{}), make(chan struct{})
+	reached, release := make(chan struct{}), make(chan struct{})
+	h := &hookedBatchStore{BoltStore: newBolt(t)}
+	h.after = func(ds []delivery, res []deliveryResult) {
+		switch ds[0].id {
+		case b[0].ID: // b's worker writes: hold it until a's mark waits
+			close(firstReached)
+			<-goOn
+		case a[0].ID:
+			if res[0].head == nil {
+				close(reached)
+				<-release
+			}
+		}
+	}
+	rec := newRecorder(nil)
+	ev := newEvents()
+	o := New(h, muxFor(t, rec), Options{Concurrency: 2, Events: ev, Logger: testkit.Discard()})
+	run(t, o)
+	mustEnqueue(t, o, b)
+	<-firstReached
+	mustEnqueue(t, o, a[:1])
+	testkit.WaitFor(t, "a's mark handed over", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(o.marks) == 1
+	})
+	close(goOn)
+	<-reached // a's mark is durable and saw an empty queue
+	mustEnqueue(t, o, a[1:])
+	close(release)
+	got := map[string]bool{}
+	for range 3 {
+		got[recv(t, ev.delivered, "delivery").ID] = true
+	}
+	if !got[a[1].ID] {
+		t.Fatalf("the chunk enqueued while marking was not delivered: %v", got)
+	}
+}
+
 // failingBatchStore is a BoltStore whose batches of marks always fail.
 type failingBatchStore struct{ *BoltStore }
 

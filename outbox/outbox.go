@@ -571,9 +571,13 @@ func (o *Outbox) serve(t *target) {
 		}
 		if sendErr == nil && o.batcher != nil {
 			// The mark is written with those of other targets, and t goes
-			// back to the ready queue once it is durable.
-			o.handOver(t, &e, rc)
-			return
+			// back to the ready queue once it is durable, unless this
+			// worker wrote it and keeps t.
+			if !o.handOver(t, &e, rc) {
+				return
+			}
+			sent++
+			continue
 		}
 		if !o.settle(t, &e, rc, sendErr) {
 			return
@@ -675,8 +679,9 @@ func (o *Outbox) settle(t *target, e *Entry, rc Receipt, sendErr error) bool {
 // that are pending, in one transaction, and those handed over meanwhile,
 // until none is left (a lone target's mark is so written at once, by the
 // worker that sent it); otherwise it leaves its mark to the writing worker
-// and returns to serve another target.
-func (o *Outbox) handOver(t *target, e *Entry, rc Receipt) {
+// and returns to serve another target. It reports whether the calling
+// worker still holds t (it wrote t's mark, and t may go on).
+func (o *Outbox) handOver(t *target, e *Entry, rc Receipt) bool {
 	now := o.clk.Now()
 	e.State, e.DeliveredAt, e.PlatformMessageID = StateDelivered, now, rc.MessageID
 	o.ev.Delivered(e, rc)
@@ -688,28 +693,34 @@ func (o *Outbox) handOver(t *target, e *Entry, rc Receipt) {
 	o.marks = append(o.marks, mark{t: t, d: delivery{id: e.ID, target: t.key, rc: rc, at: now}, wakes: t.wakes})
 	if o.marking {
 		o.mu.Unlock()
-		return
+		return false
 	}
 	o.marking = true
+	kept := false
 	for len(o.marks) > 0 {
 		// Swap the slices: other workers append to the spare one meanwhile.
 		batch := o.marks
 		o.marks = o.spareMarks[:0]
 		o.markRoom.Broadcast()
 		o.mu.Unlock()
-		o.writeMarks(batch)
+		if o.writeMarks(batch, t) {
+			kept = true
+		}
 		clear(batch)
 		o.mu.Lock()
 		o.spareMarks = batch[:0]
 	}
 	o.marking = false
 	o.mu.Unlock()
+	return kept
 }
 
 // writeMarks writes batch in one transaction and lets each target go on
 // (marked). If the transaction fails, each mark is made on its own with
-// Delivered, so each entry gets its own outcome as without batches.
-func (o *Outbox) writeMarks(batch []mark) {
+// Delivered, so each entry gets its own outcome as without batches. It
+// reports whether own, the writing worker's target, was in batch and is
+// kept by it.
+func (o *Outbox) writeMarks(batch []mark, own *target) bool {
 	ds, res := o.markDs[:0], o.markRes[:0]
 	for _, m := range batch {
 		ds = append(ds, m.d)
@@ -723,20 +734,26 @@ func (o *Outbox) writeMarks(batch []mark) {
 			res[i] = deliveryResult{err: o.st.Delivered(o.marksCtx, ds[i].id, ds[i].rc, ds[i].at)}
 		}
 	}
+	kept := false
 	o.mu.Lock()
 	for i := range batch {
-		o.marked(&batch[i], res[i], headsRead)
+		if o.marked(&batch[i], res[i], headsRead, own) {
+			kept = true
+		}
 	}
 	o.mu.Unlock()
 	clear(ds)
 	clear(res)
 	o.markDs, o.markRes = ds[:0], res[:0]
+	return kept
 }
 
 // marked lets the target of m go on after its mark: back to the ready queue
 // (with the head its mark's transaction read if headRead, unless a wake
-// came since the hand-over), or parked if the mark failed. o.mu is held.
-func (o *Outbox) marked(m *mark, r deliveryResult, headRead bool) {
+// came since the hand-over), or parked if the mark failed. The target own
+// is not queued but kept by the calling worker, which marked reports.
+// o.mu is held.
+func (o *Outbox) marked(m *mark, r deliveryResult, headRead bool, own *target) bool {
 	t := m.t
 	if r.err != nil {
 		if errors.Is(r.err, ErrNotFound) || errors.Is(r.err, ErrWrongState) {
@@ -744,16 +761,27 @@ func (o *Outbox) marked(m *mark, r deliveryResult, headRead bool) {
 		} else {
 			o.log.Error("outbox: record send outcome", "id", m.d.id, "err", r.err)
 			o.parkLocked(t, o.clk.Now().Add(o.opts.Backoff.Base))
-			return
+			return false
 		}
 	}
 	if o.state != stateRunning {
-		return
+		return false
 	}
-	if headRead && r.err == nil && t.wakes == m.wakes {
+	known := headRead && r.err == nil && t.wakes == m.wakes
+	if t == own {
+		// Like next, without the queue: dirty stays as a wake left it.
+		t.state = tRunning
+		t.own, t.ownKnown = nil, false
+		if known {
+			t.own, t.ownKnown = r.head, true
+		}
+		return true
+	}
+	if known {
 		t.head, t.headKnown = r.head, true
 	}
 	o.push(t)
+	return false
 }
 
 // markFailed handles a store error while recording an outcome. An entry that
