@@ -23,8 +23,8 @@ const (
 
 // burst is how many chunks a target sends before it yields its worker to the
 // next ready target, so one long queue does not starve the others. With a
-// store that marks in batches (BoltStore) a target yields its worker after
-// every delivered chunk anyway, while its mark is written.
+// store that marks in batches (BoltStore), a target whose mark another
+// worker writes also gives up its worker until that mark is durable.
 const burst = 4
 
 // pageSize is how many targets one start-up scan page reads.
@@ -587,7 +587,8 @@ func (o *Outbox) serve(t *target) {
 }
 
 // head returns t's oldest pending entry: the one its last mark's
-// transaction read if next handed it over, else read from the store.
+// transaction read if that was handed to the worker (own), else read from
+// the store.
 func (o *Outbox) head(t *target) (Entry, bool, error) {
 	if t.ownKnown {
 		raw := t.own
