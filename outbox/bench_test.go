@@ -236,6 +236,7 @@ func BenchmarkDispatch(b *testing.B) {
 			total := tc.targets * tc.perTarget
 			noop := SenderFunc(func(context.Context, *Entry) (Receipt, error) { return Receipt{}, nil })
 			var elapsed time.Duration
+			var commits int64 // only the delivered marks commit once the entries are in
 			fsyncs := fsyncRate(b, b.TempDir())
 			b.ResetTimer()
 			for range b.N {
@@ -261,6 +262,7 @@ func BenchmarkDispatch(b *testing.B) {
 				ev := &countingEvents{want: int64(total), done: make(chan struct{})}
 				o := New(s, muxFor(b, noop), Options{Events: ev, Logger: testkit.Discard()})
 				errc := make(chan error, 1)
+				commits0 := s.commit.commits.Load()
 				b.StartTimer()
 				start := time.Now()
 				go func() { errc <- o.Run(context.Background()) }()
@@ -273,6 +275,7 @@ func BenchmarkDispatch(b *testing.B) {
 				if err := <-errc; err != nil {
 					b.Fatal(err)
 				}
+				commits += s.commit.commits.Load() - commits0 // Run returns once every mark is written
 				st.Close()
 			}
 			fsyncs = (fsyncs + fsyncRate(b, b.TempDir())) / 2 // before and after: the disk is shared
@@ -280,6 +283,12 @@ func BenchmarkDispatch(b *testing.B) {
 			b.ReportMetric(rate, "chunks/s")
 			b.ReportMetric(fsyncs, "fsyncs/s")
 			b.ReportMetric(rate/fsyncs, "chunks/fsync")
+			if commits > 0 && !tc.dbBatch {
+				// How many delivered marks share one transaction (and its
+				// two fdatasyncs), on average.
+				b.ReportMetric(float64(total*b.N)/float64(commits), "marks/commit")
+				b.ReportMetric(float64(commits)/elapsed.Seconds(), "commits/s")
+			}
 		})
 	}
 }

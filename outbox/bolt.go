@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -194,6 +195,9 @@ func getIndex(idx *bolt.Bucket, id string) (indexRecord, bool, error) {
 	if v == nil {
 		return indexRecord{}, false, nil
 	}
+	if r, ok := parseIndex(v); ok {
+		return r, true, nil
+	}
 	var r indexRecord
 	if err := json.Unmarshal(v, &r); err != nil {
 		return indexRecord{}, false, fmt.Errorf("decode index record of %q: %w", id, err)
@@ -202,14 +206,132 @@ func getIndex(idx *bolt.Bucket, id string) (indexRecord, bool, error) {
 }
 
 func putIndex(idx *bolt.Bucket, id string, r indexRecord) error {
-	b, err := json.Marshal(&r)
-	if err != nil {
-		return fmt.Errorf("encode index record of %q: %w", id, err)
+	b, ok := appendIndex(make([]byte, 0, 64+len(r.Target)+len(r.MsgID)), &r)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(&r); err != nil {
+			return fmt.Errorf("encode index record of %q: %w", id, err)
+		}
 	}
 	if err := idx.Put([]byte(id), b); err != nil {
 		return fmt.Errorf("write index record of %q: %w", id, err)
 	}
 	return nil
+}
+
+// appendIndex appends r as json.Marshal writes it, without reflection, and
+// reports whether it could: its strings must be plain (plainJSON); if not,
+// the caller uses json.Marshal. Index records are read and written for
+// every enqueue and every mark.
+func appendIndex(b []byte, r *indexRecord) ([]byte, bool) {
+	if !plainJSON(string(r.State)) || !plainJSON(r.Target) || !plainJSON(r.MsgID) {
+		return nil, false
+	}
+	b = append(b, `{"s":"`...)
+	b = append(b, r.State...)
+	b = append(b, `","t":"`...)
+	b = append(b, r.Target...)
+	b = append(b, '"')
+	if r.Seq != 0 {
+		b = strconv.AppendUint(append(b, `,"q":`...), r.Seq, 10)
+	}
+	if r.At != 0 {
+		b = strconv.AppendInt(append(b, `,"a":`...), r.At, 10)
+	}
+	if r.MsgID != "" {
+		b = append(append(append(b, `,"m":"`...), r.MsgID...), '"')
+	}
+	return append(b, '}'), true
+}
+
+// plainJSON reports whether encoding/json writes s as it is between quotes:
+// printable ASCII other than the quote, the backslash and the characters it
+// escapes for HTML (<, >, &).
+func plainJSON[T string | []byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// parseIndex reads an index record in exactly the form appendIndex writes,
+// and reports whether v was in that form; anything else (escapes, another
+// field order, spaces) is left to json.Unmarshal. What it accepts,
+// json.Unmarshal reads the same (FuzzIndexRecord).
+func parseIndex(v []byte) (indexRecord, bool) {
+	var r indexRecord
+	rest, ok := bytes.CutPrefix(v, []byte(`{"s":`))
+	if !ok {
+		return r, false
+	}
+	var st string
+	if st, rest, ok = cutPlainString(rest); !ok {
+		return r, false
+	}
+	r.State = State(st)
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"t":`)); !ok {
+		return r, false
+	}
+	if r.Target, rest, ok = cutPlainString(rest); !ok {
+		return r, false
+	}
+	if after, found := bytes.CutPrefix(rest, []byte(`,"q":`)); found {
+		var n []byte
+		if n, rest, ok = cutPositive(after); !ok {
+			return r, false
+		}
+		seq, err := strconv.ParseUint(string(n), 10, 64)
+		if err != nil {
+			return r, false
+		}
+		r.Seq = seq
+	}
+	if after, found := bytes.CutPrefix(rest, []byte(`,"a":`)); found {
+		var n []byte
+		if n, rest, ok = cutPositive(after); !ok {
+			return r, false
+		}
+		at, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil {
+			return r, false
+		}
+		r.At = at
+	}
+	if after, found := bytes.CutPrefix(rest, []byte(`,"m":`)); found {
+		if r.MsgID, rest, ok = cutPlainString(after); !ok || r.MsgID == "" {
+			return r, false
+		}
+	}
+	return r, string(rest) == "}"
+}
+
+// cutPlainString cuts a JSON string of plain characters (plainJSON) from the
+// start of b.
+func cutPlainString(b []byte) (string, []byte, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", nil, false
+	}
+	end := bytes.IndexByte(b[1:], '"')
+	if end < 0 || !plainJSON(b[1:1+end]) {
+		return "", nil, false
+	}
+	return string(b[1 : 1+end]), b[2+end:], true
+}
+
+// cutPositive cuts the digits of a positive integer without leading zeros
+// from the start of b.
+func cutPositive(b []byte) ([]byte, []byte, bool) {
+	n := 0
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	if n == 0 || b[0] == '0' {
+		return nil, nil, false
+	}
+	return b[:n], b[n:], true
 }
 
 func queueKey(target string, seq uint64) []byte {
@@ -491,6 +613,77 @@ func (s *BoltStore) Delivered(ctx context.Context, id string, rc Receipt, at tim
 		delta.add(ir.Target, cPending, -1)
 		delta.add(ir.Target, cDelivered, 1)
 		return delta.apply(b.counts)
+	})
+}
+
+// delivery is one mark of a batch: the pending entry id, sent to target,
+// delivered at at with receipt rc.
+type delivery struct {
+	id, target string
+	rc         Receipt
+	at         time.Time
+}
+
+// deliveryResult is what a batch learned of one mark: its own error (the
+// mark was not made: ErrNotFound, ErrWrongState, a corrupt index record), and
+// the stored record of its target's head after the whole batch (nil: the
+// queue is empty), copied out of the transaction.
+type deliveryResult struct {
+	err  error
+	head []byte
+}
+
+// deliveredBatch marks every delivery of ds delivered in one durable
+// transaction, each exactly as Delivered would (a delivered id is a no-op;
+// an id that is not pending is left alone and reported in its result), and
+// reads in the same transaction the head of each target once all marks are
+// made, so the dispatcher need not read it again. The error is the
+// transaction's own: then nothing was marked and res is meaningless.
+func (s *BoltStore) deliveredBatch(ctx context.Context, ds []delivery, res []deliveryResult) error {
+	return s.write(ctx, fmt.Sprintf("mark %d entries delivered", len(ds)), func(b buckets) error {
+		// The function may run twice (group commit): start afresh.
+		clear(res)
+		delta := countDelta{}
+		for i := range ds {
+			d := &ds[i]
+			ir, ok, err := getIndex(b.index, d.id)
+			if err != nil {
+				res[i].err = err
+				continue
+			}
+			if ok && ir.State == StateDelivered {
+				continue
+			}
+			key, _, err := pendingKey(b, d.id, ir, ok)
+			if err != nil {
+				res[i].err = err
+				continue
+			}
+			if err := b.queue.Delete(key); err != nil {
+				return fmt.Errorf("dequeue %q: %w", d.id, err)
+			}
+			t := nanos(d.at)
+			if err := putIndex(b.index, d.id, indexRecord{State: StateDelivered, Target: ir.Target, At: t, MsgID: d.rc.MessageID}); err != nil {
+				return err
+			}
+			if err := b.delivered.Put(deliveredKey(t, d.id), nil); err != nil {
+				return fmt.Errorf("record delivery time of %q: %w", d.id, err)
+			}
+			delta.add(ir.Target, cPending, -1)
+			delta.add(ir.Target, cDelivered, 1)
+		}
+		if err := delta.apply(b.counts); err != nil {
+			return err
+		}
+		c := b.queue.Cursor()
+		var prefix []byte
+		for i := range ds {
+			prefix = append(append(prefix[:0], ds[i].target...), 0)
+			if k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+				res[i].head = bytes.Clone(v)
+			}
+		}
+		return nil
 	})
 }
 

@@ -22,11 +22,17 @@ const (
 )
 
 // burst is how many chunks a target sends before it yields its worker to the
-// next ready target, so one long queue does not starve the others.
+// next ready target, so one long queue does not starve the others. With a
+// store that marks in batches (BoltStore), a target whose mark another
+// worker writes also gives up its worker until that mark is durable.
 const burst = 4
 
 // pageSize is how many targets one start-up scan page reads.
 const pageSize = 1000
+
+// maxMarkBatch bounds the delivered marks written in one transaction; a
+// worker with a mark to hand over waits while that many are pending.
+const maxMarkBatch = 1024
 
 // Options tune the dispatcher. Zero fields take the defaults above.
 type Options struct {
@@ -150,6 +156,7 @@ const (
 	tRunning                       // owned by a worker
 	tWaiting                       // waiting for its retry time; holds no worker
 	tUnroutable                    // no sender for it; waits for one
+	tMarking                       // sent; its delivered mark is being written; holds no worker
 )
 
 // target is the dispatcher's only per-target memory: a target with pending
@@ -159,11 +166,41 @@ type target struct {
 	state targetState
 	dirty bool // woken while running: look at the queue again before leaving
 	timer clock.Timer
+
+	// wakes counts wake calls. A head read with a mark is kept only if no
+	// wake came between the hand-over of the mark and its result: an entry
+	// enqueued after the mark's transaction is always woken after it.
+	wakes uint64
+	// head is the target's queue head as the transaction of its last mark
+	// read it (headKnown; nil head: the queue was empty). A wake forgets it;
+	// next hands it to the worker (own, ownKnown), which uses it once
+	// instead of reading the head from the store.
+	head, own           []byte
+	headKnown, ownKnown bool
+}
+
+// mark is a delivered mark handed over by a worker: the target, sent and in
+// state tMarking, the mark, and the target's wakes at the hand-over.
+type mark struct {
+	t     *target
+	d     delivery
+	wakes uint64
+}
+
+// batchMarker is a Store that writes many delivered marks in one
+// transaction and reads the targets' new heads in it (BoltStore). With any
+// other Store, the worker marks each delivery itself with Delivered.
+type batchMarker interface {
+	deliveredBatch(ctx context.Context, ds []delivery, res []deliveryResult) error
 }
 
 // Outbox dispatches the entries of a Store to Senders: per target strictly
 // in order with one chunk in flight, targets in parallel up to Concurrency,
 // retries on timers, dead letters after permanent or repeated failures.
+// With a BoltStore, a worker does not wait for its delivered mark: the
+// marks of all targets are written together, as many in one transaction as
+// are pending, and a target's next chunk is sent only once its previous
+// mark is durable.
 // Create it with New, then call Run once.
 type Outbox struct {
 	st   Store
@@ -182,6 +219,17 @@ type Outbox struct {
 	inFlight   map[string]int64
 	unroutable int
 	pruneTimer clock.Timer
+
+	// Delivered marks waiting to be written (o.mu), when st is a
+	// batchMarker. marking: a worker is writing marks and will take these
+	// too. The spare slices are the writing worker's.
+	batcher    batchMarker
+	marks      []mark
+	marking    bool
+	markRoom   *sync.Cond // the writing worker took the pending marks
+	spareMarks []mark
+	markDs     []delivery
+	markRes    []deliveryResult
 
 	runCtx    context.Context // cancelled at hard stop; sends and pruning use it
 	cancelRun context.CancelFunc
@@ -211,6 +259,8 @@ func New(st Store, mux *Mux, opts Options) *Outbox {
 		marksCtx:  context.Background(),
 	}
 	o.cond = sync.NewCond(&o.mu)
+	o.markRoom = sync.NewCond(&o.mu)
+	o.batcher, _ = st.(batchMarker)
 	return o
 }
 
@@ -313,7 +363,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 		o.cancelRun()
 	}
 	<-o.stopping
-	wg.Wait()
+	wg.Wait() // a worker writing marks returns once none is pending
 	o.cancelRun()
 
 	o.mu.Lock()
@@ -421,8 +471,10 @@ func (o *Outbox) wake(key string) {
 		o.push(t)
 		return
 	}
+	t.wakes++
+	t.head, t.headKnown = nil, false
 	switch t.state {
-	case tRunning:
+	case tRunning, tMarking:
 		t.dirty = true
 	case tUnroutable:
 		// A sender registered since then lets it go again.
@@ -459,6 +511,8 @@ func (o *Outbox) next() *target {
 			}
 			t.state = tRunning
 			t.dirty = false
+			t.own, t.ownKnown = t.head, t.headKnown
+			t.head, t.headKnown = nil, false
 			return t
 		}
 		o.cond.Wait()
@@ -483,7 +537,7 @@ func (o *Outbox) serve(t *target) {
 			o.yield(t)
 			return
 		}
-		e, ok, err := o.st.Head(o.marksCtx, t.key)
+		e, ok, err := o.head(t)
 		if err != nil {
 			o.log.Error("outbox: read queue head", "target", t.key, "err", err)
 			o.park(t, o.clk.Now().Add(o.opts.Backoff.Base))
@@ -515,11 +569,40 @@ func (o *Outbox) serve(t *target) {
 			// stays pending as it was and goes out again on the next start.
 			return
 		}
+		if sendErr == nil && o.batcher != nil {
+			// The mark is written with those of other targets, and t goes
+			// back to the ready queue once it is durable, unless this
+			// worker wrote it and keeps t.
+			if !o.handOver(t, &e, rc) {
+				return
+			}
+			sent++
+			continue
+		}
 		if !o.settle(t, &e, rc, sendErr) {
 			return
 		}
 		sent++
 	}
+}
+
+// head returns t's oldest pending entry: the one its last mark's
+// transaction read if that was handed to the worker (own), else read from
+// the store.
+func (o *Outbox) head(t *target) (Entry, bool, error) {
+	if t.ownKnown {
+		raw := t.own
+		t.own, t.ownKnown = nil, false
+		if raw == nil {
+			return Entry{}, false, nil
+		}
+		e, err := decodeRecord(raw, StatePending)
+		if err != nil {
+			return Entry{}, false, fmt.Errorf("head of %s: %w", t.key, err)
+		}
+		return e, true, nil
+	}
+	return o.st.Head(o.marksCtx, t.key)
 }
 
 func (o *Outbox) send(s Sender, e *Entry) (rc Receipt, err error) {
@@ -591,6 +674,117 @@ func (o *Outbox) settle(t *target, e *Entry, rc Receipt, sendErr error) bool {
 	return false
 }
 
+// handOver records e's successful send like settle does (observers first),
+// then hands its mark over: t waits in tMarking, holding no worker, until
+// the mark is durable. If no worker is writing marks, this one writes all
+// that are pending, in one transaction, and those handed over meanwhile,
+// until none is left (a lone target's mark is so written at once, by the
+// worker that sent it); otherwise it leaves its mark to the writing worker
+// and returns to serve another target. It reports whether the calling
+// worker still holds t (it wrote t's mark, and t may go on).
+func (o *Outbox) handOver(t *target, e *Entry, rc Receipt) bool {
+	now := o.clk.Now()
+	e.State, e.DeliveredAt, e.PlatformMessageID = StateDelivered, now, rc.MessageID
+	o.ev.Delivered(e, rc)
+	o.mu.Lock()
+	for len(o.marks) >= maxMarkBatch {
+		o.markRoom.Wait()
+	}
+	t.state = tMarking
+	o.marks = append(o.marks, mark{t: t, d: delivery{id: e.ID, target: t.key, rc: rc, at: now}, wakes: t.wakes})
+	if o.marking {
+		o.mu.Unlock()
+		return false
+	}
+	o.marking = true
+	kept := false
+	for len(o.marks) > 0 {
+		// Swap the slices: other workers append to the spare one meanwhile.
+		batch := o.marks
+		o.marks = o.spareMarks[:0]
+		o.markRoom.Broadcast()
+		o.mu.Unlock()
+		if o.writeMarks(batch, t) {
+			kept = true
+		}
+		clear(batch)
+		o.mu.Lock()
+		o.spareMarks = batch[:0]
+	}
+	o.marking = false
+	o.mu.Unlock()
+	return kept
+}
+
+// writeMarks writes batch in one transaction and lets each target go on
+// (marked). If the transaction fails, each mark is made on its own with
+// Delivered, so each entry gets its own outcome as without batches. It
+// reports whether own, the writing worker's target, was in batch and is
+// kept by it.
+func (o *Outbox) writeMarks(batch []mark, own *target) bool {
+	ds, res := o.markDs[:0], o.markRes[:0]
+	for _, m := range batch {
+		ds = append(ds, m.d)
+		res = append(res, deliveryResult{})
+	}
+	headsRead := true
+	if err := o.batcher.deliveredBatch(o.marksCtx, ds, res); err != nil {
+		headsRead = false
+		o.log.Warn("outbox: batch of delivered marks failed; marking one by one", "marks", len(ds), "err", err)
+		for i := range ds {
+			res[i] = deliveryResult{err: o.st.Delivered(o.marksCtx, ds[i].id, ds[i].rc, ds[i].at)}
+		}
+	}
+	kept := false
+	o.mu.Lock()
+	for i := range batch {
+		if o.marked(&batch[i], res[i], headsRead, own) {
+			kept = true
+		}
+	}
+	o.mu.Unlock()
+	clear(ds)
+	clear(res)
+	o.markDs, o.markRes = ds[:0], res[:0]
+	return kept
+}
+
+// marked lets the target of m go on after its mark: back to the ready queue
+// (with the head its mark's transaction read if headRead, unless a wake
+// came since the hand-over), or parked if the mark failed. The target own
+// is not queued but kept by the calling worker, which marked reports.
+// o.mu is held.
+func (o *Outbox) marked(m *mark, r deliveryResult, headRead bool, own *target) bool {
+	t := m.t
+	if r.err != nil {
+		if errors.Is(r.err, ErrNotFound) || errors.Is(r.err, ErrWrongState) {
+			o.log.Warn("outbox: entry changed while in flight", "id", m.d.id, "err", r.err)
+		} else {
+			o.log.Error("outbox: record send outcome", "id", m.d.id, "err", r.err)
+			o.parkLocked(t, o.clk.Now().Add(o.opts.Backoff.Base))
+			return false
+		}
+	}
+	if o.state != stateRunning {
+		return false
+	}
+	known := headRead && r.err == nil && t.wakes == m.wakes
+	if t == own {
+		// Like next, without the queue: dirty stays as a wake left it.
+		t.state = tRunning
+		t.own, t.ownKnown = nil, false
+		if known {
+			t.own, t.ownKnown = r.head, true
+		}
+		return true
+	}
+	if known {
+		t.head, t.headKnown = r.head, true
+	}
+	o.push(t)
+	return false
+}
+
 // markFailed handles a store error while recording an outcome. An entry that
 // is no longer pending is left alone and the target goes on; any other error
 // parks the target (the chunk will be sent again).
@@ -630,6 +824,11 @@ func (o *Outbox) yield(t *target) {
 func (o *Outbox) park(t *target, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.parkLocked(t, at)
+}
+
+// parkLocked is park with o.mu held.
+func (o *Outbox) parkLocked(t *target, at time.Time) {
 	if o.state != stateRunning {
 		return
 	}
