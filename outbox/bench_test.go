@@ -262,7 +262,7 @@ func BenchmarkDispatch(b *testing.B) {
 				ev := &countingEvents{want: int64(total), done: make(chan struct{})}
 				o := New(s, muxFor(b, noop), Options{Events: ev, Logger: testkit.Discard()})
 				errc := make(chan error, 1)
-				commits0 := s.commit.commits.Load()
+				commits0, _ := s.commit.Commits()
 				b.StartTimer()
 				start := time.Now()
 				go func() { errc <- o.Run(context.Background()) }()
@@ -275,7 +275,8 @@ func BenchmarkDispatch(b *testing.B) {
 				if err := <-errc; err != nil {
 					b.Fatal(err)
 				}
-				commits += s.commit.commits.Load() - commits0 // Run returns once every mark is written
+				commits1, _ := s.commit.Commits()
+				commits += commits1 - commits0 // Run returns once every mark is written
 				st.Close()
 			}
 			fsyncs = (fsyncs + fsyncRate(b, b.TempDir())) / 2 // before and after: the disk is shared
