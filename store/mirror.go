@@ -339,6 +339,65 @@ func (m *Mirror) Append(ctx context.Context, rec MirrorRecord, durable bool) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	s, seq, err := m.write(rec)
+	if err != nil || !durable {
+		return err
+	}
+	return s.waitSynced(ctx, seq)
+}
+
+// AppendAll appends recs in order, each as Append does, and with durable
+// returns once every line written is fsynced, waiting once per file for the
+// last line written to it: an fsync covers every line written to the file
+// before it, and a rotation fsyncs the file it renames. errs[i] is the
+// error of recs[i] (nil: written, and durable if asked); a failed fsync is
+// the error of every line it was to cover.
+func (m *Mirror) AppendAll(ctx context.Context, recs []MirrorRecord, durable bool) []error {
+	errs := make([]error, len(recs))
+	if err := ctx.Err(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	type last struct {
+		seq uint64
+		idx []int // the records written to the stream
+	}
+	var waits map[*mirrorStream]*last
+	for i, rec := range recs {
+		s, seq, err := m.write(rec)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if !durable {
+			continue
+		}
+		if waits == nil {
+			waits = map[*mirrorStream]*last{}
+		}
+		w := waits[s]
+		if w == nil {
+			w = &last{}
+			waits[s] = w
+		}
+		w.seq = seq
+		w.idx = append(w.idx, i)
+	}
+	for s, w := range waits {
+		if err := s.waitSynced(ctx, w.seq); err != nil {
+			for _, i := range w.idx {
+				errs[i] = err
+			}
+		}
+	}
+	return errs
+}
+
+// write completes rec, encodes it and appends it to its direction's file,
+// returning the file and the line's sequence number in it.
+func (m *Mirror) write(rec MirrorRecord) (*mirrorStream, uint64, error) {
 	var s *mirrorStream
 	switch rec.Direction {
 	case DirectionInbound:
@@ -352,7 +411,7 @@ func (m *Mirror) Append(ctx context.Context, rec MirrorRecord, durable bool) err
 			rec.EventType = EventOutbound
 		}
 	default:
-		return fmt.Errorf("mirror append: direction %q is not %q or %q", rec.Direction, DirectionInbound, DirectionOutbound)
+		return nil, 0, fmt.Errorf("mirror append: direction %q is not %q or %q", rec.Direction, DirectionInbound, DirectionOutbound)
 	}
 	rec.RunID = m.runID
 	if rec.TS.IsZero() {
@@ -377,13 +436,13 @@ func (m *Mirror) Append(ctx context.Context, rec MirrorRecord, durable bool) err
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(rec); err != nil { // Encode adds the newline
-		return fmt.Errorf("mirror append: encode: %w", err)
+		return nil, 0, fmt.Errorf("mirror append: encode: %w", err)
 	}
 	seq, err := s.write(buf.Bytes())
-	if err != nil || !durable {
-		return err
+	if err != nil {
+		return nil, 0, err
 	}
-	return s.waitSynced(ctx, seq)
+	return s, seq, nil
 }
 
 // Close fsyncs and closes the mirror files.
