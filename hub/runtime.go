@@ -415,6 +415,25 @@ func (m *mirrorEvents) Delivered(e *outbox.Entry, r outbox.Receipt) {
 	m.append(e, m.record(e, string(e.Kind), r.MessageID))
 }
 
+// DeliveredBatch writes the records of a batch of one target's deliveries
+// in order and waits for one fsync that covers them all (the mirror's
+// AppendAll) before any of them goes to the conversations feed, so the
+// panel shows a chunk only once its record is durable, as Delivered does.
+func (m *mirrorEvents) DeliveredBatch(es []*outbox.Entry, rs []outbox.Receipt) {
+	recs := make([]store.MirrorRecord, len(es))
+	for i, e := range es {
+		recs[i] = m.record(e, string(e.Kind), rs[i].MessageID)
+	}
+	for i, err := range m.mirror.AppendAll(context.Background(), recs, true) {
+		if err != nil {
+			m.log.Error("mirror outbound chunk", "outbox_id", recs[i].Meta[store.MetaOutboxID], "err", err)
+		}
+	}
+	for i, e := range es {
+		m.feed(e, recs[i])
+	}
+}
+
 func (m *mirrorEvents) Dead(e *outbox.Entry) {
 	m.append(e, m.record(e, store.KindDead, ""))
 }
@@ -423,6 +442,11 @@ func (m *mirrorEvents) append(e *outbox.Entry, rec store.MirrorRecord) {
 	if err := m.mirror.Append(context.Background(), rec, true); err != nil {
 		m.log.Error("mirror outbound chunk", "outbox_id", rec.Meta[store.MetaOutboxID], "err", err)
 	}
+	m.feed(e, rec)
+}
+
+// feed gives the record of a chunk to the conversations feed.
+func (m *mirrorEvents) feed(e *outbox.Entry, rec store.MirrorRecord) {
 	if e.Attachment != nil {
 		// A conversation shows an overflow attachment inline.
 		rec.Text += "\n" + executor.Fence(string(e.Attachment.Data), "")
@@ -437,6 +461,14 @@ type bothEvents [2]outbox.Events
 func (b bothEvents) Delivered(e *outbox.Entry, r outbox.Receipt) {
 	b[0].Delivered(e, r)
 	b[1].Delivered(e, r)
+}
+
+// DeliveredBatch tells the first listener of the whole batch, then the
+// second (outbox.NotifyDelivered: one Delivered each if it cannot hear of a
+// batch).
+func (b bothEvents) DeliveredBatch(es []*outbox.Entry, rs []outbox.Receipt) {
+	outbox.NotifyDelivered(b[0], es, rs)
+	outbox.NotifyDelivered(b[1], es, rs)
 }
 
 func (b bothEvents) Dead(e *outbox.Entry) {

@@ -504,6 +504,35 @@ func (s *BoltStore) Head(ctx context.Context, target string) (Entry, bool, error
 	return e, found, nil
 }
 
+// heads returns up to n of target's oldest pending entries, in queue order,
+// read in one transaction; it stops before an entry whose stored record
+// would bring the total past maxBytes, but always returns the first one.
+func (s *BoltStore) heads(ctx context.Context, target string, n, maxBytes int) ([]Entry, error) {
+	var es []Entry
+	err := s.read(ctx, "heads of "+target, func(b buckets) error {
+		es = es[:0]
+		size := 0
+		prefix := append([]byte(target), 0)
+		c := b.queue.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(es) < n; k, v = c.Next() {
+			size += len(v)
+			if len(es) > 0 && size > maxBytes {
+				break
+			}
+			e, err := decodeRecord(v, StatePending)
+			if err != nil {
+				return err
+			}
+			es = append(es, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return es, nil
+}
+
 // PendingTargets implements Store. It seeks from target to target, so a page
 // costs one seek per target whatever the queue lengths.
 func (s *BoltStore) PendingTargets(ctx context.Context, after string, limit int) ([]string, error) {
@@ -678,6 +707,12 @@ func (s *BoltStore) deliveredBatch(ctx context.Context, ds []delivery, res []del
 		c := b.queue.Cursor()
 		var prefix []byte
 		for i := range ds {
+			if i > 0 && ds[i].target == ds[i-1].target {
+				// The same target's head after the batch (a batch of one
+				// target's chunks reads it once).
+				res[i].head = res[i-1].head
+				continue
+			}
 			prefix = append(append(prefix[:0], ds[i].target...), 0)
 			if k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
 				res[i].head = bytes.Clone(v)

@@ -200,7 +200,10 @@ type batchMarker interface {
 // With a BoltStore, a worker does not wait for its delivered mark: the
 // marks of all targets are written together, as many in one transaction as
 // are pending, and a target's next chunk is sent only once its previous
-// mark is durable.
+// mark is durable. A target whose sender is a RecordedSender (the web
+// panel, whose delivery is the outbox's own record) sends its pending
+// chunks in batches instead: in order, observers told of the batch, then
+// its marks in one transaction, before the next batch.
 // Create it with New, then call Run once.
 type Outbox struct {
 	st   Store
@@ -224,6 +227,7 @@ type Outbox struct {
 	// batchMarker. marking: a worker is writing marks and will take these
 	// too. The spare slices are the writing worker's.
 	batcher    batchMarker
+	heads      headsStore // the batch path of RecordedSenders; nil: none
 	marks      []mark
 	marking    bool
 	markRoom   *sync.Cond // the writing worker took the pending marks
@@ -261,6 +265,7 @@ func New(st Store, mux *Mux, opts Options) *Outbox {
 	o.cond = sync.NewCond(&o.mu)
 	o.markRoom = sync.NewCond(&o.mu)
 	o.batcher, _ = st.(batchMarker)
+	o.heads, _ = st.(headsStore)
 	return o
 }
 
@@ -537,6 +542,15 @@ func (o *Outbox) serve(t *target) {
 			o.yield(t)
 			return
 		}
+		s, routed := o.mux.Sender(t.key)
+		if routed && o.batchable(s) {
+			n, goOn := o.serveBatch(t, s)
+			if !goOn {
+				return
+			}
+			sent += n
+			continue
+		}
 		e, ok, err := o.head(t)
 		if err != nil {
 			o.log.Error("outbox: read queue head", "target", t.key, "err", err)
@@ -553,8 +567,7 @@ func (o *Outbox) serve(t *target) {
 			o.park(t, e.NextAttemptAt)
 			return
 		}
-		s, ok := o.mux.Sender(t.key)
-		if !ok {
+		if !routed {
 			o.setUnroutable(t)
 			return
 		}

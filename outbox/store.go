@@ -13,7 +13,8 @@ import (
 // remembers every id it has seen — pending, delivered (for the retention
 // window) or dead — so that enqueueing a known id is a no-op. Marks (Defer,
 // Delivered, Dead) must be durable when they return: the dispatcher sends a
-// target's next chunk only after its previous one is marked.
+// target's next chunk only after its previous one is marked (a
+// RecordedSender's target: its next batch after the previous batch's marks).
 type Store interface {
 	// Enqueue appends entries to their targets' queues in one atomic step
 	// (all or nothing), skipping ids the store already knows in any state

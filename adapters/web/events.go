@@ -327,10 +327,16 @@ func (b *broker) stats() brokerStats {
 
 // sender is the outbox.Sender of the "web" target. The panel's view is
 // built from what the hub records (Server.follow), so delivering a chunk
-// only checks it: the chunk shows once the hub has recorded it delivered.
+// only checks it: the chunk shows once the hub has recorded it delivered,
+// and once only (the ring knows chunks by outbox id). It is an
+// outbox.RecordedSender: the outbox takes several of the target's pending
+// chunks at once.
 type sender struct{}
 
-var _ outbox.Sender = sender{}
+var _ outbox.RecordedSender = sender{}
+
+// DeliveryIsRecord marks sender as an outbox.RecordedSender.
+func (sender) DeliveryIsRecord() {}
 
 // Send accepts a chunk for the web conversation.
 func (sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
