@@ -317,10 +317,14 @@ func TestHistorySurvivesRestart(t *testing.T) {
 	e1 := newEnv(t, envConfig{workspace: ws, state: state})
 	e1.writeFile("a.txt", "alpha\n")
 	// One turn at a time, so that the mirrors' order is the ring's order.
+	// A reply is in the mirror file (written) before the fsync that lets it
+	// into the ring: wait for both.
 	e1.message("/fs.readFile a.txt", "h1")
 	e1.waitMirrored("reply:web.h1:web:0")
+	e1.waitReplies(1)
 	e1.message("/fs.lineCount a.txt", "h2")
 	e1.waitMirrored("reply:web.h2:web:0")
+	e1.waitReplies(2)
 	before := e1.historyEvents()
 	oldLast := before[len(before)-1].ID
 	e1.close()
