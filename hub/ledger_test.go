@@ -59,6 +59,12 @@ func TestTurnWritesShareHubDB(t *testing.T) {
 		en, err := e.rt.Outbox.Store().Get(ctx, res.Outbox[0])
 		return err == nil && en.State == outbox.StateDelivered
 	})
+	// The committer counts a batch once its transaction has committed, a
+	// moment after the mark is visible to readers.
+	testkit.WaitFor(t, "the delivered mark counted", func() bool {
+		_, ops1 := e.he.State.Database().Commits()
+		return ops1-ops0 >= 3
+	})
 	if _, ops1 := e.he.State.Database().Commits(); ops1-ops0 != 3 {
 		t.Errorf("%d writes through hub.db's group commit for one turn, want 3 (begin, reply with finish, delivered mark)", ops1-ops0)
 	}
