@@ -721,28 +721,22 @@ func appendYAMLNumber(dst, s []byte) ([]byte, bool) {
 			return appendJSONFloat(dst, f)
 		}
 	}
-	switch {
-	case strings.HasPrefix(plain, "0b"):
-		if i, err := strconv.ParseInt(plain[2:], 2, 64); err == nil {
-			return strconv.AppendInt(dst, i, 10), true
-		}
-		if u, err := strconv.ParseUint(plain[2:], 2, 64); err == nil {
-			return strconv.AppendUint(dst, u, 10), true
-		}
-	case strings.HasPrefix(plain, "-0b"):
-		if i, err := strconv.ParseInt("-"+plain[3:], 2, 64); err == nil {
-			return strconv.AppendInt(dst, i, 10), true
-		}
-	case strings.HasPrefix(plain, "0o"):
-		if i, err := strconv.ParseInt(plain[2:], 8, 64); err == nil {
-			return strconv.AppendInt(dst, i, 10), true
-		}
-		if u, err := strconv.ParseUint(plain[2:], 8, 64); err == nil {
-			return strconv.AppendUint(dst, u, 10), true
-		}
-	case strings.HasPrefix(plain, "-0o"):
-		if i, err := strconv.ParseInt("-"+plain[3:], 8, 64); err == nil {
-			return strconv.AppendInt(dst, i, 10), true
+	for _, p := range [...]struct {
+		prefix string
+		base   int
+	}{{"0b", 2}, {"0o", 8}} {
+		switch {
+		case strings.HasPrefix(plain, p.prefix):
+			if i, err := strconv.ParseInt(plain[2:], p.base, 64); err == nil {
+				return strconv.AppendInt(dst, i, 10), true
+			}
+			if u, err := strconv.ParseUint(plain[2:], p.base, 64); err == nil {
+				return strconv.AppendUint(dst, u, 10), true
+			}
+		case strings.HasPrefix(plain, "-"+p.prefix):
+			if i, err := strconv.ParseInt("-"+plain[3:], p.base, 64); err == nil {
+				return strconv.AppendInt(dst, i, 10), true
+			}
 		}
 	}
 	return appendJSONString(dst, s), true

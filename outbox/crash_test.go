@@ -310,15 +310,23 @@ func TestCrashChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	drainAndStop(t, o, s, "discord", errc)
+}
+
+// drainAndStop is the end of a crash child that was not killed: it waits
+// until platform has nothing pending, then shuts the outbox down and checks
+// that Run (whose result errc carries) ended cleanly.
+func drainAndStop(t *testing.T, o *Outbox, s Store, platform string, errc <-chan error) {
+	t.Helper()
 	for {
 		counts, err := s.Counts(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := counts["discord"]; c.Pending == 0 {
+		if c := counts[platform]; c.Pending == 0 {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

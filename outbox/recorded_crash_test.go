@@ -259,22 +259,5 @@ func TestRecordedCrashChild(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // turns come one after the other
 	}
-	for {
-		counts, err := s.Counts(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c := counts["web"]; c.Pending == 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := o.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
+	drainAndStop(t, o, s, "web", errc)
 }

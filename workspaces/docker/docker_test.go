@@ -495,43 +495,33 @@ func TestFailures(t *testing.T) {
 	}
 }
 
+// TestOutOfMemory: a program killed by the container's memory limit is
+// told so, with the limit, whichever process the kernel picks: the program
+// itself, or the container's PID 1 (every other process's oom_score_adj is
+// raised), which takes the whole container with it and must not read as a
+// container stopped from outside.
 func TestOutOfMemory(t *testing.T) {
-	for _, view := range []bool{true, false} {
-		t.Run(map[bool]string{true: "host view", false: "daemon only"}[view], func(t *testing.T) {
-			hostViews(t, view)
-			e := newEnv(t, func(c *docker.Config) { c.Memory = 16 << 20 })
-			run(t, e.set, "true") // the container is known
-			_, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh",
-				Arguments: []string{"-c", `a=$(head -c 100000000 /dev/zero | tr '\0' x); echo ${#a}`}})
-			if err == nil || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "16MiB") {
-				t.Fatalf("error %v", err)
-			}
-			// The next call gets a fresh container and works.
-			if r := run(t, e.set, "true"); r.ExitCode != 0 {
-				t.Fatalf("%+v", r)
-			}
-		})
+	const hog = `a=$(head -c 100000000 /dev/zero | tr '\0' x); echo ${#a}`
+	programs := []struct{ name, script string }{
+		{"program killed", hog},
+		{"PID 1 killed", `for p in /proc/[0-9]*; do [ "${p#/proc/}" = $$ ] || echo 1000 > $p/oom_score_adj; done 2>/dev/null; ` + hog},
 	}
-}
-
-// When the kernel's out-of-memory killer picks the container's PID 1, the
-// whole container dies with it: the call still says out of memory, not
-// that someone stopped the container.
-func TestOutOfMemoryKillsPID1(t *testing.T) {
-	for _, view := range []bool{true, false} {
-		t.Run(map[bool]string{true: "host view", false: "daemon only"}[view], func(t *testing.T) {
-			hostViews(t, view)
-			e := newEnv(t, func(c *docker.Config) { c.Memory = 16 << 20 })
-			run(t, e.set, "true") // the container is known
-			_, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh",
-				Arguments: []string{"-c", `for p in /proc/[0-9]*; do [ "${p#/proc/}" = $$ ] || echo 1000 > $p/oom_score_adj; done 2>/dev/null; a=$(head -c 100000000 /dev/zero | tr '\0' x); echo ${#a}`}})
-			if err == nil || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "16MiB") {
-				t.Fatalf("error %v", err)
-			}
-			if r := run(t, e.set, "true"); r.ExitCode != 0 {
-				t.Fatalf("%+v", r)
-			}
-		})
+	for _, p := range programs {
+		for _, view := range []bool{true, false} {
+			t.Run(p.name+"/"+map[bool]string{true: "host view", false: "daemon only"}[view], func(t *testing.T) {
+				hostViews(t, view)
+				e := newEnv(t, func(c *docker.Config) { c.Memory = 16 << 20 })
+				run(t, e.set, "true") // the container is known
+				_, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", p.script}})
+				if err == nil || !strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), "16MiB") {
+					t.Fatalf("error %v", err)
+				}
+				// The next call gets a fresh container and works.
+				if r := run(t, e.set, "true"); r.ExitCode != 0 {
+					t.Fatalf("%+v", r)
+				}
+			})
+		}
 	}
 }
 
