@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestReadDirents compares the one-pass reader with os.File.ReadDir on a
@@ -74,4 +76,36 @@ func firstDiff(a, b []string) string {
 		}
 	}
 	return "one is a prefix of the other"
+}
+
+// TestModeType: the kind of an entry whose file system gives no d_type,
+// read with lstat, is the kind os.Lstat reports.
+func TestModeType(t *testing.T) {
+	dir := t.TempDir()
+	paths := map[string]func(string) error{
+		"file": func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"dir":  func(p string) error { return os.Mkdir(p, 0o700) },
+		"link": func(p string) error { return os.Symlink("file", p) },
+		"fifo": func(p string) error { return unix.Mkfifo(p, 0o600) },
+		"char": nil, // /dev/null
+	}
+	for name, mk := range paths {
+		p := filepath.Join(dir, name)
+		if mk == nil {
+			p = "/dev/null"
+		} else if err := mk(p); err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := modeType(&st), fi.Mode().Type(); got != want {
+			t.Errorf("%s: modeType %v, os.Lstat %v", name, got, want)
+		}
+	}
 }

@@ -115,21 +115,8 @@ func direntType(t byte) fs.FileMode {
 	return 0
 }
 
-// modeType is the fs.FileMode type bits of st.
+// modeType is the fs.FileMode type bits of st: a file type's d_type is its
+// S_IFMT bits shifted right by 12 (DT_DIR = S_IFDIR >> 12, and so on).
 func modeType(st *unix.Stat_t) fs.FileMode {
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return fs.ModeDir
-	case unix.S_IFLNK:
-		return fs.ModeSymlink
-	case unix.S_IFIFO:
-		return fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		return fs.ModeSocket
-	case unix.S_IFCHR:
-		return fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		return fs.ModeDevice
-	}
-	return 0
+	return direntType(uint8((st.Mode & unix.S_IFMT) >> 12))
 }

@@ -24,7 +24,7 @@ func socketInodes(t *testing.T) map[string]bool {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
+		t.Skipf("needs /proc/self/fd (Linux procfs) to count open descriptors, missing here: %v", err)
 	}
 	out := map[string]bool{}
 	for _, e := range ents {
@@ -41,7 +41,7 @@ func openFDs(t *testing.T) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
+		t.Skipf("needs /proc/self/fd (Linux procfs) to count open descriptors, missing here: %v", err)
 	}
 	return len(ents)
 }
@@ -54,7 +54,7 @@ func serverSockets(t *testing.T, port int) int {
 	mine := socketInodes(t)
 	b, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
-		t.Skipf("no /proc/net/tcp: %v", err)
+		t.Skipf("needs /proc/net/tcp (Linux procfs) to read connection states, missing here: %v", err)
 	}
 	n := 0
 	for _, line := range strings.Split(string(b), "\n")[1:] {
