@@ -232,8 +232,13 @@ func TestProcOutputExpiry(t *testing.T) {
 		defer close(done)
 		e.set.RunOutputSweeper(ctx, keep, time.Hour)
 	}()
-	// The first sweep, at once, finds nothing old enough.
-	testkit.WaitFor(t, "the sweeper to wait for its next round", func() bool { return clk.Pending() > 0 })
+	// The first sweep, at once, finds nothing old enough. The sweeper's
+	// timer is the one due in an hour (a timer the runs above left for a
+	// moment must not be mistaken for it).
+	testkit.WaitFor(t, "the sweeper to wait for its next round", func() bool {
+		due, ok := clk.NextDue()
+		return ok && due.Equal(clk.Now().Add(time.Hour))
+	})
 	if !exists("web.old") || !exists("web.new") {
 		t.Fatal("output removed before it expired")
 	}
