@@ -24,7 +24,7 @@ func socketInodes(t *testing.T) map[string]bool {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("needs /proc/self/fd (Linux procfs) to count open descriptors, missing here: %v", err)
+		testkit.Unavailable(t, "needs /proc/self/fd (Linux procfs) to count open descriptors, missing here: "+err.Error())
 	}
 	out := map[string]bool{}
 	for _, e := range ents {
@@ -41,7 +41,7 @@ func openFDs(t *testing.T) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("needs /proc/self/fd (Linux procfs) to count open descriptors, missing here: %v", err)
+		testkit.Unavailable(t, "needs /proc/self/fd (Linux procfs) to count open descriptors, missing here: "+err.Error())
 	}
 	return len(ents)
 }
@@ -54,7 +54,7 @@ func serverSockets(t *testing.T, port int) int {
 	mine := socketInodes(t)
 	b, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
-		t.Skipf("needs /proc/net/tcp (Linux procfs) to read connection states, missing here: %v", err)
+		testkit.Unavailable(t, "needs /proc/net/tcp (Linux procfs) to read connection states, missing here: "+err.Error())
 	}
 	n := 0
 	for _, line := range strings.Split(string(b), "\n")[1:] {

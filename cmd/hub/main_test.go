@@ -568,7 +568,7 @@ func TestCLIMirror(t *testing.T) {
 	flows := filepath.Join(dir, ".hub", "flows")
 	me, err := user.Current()
 	if err != nil {
-		t.Skip("needs the current user's name (the CLI mirror records it), which this system does not give:", err)
+		testkit.Unavailable(t, "needs the current user's name (the CLI mirror records it), which this system does not give: "+err.Error())
 	}
 	records := func() (in, out []store.MirrorRecord) {
 		t.Helper()
