@@ -57,6 +57,9 @@ func (o *Outcome) JSON() []byte {
 	} else {
 		v = o.Value
 	}
+	if a, ok := v.(JSONAppender); ok {
+		return a.AppendJSON(nil)
+	}
 	e := encoders.Get().(*resultEncoder)
 	defer func() {
 		if e.buf.Cap() <= maxPooledResult { // a large result's buffer is not kept

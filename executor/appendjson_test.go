@@ -1,0 +1,79 @@
+package executor
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// stdJSON encodes v as Outcome.JSON's encoder does (HTML left unescaped, no
+// trailing newline).
+func stdJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+var stringSamples = []string{
+	"", "plain", `quote " and \ backslash`, "<html> & 'amp'", "tab\tnew\nline\rcr",
+	"\b\f\x00\x01\x1f\x7f", "é ü 日本 🎉", "\u2028\u2029", "bad \xff\xfe utf8 \xe2\x82",
+	"mixed \x80 é \u2028 \x01",
+}
+
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range stringSamples {
+		if got, want := AppendJSONString(nil, s), stdJSON(t, s); !bytes.Equal(got, want) {
+			t.Errorf("AppendJSONString(%q) = %s, encoding/json: %s", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendJSONStringNoHTML(f *testing.F) {
+	for _, s := range stringSamples {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := AppendJSONString([]byte("x"), s), append([]byte("x"), stdJSON(t, s)...); !bytes.Equal(got, want) {
+			t.Fatalf("AppendJSONString(%q) = %s, encoding/json: %s", s, got, want)
+		}
+	})
+}
+
+func TestAppendResultJSON(t *testing.T) {
+	for _, r := range []Result{
+		{Succeeded: true},
+		{Succeeded: false, ErrorMessage: "No such file: \"a<b>\"", ErrorCode: CodeNotFound},
+		{Succeeded: false, ErrorCode: CodeInternal},
+	} {
+		got := append(AppendResultJSON(nil, &r), '}')
+		if want := stdJSON(t, &r); !bytes.Equal(got, want) {
+			t.Errorf("AppendResultJSON(%+v) = %s, encoding/json: %s", r, got, want)
+		}
+	}
+}
+
+// appendingResult encodes itself; Outcome.JSON must use it.
+type appendingResult struct {
+	Result
+	N int `json:"n"`
+}
+
+func (r *appendingResult) AppendJSON(dst []byte) []byte {
+	return append(AppendResultJSON(dst, &r.Result), `,"n":"self"}`...)
+}
+
+func TestOutcomeJSONUsesAppender(t *testing.T) {
+	o := &Outcome{Value: &appendingResult{Result: Result{Succeeded: true}}}
+	if got := string(o.JSON()); got != `{"succeeded":true,"n":"self"}` {
+		t.Fatalf("Outcome.JSON = %s, want the appender's bytes", got)
+	}
+	o = &Outcome{Err: Errorf(CodeNotFound, "gone")}
+	if got := string(o.JSON()); got != `{"succeeded":false,"errorMessage":"gone","errorCode":"not_found"}` {
+		t.Fatalf("Outcome.JSON of a failure = %s", got)
+	}
+}
