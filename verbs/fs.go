@@ -748,20 +748,169 @@ func (s *Set) ListDir(ctx context.Context, a FsListDirArgs) (FsListDirResult, er
 		return res, fsError(err, show, "open")
 	}
 	defer d.Close()
+	if w.session() {
+		return w.listSession(d, name, show)
+	}
+	return s.listHost(w, d, name, show)
+}
+
+// listHost lists the host directory d (workspace path name, shown as
+// show): from the workspace's listing cache when d has not changed since
+// it was read (see listCache), else by reading it.
+func (s *Set) listHost(w *Workspace, d *os.File, name, show string) (FsListDirResult, error) {
+	var res FsListDirResult
+	dfd := int(d.Fd())
+	var before unix.Stat_t
+	if err := unix.Fstat(dfd, &before); err != nil {
+		return res, fsError(err, show, "stat")
+	}
+	key := listKey{id: idOf(&before), name: name}
+	st, cacheable := dirStateOf(&before)
+	if cacheable {
+		if l, ok := w.lists.get(key, st); ok {
+			res.Entries = w.hostEntries(l, name)
+			return res, nil
+		}
+	}
+	l, err := w.readHostListing(d, name, key.id)
+	if err != nil {
+		return res, fsError(err, show, "list")
+	}
+	if cacheable {
+		// Kept only if the directory did not change while it was read.
+		var after unix.Stat_t
+		if err := unix.Fstat(dfd, &after); err == nil && idOf(&after) == key.id {
+			if st2, _ := dirStateOf(&after); st2 == st {
+				w.lists.put(key, st, l, s.opts.Clock.Now())
+			}
+		}
+	}
+	res.Entries = w.hostEntries(l, name)
+	return res, nil
+}
+
+// readHostListing reads the host directory d (workspace path name, identity
+// id) in one pass, leaving out the deny list's entries and the protected
+// directories. The kind of each entry comes from the directory read; an
+// entry is stat'ed (relative to d) only when it is a directory and a
+// protected directory lies in d (checked by each protected directory's
+// parent, before and after the read), to leave that one out by its
+// identity. A stat'ed entry that is gone is left out, and one that is no
+// longer a directory is listed as what it now is.
+func (w *Workspace) readHostListing(d *os.File, name string, id fileID) (*dirListing, error) {
+	hold := w.prot.inDir(id)
+	des, err := readDirents(d)
+	if err != nil {
+		return nil, err
+	}
+	hold = hold || w.prot.inDir(id)
+	return w.hostListing(int(d.Fd()), des, name, hold), nil
+}
+
+// hostListing builds the listing of des, read from the directory dfd at
+// workspace path name; with hold, directories are stat'ed (see
+// readHostListing).
+func (w *Workspace) hostListing(dfd int, des []dirent, name string, hold bool) *dirListing {
+	// Files fill names from the front, directories from the back; links,
+	// rare, go apart.
+	names := make([]string, len(des))
+	nf, nd := 0, 0
+	var links []string
+	_, denyHere := w.deniedBelow(name)
+	for _, de := range des {
+		if denyHere {
+			if _, ok := w.denied(joinRel(name, de.name)); ok {
+				continue
+			}
+		}
+		kind := de.typ
+		if kind.IsDir() && hold {
+			cst, err := lstatAt(dfd, de.name)
+			if err != nil {
+				continue // removed meanwhile
+			}
+			if _, ok := w.prot.lookup(idOf(cst)); ok && isDir(cst) {
+				continue
+			}
+			kind = modeType(cst) // replaced meanwhile: what it is now
+		}
+		switch {
+		case kind&fs.ModeSymlink != 0:
+			links = append(links, de.name)
+		case kind.IsDir():
+			nd++
+			names[len(names)-nd] = de.name
+		default:
+			names[nf] = de.name
+			nf++
+		}
+	}
+	dirs, files := names[len(names)-nd:], names[:nf]
+	sortNames(dirs)
+	sortNames(files)
+	sortNames(links)
+	return newDirListing(dirs, files, links)
+}
+
+// hostEntries returns the entries of the host listing l of the directory
+// at workspace path name: directories first, then files, each group by
+// name. A link is resolved now (with every check of locate) and counts as
+// a directory when it leads to one.
+func (w *Workspace) hostEntries(l *dirListing, name string) []DirEntry {
+	n := l.len()
+	out := make([]DirEntry, 0, n)
+	first := l.dirs + l.files // the first link
+	if first == n {
+		for i := range n {
+			out = append(out, DirEntry{Name: l.name(i), IsDirectory: i < l.dirs})
+		}
+		return out
+	}
+	linkDir := make([]bool, n-first)
+	for j := range linkDir {
+		fi, err := w.statFollow(joinRel(name, l.name(first+j)))
+		linkDir[j] = err == nil && fi.IsDir()
+	}
+	// Merge each group with the links of its kind; both are sorted.
+	merge := func(lo, hi int, dir bool) {
+		i, j := lo, 0
+		for {
+			for j < len(linkDir) && linkDir[j] != dir {
+				j++
+			}
+			switch {
+			case i < hi && (j == len(linkDir) || l.name(i) < l.name(first+j)):
+				out = append(out, DirEntry{Name: l.name(i), IsDirectory: dir})
+				i++
+			case j < len(linkDir):
+				out = append(out, DirEntry{Name: l.name(first + j), IsDirectory: dir})
+				j++
+			default:
+				return
+			}
+		}
+	}
+	merge(0, l.dirs, true)
+	merge(l.dirs, first, false)
+	return out
+}
+
+// listSession lists the directory d of a session workspace (workspace path
+// name, shown as show): files carry their size, version and last write
+// time, so every entry is stat'ed, and nothing is cached.
+func (w *Workspace) listSession(d *os.File, name, show string) (FsListDirResult, error) {
+	var res FsListDirResult
 	des, err := readDirents(d)
 	if err != nil {
 		return res, fsError(err, show, "list")
 	}
-	// One pass over the directory gives each entry's name and type; an
-	// entry is stat'ed (relative to the directory's descriptor) only when
-	// the result needs more: a directory, to leave out the hub's protected
-	// ones; a file in a session workspace, for its size and version; a
-	// link, for what it points to.
+	// One pass over the directory gives each entry's name and type; every
+	// entry but a link is then stat'ed (relative to the directory's
+	// descriptor): a file for its size and version, a directory to leave
+	// out the hub's protected ones; a link is followed for what it points
+	// to.
 	dfd := int(d.Fd())
 	res.Entries = make([]DirEntry, 0, len(des))
-	// The entries' workspace paths are joined only when needed: for the
-	// deny list when one of its entries lies in this directory, and for
-	// links and session files.
 	_, denyHere := w.deniedBelow(name)
 	for _, de := range des {
 		var child string

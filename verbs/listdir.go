@@ -3,6 +3,9 @@ package verbs
 import (
 	"io/fs"
 	"slices"
+	"strconv"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
 // dirent is one entry of a directory read in one pass: its name and the
@@ -75,4 +78,61 @@ func bucketAt(s string, d int) int {
 		return int(s[d]) + 1
 	}
 	return 0
+}
+
+var _ executor.JSONAppender = (*FsListDirResult)(nil)
+
+// AppendJSON appends r as encoding/json encodes it with HTML escaping off
+// (executor.JSONAppender): a listing of 10,000 entries is encoded without
+// reflection.
+func (r *FsListDirResult) AppendJSON(dst []byte) []byte {
+	if dst == nil {
+		size := 64
+		for i := range r.Entries {
+			size += len(r.Entries[i].Name) + 32
+			if r.Entries[i].SizeBytes != nil || r.Entries[i].Version != 0 || r.Entries[i].UpdatedAt != "" {
+				size += 80
+			}
+		}
+		dst = make([]byte, 0, size)
+	}
+	dst = executor.AppendResultJSON(dst, &r.Result)
+	dst = append(dst, `,"entries":`...)
+	if r.Entries == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range r.Entries {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = r.Entries[i].appendJSON(dst)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// appendJSON appends e as encoding/json encodes it.
+func (e *DirEntry) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"name":`...)
+	dst = executor.AppendJSONString(dst, e.Name)
+	if e.IsDirectory {
+		dst = append(dst, `,"isDirectory":true`...)
+	} else {
+		dst = append(dst, `,"isDirectory":false`...)
+	}
+	if e.SizeBytes != nil {
+		dst = append(dst, `,"sizeBytes":`...)
+		dst = strconv.AppendInt(dst, *e.SizeBytes, 10)
+	}
+	if e.Version != 0 {
+		dst = append(dst, `,"version":`...)
+		dst = strconv.AppendInt(dst, e.Version, 10)
+	}
+	if e.UpdatedAt != "" {
+		dst = append(dst, `,"updatedAt":`...)
+		dst = executor.AppendJSONString(dst, e.UpdatedAt)
+	}
+	return append(dst, '}')
 }

@@ -67,6 +67,24 @@ func (p *protection) lookup(id fileID) (*guardedDir, bool) {
 	return nil, false
 }
 
+// inDir reports whether a protected directory lies directly in the
+// directory with identity id: whether id is the parent of one, read now
+// through the protected directory's held descriptor, so that one renamed
+// elsewhere since the workspace opened is found where it is. When a parent
+// cannot be read the answer is yes.
+func (p *protection) inDir(id fileID) bool {
+	if p == nil {
+		return false
+	}
+	for _, g := range p.dirs {
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(g.f.Fd()), "..", &st, 0); err != nil || idOf(&st) == id {
+			return true
+		}
+	}
+	return false
+}
+
 // lookupInfo is lookup by a host stat result.
 func (p *protection) lookupInfo(fi fs.FileInfo) (*guardedDir, bool) {
 	if st, ok := fi.Sys().(*unix.Stat_t); ok {

@@ -111,6 +111,9 @@ type Workspace struct {
 	// its host workspace's (ownProt false).
 	prot    *protection
 	ownProt bool
+	// lists keeps the host workspace's listings (see listCache); nil for a
+	// session workspace, whose listings are never kept.
+	lists *listCache
 	// sess is the session a session workspace belongs to; nil for the host
 	// workspace. Verbs lock it around their work and record file metadata.
 	sess *session
@@ -162,6 +165,7 @@ func openWorkspace(dir string, opts WorkspaceOptions, shared *protection) (*Work
 		return w, nil
 	}
 	w.prot, w.ownProt = &protection{}, true
+	w.lists = newListCache(listCacheBytes)
 	for _, p := range opts.Protect {
 		if err := w.protect(p); err != nil {
 			w.Close()

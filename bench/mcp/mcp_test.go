@@ -148,6 +148,9 @@ type op struct {
 	mcpArgs  func(dir string, i int) map[string]any
 	// mcpCheck validates the text of a result that is not an error.
 	mcpCheck func(dir string, i int, text string) error
+	// prepare, when set, runs before every round trip to either server,
+	// outside the timed part.
+	prepare func(dir string) error
 }
 
 // ops are the compared operations. MCP's tail=N on a file that ends in a
@@ -231,7 +234,19 @@ func ops() []op {
 		},
 		mcpCheck: func(dir string, i int, _ string) error { return fileHolds(dir, writePath(i), writeContent("mcp", i)) },
 	}
-	return []op{read(small), read(large), head(large), tail(large), tail(huge), list(listings[0]), list(listings[1]), write}
+	// The same listing with the directory changed (a file created and
+	// removed) before every round trip: the hub's listing cache never
+	// answers it.
+	cold := list(listings[1])
+	cold.name += "-cold"
+	cold.prepare = func(dir string) error {
+		p := filepath.Join(dir, listings[1].name, "scratch")
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return err
+		}
+		return os.Remove(p)
+	}
+	return []op{read(small), read(large), head(large), tail(large), tail(huge), list(listings[0]), list(listings[1]), cold, write}
 }
 
 func sizeName(n int) string {
@@ -703,7 +718,15 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 		var hubStats, mcpStats stats
 		ok := b.Run(o.name, func(b *testing.B) {
 			hubStats, mcpStats = stats{}, stats{}
+			prepare := func() {
+				if o.prepare != nil {
+					if err := o.prepare(dir); err != nil {
+						b.Fatalf("%s: prepare: %v", o.name, err)
+					}
+				}
+			}
 			roundHub := func(i int) {
+				prepare()
 				d, r, err := hubRound(o, i)
 				if err != nil {
 					b.Fatalf("%s %s round trip %d: %v", label, o.name, i, err)
@@ -717,6 +740,7 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 				hubStats.lat = append(hubStats.lat, d)
 			}
 			roundMCP := func(i int) {
+				prepare()
 				t0 := time.Now()
 				msg, err := ref.callTool(o.mcpTool, o.mcpArgs(dir, i))
 				d := time.Since(t0)

@@ -1,0 +1,440 @@
+package verbs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/clock"
+)
+
+// listEnv is a host workspace at dir, with its state directory .hub
+// protected (and denied) inside it, and a Set whose clock can be set.
+type listEnv struct {
+	t   *testing.T
+	dir string
+	w   *Workspace
+	s   *Set
+}
+
+func newListEnv(t *testing.T) *listEnv {
+	t.Helper()
+	base := t.TempDir()
+	dir := filepath.Join(base, "ws")
+	state := filepath.Join(dir, ".hub")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWorkspace(dir, WorkspaceOptions{Protect: []string{state}, Deny: []string{"secret", "d/secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	e := &listEnv{t: t, dir: dir, w: w}
+	// An hour ahead: every directory's times lie outside the racy window.
+	e.setClock(time.Now().Add(time.Hour))
+	return e
+}
+
+// setClock gives e a Set whose clock reads now.
+func (e *listEnv) setClock(now time.Time) {
+	e.t.Helper()
+	s, err := NewSet(e.w, Options{StateDir: filepath.Join(filepath.Dir(e.dir), "hubstate"), Clock: clock.NewFake(now)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.s = s
+}
+
+func (e *listEnv) path(rel string) string { return filepath.Join(e.dir, filepath.FromSlash(rel)) }
+
+func (e *listEnv) do(err error) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// list lists rel through fs.listDir (cache and all).
+func (e *listEnv) list(rel string) []string {
+	e.t.Helper()
+	r, err := e.s.ListDir(context.Background(), FsListDirArgs{Path: rel})
+	if err != nil {
+		e.t.Fatalf("ListDir %s: %v", rel, err)
+	}
+	return entryLines(r.Entries)
+}
+
+// uncached lists rel by reading it, as a listing that misses the cache does.
+func (e *listEnv) uncached(rel string) []string {
+	e.t.Helper()
+	l, err := e.w.locate(rel, followFinal|allowRoot)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer l.close()
+	d, err := l.openDir()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer d.Close()
+	id, err := fstatID(int(d.Fd()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	dl, err := e.w.readHostListing(d, l.name, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return entryLines(e.w.hostEntries(dl, l.name))
+}
+
+// same lists rel both ways and fails when they differ; it returns the
+// listing.
+func (e *listEnv) same(rel, after string) []string {
+	e.t.Helper()
+	got, want := e.list(rel), e.uncached(rel)
+	if !slices.Equal(got, want) {
+		e.t.Fatalf("after %s: listing of %s is\n%q\nread again it is\n%q", after, rel, got, want)
+	}
+	return got
+}
+
+func entryLines(es []DirEntry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Name
+		if e.IsDirectory {
+			out[i] += "/"
+		}
+	}
+	return out
+}
+
+// TestListCacheFollowsChanges lists a directory, changes it in every way
+// a listing can see, and compares the listing with the directory read
+// again after each change; between changes, the listing comes from the
+// cache.
+func TestListCacheFollowsChanges(t *testing.T) {
+	e := newListEnv(t)
+	for _, d := range []string{"d", "d/sub", "elsewhere", "elsewhere/indir", "targets/dir"} {
+		e.do(os.MkdirAll(e.path(d), 0o755))
+	}
+	for _, f := range []string{"d/a.txt", "d/b.txt", "d/\x01odd \"name\"\u2028", "elsewhere/infile", "targets/file", "d/secret"} {
+		e.do(os.WriteFile(e.path(f), []byte("x\n"), 0o644))
+	}
+	e.do(os.Symlink("../targets/file", e.path("d/flink")))
+	changes := []struct {
+		name string
+		do   func()
+	}{
+		{"nothing", func() {}},
+		{"create", func() { e.do(os.WriteFile(e.path("d/new.txt"), nil, 0o644)) }},
+		{"mkdir", func() { e.do(os.Mkdir(e.path("d/newdir"), 0o755)) }},
+		{"remove", func() { e.do(os.Remove(e.path("d/a.txt"))) }},
+		{"rmdir", func() { e.do(os.Remove(e.path("d/newdir"))) }},
+		{"rename in (file)", func() { e.do(os.Rename(e.path("elsewhere/infile"), e.path("d/infile"))) }},
+		{"rename in (directory)", func() { e.do(os.Rename(e.path("elsewhere/indir"), e.path("d/indir"))) }},
+		{"rename out", func() { e.do(os.Rename(e.path("d/b.txt"), e.path("elsewhere/b.txt"))) }},
+		{"rename within", func() { e.do(os.Rename(e.path("d/new.txt"), e.path("d/renamed.txt"))) }},
+		{"replace file by directory", func() {
+			e.do(os.Remove(e.path("d/renamed.txt")))
+			e.do(os.Mkdir(e.path("d/renamed.txt"), 0o755))
+		}},
+		{"replace directory by link to a file", func() {
+			e.do(os.Remove(e.path("d/renamed.txt")))
+			e.do(os.Symlink("../targets/file", e.path("d/renamed.txt")))
+		}},
+		{"replace file by link to a directory", func() {
+			e.do(os.Remove(e.path("d/infile")))
+			e.do(os.Symlink("../targets/dir", e.path("d/infile")))
+		}},
+		{"link's target becomes a directory", func() {
+			e.do(os.Remove(e.path("targets/file")))
+			e.do(os.Mkdir(e.path("targets/file"), 0o755))
+		}},
+		{"link's target goes", func() { e.do(os.Remove(e.path("targets/file"))) }},
+		{"chmod of the directory", func() { e.do(os.Chmod(e.path("d"), 0o700)) }},
+		{"a file's content", func() { e.do(os.WriteFile(e.path("d/sub/deep"), []byte("y"), 0o644)) }},
+	}
+	e.same("d", "the first listing")
+	for _, c := range changes {
+		c.do()
+		got := e.same("d", c.name)
+		hits, _, _, _ := e.w.lists.stats()
+		again := e.same("d", c.name+", listed again")
+		if h, _, _, _ := e.w.lists.stats(); h != hits+1 {
+			t.Errorf("after %s: listing it again did not come from the cache (%d hits, then %d)", c.name, hits, h)
+		}
+		if !slices.Equal(got, again) {
+			t.Errorf("after %s: %q, then %q", c.name, got, again)
+		}
+		if slices.Contains(got, "secret") {
+			t.Errorf("after %s: the denied entry is listed: %q", c.name, got)
+		}
+	}
+	want := []string{"indir/", "infile/", "sub/", "\x01odd \"name\"\u2028", "flink", "renamed.txt"}
+	if got := e.list("d"); !slices.Equal(got, want) {
+		t.Errorf("final listing %q, want %q", got, want)
+	}
+}
+
+// TestListCacheSameTick: a change that keeps the directory's modification
+// time (set back as a change within one tick of the file-time clock would
+// leave it) is still seen, by the change time; and a directory changed
+// within the racy window of the listing's read is not kept at all, so a
+// change that kept both times would be seen too.
+func TestListCacheSameTick(t *testing.T) {
+	e := newListEnv(t)
+	e.do(os.Mkdir(e.path("d"), 0o755))
+	e.do(os.WriteFile(e.path("d/a"), nil, 0o644))
+	first := e.same("d", "the first listing")
+	fi, err := os.Stat(e.path("d"))
+	e.do(err)
+	e.do(os.WriteFile(e.path("d/b"), nil, 0o644))
+	e.do(os.Chtimes(e.path("d"), fi.ModTime(), fi.ModTime()))
+	if got := e.same("d", "a change with the modification time set back"); slices.Equal(got, first) {
+		t.Fatalf("the new entry is not listed: %q", got)
+	}
+
+	// The clock at the directory's change time: not kept.
+	fi, err = os.Stat(e.path("d"))
+	e.do(err)
+	ctime := time.Unix(0, fi.Sys().(*syscall.Stat_t).Ctim.Nano())
+	for _, c := range []struct {
+		now  time.Time
+		kept bool
+	}{
+		{ctime, false},
+		{ctime.Add(racyWindow / 2), false},
+		{ctime.Add(racyWindow + time.Second), true},
+	} {
+		e.w.lists = newListCache(listCacheBytes)
+		e.setClock(c.now)
+		e.same("d", "setting the clock")
+		if _, _, n, _ := e.w.lists.stats(); (n == 1) != c.kept {
+			t.Errorf("clock %v after the change time: %d listings kept, want kept = %v", c.now.Sub(ctime), n, c.kept)
+		}
+	}
+}
+
+// TestListCacheUnit: the cache's key, state, racy rule and byte bound.
+func TestListCacheUnit(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	old := dirState{mtime: now.Add(-time.Hour).UnixNano(), ctime: now.Add(-time.Hour).UnixNano(), size: 4096, nlink: 2}
+	l := newDirListing([]string{"d"}, []string{"a", "b"}, nil)
+	k := listKey{id: fileID{1, 2}, name: "x"}
+	c := newListCache(4 * (l.cost(k) + 10))
+	c.put(k, old, l, now)
+	if got, ok := c.get(k, old); !ok || got != l {
+		t.Fatal("a kept listing is not found")
+	}
+	for name, st := range map[string]dirState{
+		"mtime": {old.mtime + 1, old.ctime, old.size, old.nlink},
+		"ctime": {old.mtime, old.ctime + 1, old.size, old.nlink},
+		"size":  {old.mtime, old.ctime, old.size + 1, old.nlink},
+		"nlink": {old.mtime, old.ctime, old.size, old.nlink + 1},
+	} {
+		c.put(k, old, l, now)
+		if _, ok := c.get(k, st); ok {
+			t.Errorf("found after a change of %s", name)
+		}
+		if _, ok := c.get(k, old); ok {
+			t.Errorf("a listing of another %s is not dropped", name)
+		}
+	}
+	for name, other := range map[string]listKey{"inode": {id: fileID{1, 3}, name: "x"}, "device": {id: fileID{2, 2}, name: "x"}, "path": {id: fileID{1, 2}, name: "y"}} {
+		c.put(k, old, l, now)
+		if _, ok := c.get(other, old); ok {
+			t.Errorf("found under another %s", name)
+		}
+	}
+	for name, st := range map[string]dirState{
+		"mtime": {now.Add(-racyWindow + time.Millisecond).UnixNano(), old.ctime, old.size, old.nlink},
+		"ctime": {old.mtime, now.Add(-time.Millisecond).UnixNano(), old.size, old.nlink},
+	} {
+		c.put(k, st, l, now)
+		if _, ok := c.get(k, st); ok {
+			t.Errorf("kept with a %s inside the racy window", name)
+		}
+	}
+	// The byte bound: the least recently used go first.
+	c = newListCache(4 * (l.cost(k) + 10))
+	for i := range 6 {
+		c.put(listKey{id: fileID{1, uint64(i)}, name: "x"}, old, l, now)
+		if i == 3 {
+			c.get(listKey{id: fileID{1, 0}, name: "x"}, old) // 0 used: 1 and 2 go first
+		}
+	}
+	_, _, n, used := c.stats()
+	if n != 4 || used > c.max {
+		t.Errorf("%d listings of %d bytes kept, want 4 within %d", n, used, c.max)
+	}
+	for i, want := range []bool{true, false, false, true, true, true} {
+		if _, ok := c.get(listKey{id: fileID{1, uint64(i)}, name: "x"}, old); ok != want {
+			t.Errorf("listing %d kept = %v, want %v", i, ok, want)
+		}
+	}
+	// A listing over a quarter of the bound is not kept.
+	big := newDirListing(nil, []string{strings.Repeat("n", c.max/4)}, nil)
+	k = listKey{id: fileID{9, 9}, name: "big"}
+	c.put(k, old, big, now)
+	if _, ok := c.get(k, old); ok {
+		t.Error("a listing over a quarter of the cache is kept")
+	}
+}
+
+// TestListCacheHidesProtected: the state directory and the deny list's
+// entries stay out of cached listings, where they are and after the state
+// directory is moved on the host.
+func TestListCacheHidesProtected(t *testing.T) {
+	e := newListEnv(t)
+	e.do(os.Mkdir(e.path("var"), 0o755))
+	e.do(os.WriteFile(e.path("secret"), nil, 0o644))
+	e.do(os.WriteFile(e.path("var/secret"), nil, 0o644))
+	e.do(os.WriteFile(e.path("ok"), nil, 0o644))
+	for range 2 {
+		if got, want := e.same(".", "the first listings"), []string{"var/", "ok"}; !slices.Equal(got, want) {
+			t.Fatalf("root listed %q, want %q", got, want)
+		}
+	}
+	if got, want := e.same("var", "the first listings"), []string{"secret"}; !slices.Equal(got, want) {
+		t.Fatalf("var listed %q, want %q", got, want)
+	}
+	e.do(os.Rename(e.path(".hub"), e.path("var/moved")))
+	for range 2 {
+		if got, want := e.same("var", "moving the state directory in"), []string{"secret"}; !slices.Equal(got, want) {
+			t.Fatalf("var listed %q, want %q", got, want)
+		}
+	}
+	if got, want := e.same(".", "moving the state directory out"), []string{"var/", "ok"}; !slices.Equal(got, want) {
+		t.Fatalf("root listed %q, want %q", got, want)
+	}
+}
+
+// TestHostListingStats: the kinds of a listing come from the directory
+// read; when a protected directory lies in the listed one, directories are
+// stat'ed, which leaves out the protected one and sees a directory removed
+// or replaced since the read. The cases are made between the read and the
+// building of the listing.
+func TestHostListingStats(t *testing.T) {
+	e := newListEnv(t)
+	for _, d := range []string{"gone", "tolink", "todirlink", "tofile", "kept", "target"} {
+		e.do(os.Mkdir(e.path(d), 0o755))
+	}
+	e.do(os.WriteFile(e.path("f"), nil, 0o644))
+	d, err := os.Open(e.dir)
+	e.do(err)
+	defer d.Close()
+	id, err := fstatID(int(d.Fd()))
+	e.do(err)
+	if !e.w.prot.inDir(id) {
+		t.Fatal("the root holds .hub, inDir says it does not")
+	}
+	des, err := readDirents(d)
+	e.do(err)
+	e.do(os.Remove(e.path("gone")))
+	e.do(os.Remove(e.path("tolink")))
+	e.do(os.Symlink("f", e.path("tolink")))
+	e.do(os.Remove(e.path("todirlink")))
+	e.do(os.Symlink("target", e.path("todirlink")))
+	e.do(os.Remove(e.path("tofile")))
+	e.do(os.WriteFile(e.path("tofile"), nil, 0o644))
+	for _, c := range []struct {
+		hold bool
+		want []string
+	}{
+		// Stat'ed: .hub left out by identity (.hub is also denied, so the
+		// deny list is bypassed here by listing with no deny entries).
+		{true, []string{"kept/", "target/", "todirlink/", "f", "tofile", "tolink"}},
+		// As read.
+		{false, []string{".hub/", "gone/", "kept/", "target/", "todirlink/", "tofile/", "tolink/", "f"}},
+	} {
+		deny := e.w.deny
+		e.w.deny = nil
+		got := entryLines(e.w.hostEntries(e.w.hostListing(int(d.Fd()), des, ".", c.hold), "."))
+		e.w.deny = deny
+		if !slices.Equal(got, c.want) {
+			t.Errorf("hold %v: %q, want %q", c.hold, got, c.want)
+		}
+	}
+	sub, err := os.Open(e.path("kept"))
+	e.do(err)
+	defer sub.Close()
+	id, err = fstatID(int(sub.Fd()))
+	e.do(err)
+	if e.w.prot.inDir(id) {
+		t.Error("kept holds no protected directory, inDir says it does")
+	}
+}
+
+// TestListCacheConcurrent lists directories from several goroutines while
+// others change them; afterwards every listing equals the directory read
+// again. Run with -race.
+func TestListCacheConcurrent(t *testing.T) {
+	e := newListEnv(t)
+	dirs := []string{"a", "b"}
+	for _, d := range dirs {
+		e.do(os.Mkdir(e.path(d), 0o755))
+		for i := range 50 {
+			e.do(os.WriteFile(e.path(fmt.Sprintf("%s/f%02d", d, i)), nil, 0o644))
+		}
+	}
+	ctx := context.Background()
+	var writers, listers sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 2 {
+		writers.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				d := dirs[(i+w)%2]
+				p := e.path(fmt.Sprintf("%s/w%d-%d", d, w, i%7))
+				if i%3 == 0 {
+					_ = os.Mkdir(p+"d", 0o755)
+					_ = os.Remove(p + "d")
+				}
+				if err := os.WriteFile(p, nil, 0o644); err == nil && i%2 == 0 {
+					_ = os.Rename(p, e.path(fmt.Sprintf("%s/w%d-%d", dirs[(i+w+1)%2], w, i%7)))
+				}
+			}
+		})
+	}
+	errs := make(chan error, 4)
+	for r := range 4 {
+		listers.Go(func() {
+			for i := range 300 {
+				res, err := e.s.ListDir(ctx, FsListDirArgs{Path: dirs[(i+r)%2]})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(res.Entries) < 50 {
+					errs <- fmt.Errorf("%d entries, want at least the 50 files never touched", len(res.Entries))
+					return
+				}
+			}
+		})
+	}
+	listers.Wait()
+	close(stop)
+	writers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, d := range dirs {
+		e.same(d, "the concurrent changes")
+		e.same(d, "the concurrent changes, listed again")
+	}
+}
