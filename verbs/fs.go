@@ -832,7 +832,12 @@ func (w *Workspace) hostListing(dfd int, des []dirent, name string, hold bool) *
 			if _, ok := w.prot.lookup(idOf(cst)); ok && isDir(cst) {
 				continue
 			}
-			kind = modeType(cst) // replaced meanwhile: what it is now
+			switch { // replaced meanwhile: listed as what it is now
+			case isLink(cst):
+				kind = fs.ModeSymlink
+			case !isDir(cst):
+				kind = 0
+			}
 		}
 		switch {
 		case kind&fs.ModeSymlink != 0:
