@@ -259,6 +259,29 @@ func TestLineCountAgreesWithReadRange(t *testing.T) {
 	e.fails(executor.CodeIsADirectory, "fs.lineCount", verbs.FsLineCountArgs{Path: "dir"})
 }
 
+// TestWriteFileKeepsEveryMode: replacing a file keeps its permission bits,
+// whether or not they are what a new file gets under the umask.
+func TestWriteFileKeepsEveryMode(t *testing.T) {
+	e := newEnv(t)
+	for i, mode := range []os.FileMode{0o600, 0o644, 0o664, 0o666, 0o755, 0o400, 0o751} {
+		name := fmt.Sprintf("m%d.txt", i)
+		p := filepath.Join(e.dir, name)
+		if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: name, Content: "new"})
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("mode %04o: after replace %v (%v)", mode, fi.Mode().Perm(), err)
+		}
+		if got := e.get(name); got != "new" {
+			t.Errorf("mode %04o: content %q", mode, got)
+		}
+	}
+}
+
 func TestWriteFile(t *testing.T) {
 	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxWriteChars = 10 })
 	ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt", Content: "hello"})
