@@ -253,18 +253,9 @@ func benchLayout(b *testing.B, producers int, lay enqueueLayout) {
 				}
 				e := entries(KindReply, "bench."+strconv.Itoa(n), keys[n%len(keys)], 1)[0]
 				e.EnqueuedAt = now
-				var after func()
-				err := gc.Update(func(tx *bolt.Tx) error {
-					var err error
-					after, err = lay.put(l, tx, &e)
-					return err
-				})
-				if err != nil {
+				if err := putLayout(gc, lay, l, &e); err != nil {
 					b.Error(err)
 					return
-				}
-				if after != nil {
-					after()
 				}
 			}
 		})
@@ -401,18 +392,9 @@ func (r *layoutRun) burst(b *testing.B, producers, n int) {
 					return
 				}
 				e := r.entry(first + i)
-				var after func()
-				err := r.gc.Update(func(tx *bolt.Tx) error {
-					var err error
-					after, err = r.lay.put(r.l, tx, &e)
-					return err
-				})
-				if err != nil {
+				if err := putLayout(r.gc, r.lay, r.l, &e); err != nil {
 					b.Error(err)
 					return
-				}
-				if after != nil {
-					after()
 				}
 			}
 		})
@@ -631,4 +613,19 @@ func BenchmarkLayoutOpenScan(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(bucketBytes)/(1<<20), "bucket-MB")
 	b.ReportMetric(float64(heap)/(1<<20), "index-heap-MB")
+}
+
+// putLayout enqueues e with lay in one transaction of gc's group commit and
+// runs what the layout does once it is committed.
+func putLayout(gc *store.DB, lay enqueueLayout, l *layoutState, e *Entry) error {
+	var after func()
+	err := gc.Update(func(tx *bolt.Tx) error {
+		var err error
+		after, err = lay.put(l, tx, e)
+		return err
+	})
+	if err == nil && after != nil {
+		after()
+	}
+	return err
 }
