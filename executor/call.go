@@ -26,11 +26,28 @@ type callKey struct{}
 
 // WithCall returns a context carrying c.
 func WithCall(ctx context.Context, c Call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
+	return &callCtx{Context: ctx, call: c}
+}
+
+// callCtx is context.WithValue(ctx, callKey{}, c) in one allocation instead
+// of two (the value context and c boxed): its Value hands out a pointer to
+// its own copy of c, which only CallFrom reads, copying it.
+type callCtx struct {
+	context.Context
+	call Call
+}
+
+func (c *callCtx) Value(key any) any {
+	if key == (callKey{}) {
+		return &c.call
+	}
+	return c.Context.Value(key)
 }
 
 // CallFrom returns the Call stored in ctx, or the zero Call.
 func CallFrom(ctx context.Context) Call {
-	c, _ := ctx.Value(callKey{}).(Call)
-	return c
+	if c, ok := ctx.Value(callKey{}).(*Call); ok {
+		return *c
+	}
+	return Call{}
 }

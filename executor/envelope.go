@@ -50,15 +50,19 @@ func (o *Outcome) Succeeded() bool { return o.Err == nil }
 
 // JSON encodes the result as the verb's result JSON (camelCase, with
 // succeeded, errorMessage and errorCode). Failures carry only those fields.
-func (o *Outcome) JSON() []byte {
-	var v any
+func (o *Outcome) JSON() []byte { return o.AppendJSON(nil) }
+
+// AppendJSON appends the result JSON (see JSON) to dst, so that a caller
+// writing many results, such as `hub exec --stdio`, encodes each into its
+// output buffer without a copy of its own.
+func (o *Outcome) AppendJSON(dst []byte) []byte {
 	if o.Err != nil {
-		v = &Result{Succeeded: false, ErrorMessage: o.Err.Message, ErrorCode: o.Err.Code}
-	} else {
-		v = o.Value
+		r := Result{Succeeded: false, ErrorMessage: o.Err.Message, ErrorCode: o.Err.Code}
+		return append(AppendResultJSON(dst, &r), '}')
 	}
+	v := o.Value
 	if a, ok := v.(JSONAppender); ok {
-		return a.AppendJSON(nil)
+		return a.AppendJSON(dst)
 	}
 	e := encoders.Get().(*resultEncoder)
 	defer func() {
@@ -69,9 +73,13 @@ func (o *Outcome) JSON() []byte {
 	e.buf.Reset()
 	if err := e.enc.Encode(v); err != nil {
 		fb, _ := json.Marshal(&Result{Succeeded: false, ErrorCode: CodeInternal, ErrorMessage: "encode result: " + err.Error()})
-		return fb
+		return append(dst, fb...)
 	}
-	return bytes.Clone(bytes.TrimRight(e.buf.Bytes(), "\n"))
+	res := bytes.TrimRight(e.buf.Bytes(), "\n")
+	if dst == nil {
+		return bytes.Clone(res) // exactly its length, as JSON always returned
+	}
+	return append(dst, res...)
 }
 
 // resultEncoder is a JSON encoder (HTML left unescaped) with its buffer,
@@ -150,26 +158,42 @@ func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 	if !haveVerb {
 		return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: missing \"verb\" (accepted: verb, arguments, id, workspace)")
 	}
-	if env.Verb = plainString(verb); env.Verb == "" {
-		if err := json.Unmarshal(verb, &env.Verb); err != nil || env.Verb == "" {
+	// Decoded into variables of their own, so that env, returned by
+	// value, stays on the stack.
+	if env.Verb = x.plainVerb(verb); env.Verb == "" {
+		var s string
+		err := json.Unmarshal(verb, &s)
+		if env.Verb = s; err != nil || env.Verb == "" {
 			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"verb\" must be a non-empty string, got %s", jsonKind(verb))
 		}
 	}
 	if haveWorkspace {
-		if err := json.Unmarshal(workspace, &env.Workspace); err != nil || env.Workspace == "" {
+		var s string
+		err := json.Unmarshal(workspace, &s)
+		if env.Workspace = s; err != nil || env.Workspace == "" {
 			return env, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"workspace\" must be the name of a configured workspace (a non-empty string), got %s", jsonKind(workspace))
 		}
 	}
 	return env, nil
 }
 
-// plainString returns the value of a JSON string literal without escapes,
-// "" for anything else.
-func plainString(raw []byte) string {
+// plainVerb returns the value of a JSON string literal without escapes, ""
+// for anything else. A verb's registered name, spelled exactly, is returned
+// as the registry's own string, without a copy.
+func (x *Executor) plainVerb(raw []byte) string {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
 		return ""
 	}
-	return string(raw[1 : len(raw)-1])
+	name := raw[1 : len(raw)-1]
+	if x.reg != nil {
+		x.reg.mu.RLock()
+		reg, ok := x.reg.verbs[string(name)]
+		x.reg.mu.RUnlock()
+		if ok && reg.info.Name == string(name) {
+			return reg.info.Name
+		}
+	}
+	return string(name)
 }
 
 // decodeArgs decodes raw JSON arguments into a new *A strictly: an object,

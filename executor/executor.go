@@ -63,7 +63,9 @@ func (x *Executor) ExecuteInput(ctx context.Context, input []byte) *Outcome {
 // Run executes a decoded envelope.
 func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 	start := x.opts.Clock.Now()
-	out = &Outcome{ID: env.ID}
+	// The Outcome and the call's notes context are one allocation.
+	rc := &runCall{out: Outcome{ID: env.ID}}
+	out = &rc.out
 	defer func() { out.Duration = x.opts.Clock.Now().Sub(start) }()
 	reg, ok := x.reg.lookup(env.Verb)
 	if !ok {
@@ -93,9 +95,9 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 		ctx, cancel = context.WithTimeout(ctx, x.opts.Timeout)
 		defer cancel()
 	}
-	ctx, notes := withNotes(ctx)
-	val, err := x.call(ctx, reg, args)
-	out.Notes = notes.take()
+	rc.notes.Context = ctx
+	val, err := x.call(&rc.notes, reg, args)
+	out.Notes = rc.notes.n.take()
 	if err != nil {
 		out.Err = ErrorFrom(err)
 		return out
@@ -105,6 +107,13 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 	val.(resultHolder).verbResult().ErrorCode = ""
 	out.Value = val
 	return out
+}
+
+// runCall is what Run allocates for one call: its Outcome and the context
+// that collects its notes (see Note).
+type runCall struct {
+	out   Outcome
+	notes notesCtx
 }
 
 func (x *Executor) call(ctx context.Context, reg *registration, args any) (val any, err error) {

@@ -28,13 +28,8 @@ func Note(ctx context.Context, text string) {
 	n.mu.Unlock()
 }
 
-func withNotes(ctx context.Context) (context.Context, *notes) {
-	c := &notesCtx{Context: ctx}
-	return c, &c.n
-}
-
 // notesCtx carries a call's notes: context.WithValue and the notes in one
-// allocation.
+// value, itself part of Run's one allocation per call (runCall).
 type notesCtx struct {
 	context.Context
 	n notes

@@ -142,10 +142,18 @@ func validName(name string) error {
 // lookup finds a verb by name, ignoring case. Underscores count as dots, so
 // "fs_readfile" finds "fs.readFile" (the chat grammar's form).
 func (r *Registry) lookup(name string) (*registration, bool) {
+	r.mu.RLock()
+	// A name spelled as its key (lower case, dots: valid names have no
+	// underscore) is the key as it is; others are normalised first.
+	reg, ok := r.verbs[name]
+	r.mu.RUnlock()
+	if ok {
+		return reg, true
+	}
 	key := strings.ToLower(strings.ReplaceAll(name, "_", "."))
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	reg, ok := r.verbs[key]
+	reg, ok = r.verbs[key]
 	return reg, ok
 }
 

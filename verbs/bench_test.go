@@ -448,7 +448,7 @@ func TestDispatchAllocs(t *testing.T) {
 	in := []byte(`{"verb":"fs.exists","arguments":{"path":"README.md"}}`)
 	ctx := context.Background()
 	e.x.Execute(ctx, in) // warm the pools
-	if n := testing.AllocsPerRun(200, func() { e.x.Execute(ctx, in) }); n > 25 {
-		t.Errorf("fs.exists dispatch allocates %v times, over the budget of 25", n)
+	if n := testing.AllocsPerRun(200, func() { e.x.Execute(ctx, in) }); n > 12 {
+		t.Errorf("fs.exists dispatch allocates %v times, over the budget of 12", n)
 	}
 }

@@ -22,6 +22,17 @@ type FsExistsResult struct {
 	Exists bool `json:"exists" desc:"Whether a file or directory exists at the path"`
 }
 
+// AppendJSON appends the result as encoding/json encodes it (see
+// executor.JSONAppender): fs.exists is the cheapest verb, so its encoding is
+// a large part of its cost.
+func (r *FsExistsResult) AppendJSON(dst []byte) []byte {
+	dst = executor.AppendResultJSON(dst, &r.Result)
+	if r.Exists {
+		return append(dst, `,"exists":true}`...)
+	}
+	return append(dst, `,"exists":false}`...)
+}
+
 // FsReadFileArgs are the arguments of fs.readFile.
 type FsReadFileArgs struct {
 	Path string `json:"path" desc:"Workspace-relative path of a file"`

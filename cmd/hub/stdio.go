@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -105,7 +104,9 @@ func serveStdio(ctx context.Context, run func(context.Context, []byte) *executor
 					continue
 				}
 			}
-			line, tooLong, err := readLine(br, limit)
+			// The line may be br's own buffer: it is run before br is read
+			// again (or handed to a read-ahead goroutine).
+			line, tooLong, err := readLine(br, limit, true)
 			in = stdioLine{line: line, tooLong: tooLong, err: err}
 		}
 		if len(bytes.TrimSpace(in.line)) > 0 || in.tooLong {
@@ -131,18 +132,16 @@ func serveStdio(ctx context.Context, run func(context.Context, []byte) *executor
 	}
 }
 
-// serveLine runs one input line and appends its result line to out.
+// serveLine runs one input line and appends its result line to out. run
+// must not keep in.line past its return: it may be the reader's buffer.
 func serveLine(ctx context.Context, run func(context.Context, []byte) *executor.Outcome, in stdioLine, limit int, out *[]byte) {
-	var res []byte
-	var id json.RawMessage
+	var o *executor.Outcome
 	if in.tooLong {
-		o := executor.Outcome{Err: executor.Errorf(executor.CodeTooLarge, "Line is over the %d-byte limit; it was discarded", limit)}
-		res = o.JSON()
+		o = &executor.Outcome{Err: executor.Errorf(executor.CodeTooLarge, "Line is over the %d-byte limit; it was discarded", limit)}
 	} else {
-		o := run(ctx, in.line)
-		res, id = o.JSON(), o.ID
+		o = run(ctx, in.line)
 	}
-	*out = appendStdioResult(*out, id, res)
+	*out = appendStdioResult(*out, o)
 }
 
 // lineBuffered reports whether a whole line is already in br's buffer, so
@@ -235,7 +234,7 @@ func (q *lineQueue) pop() (stdioLine, bool) {
 // returns then, or when the queue is closed.
 func (q *lineQueue) fill(br *bufio.Reader, limit int) {
 	for {
-		line, tooLong, err := readLine(br, limit)
+		line, tooLong, err := readLine(br, limit, false)
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
 			if !q.push(stdioLine{line: line, tooLong: tooLong}) {
 				return
@@ -252,27 +251,34 @@ func (q *lineQueue) fill(br *bufio.Reader, limit int) {
 	}
 }
 
-// appendStdioResult appends one result line to out, the id first when the
-// envelope had one.
-func appendStdioResult(out []byte, id json.RawMessage, res []byte) []byte {
-	if len(id) > 0 {
-		out = append(out, `{"id":`...)
-		out = append(out, bytes.TrimSpace(id)...)
-		out = append(out, ',')
-		out = append(out, res[1:]...)
-	} else {
-		out = append(out, res...)
+// appendStdioResult appends o's result line to out, the envelope's id first
+// when it had one. The result is encoded in place, after the id: its
+// opening brace is then taken out.
+func appendStdioResult(out []byte, o *executor.Outcome) []byte {
+	if len(o.ID) == 0 {
+		return append(o.AppendJSON(out), '\n')
 	}
+	out = append(out, `{"id":`...)
+	out = append(out, bytes.TrimSpace(o.ID)...)
+	out = append(out, ',')
+	res := len(out)
+	out = o.AppendJSON(out) // an object: {…}
+	out = append(out[:res], out[res+1:]...)
 	return append(out, '\n')
 }
 
 // readLine reads one line of at most limit bytes. A longer line is consumed
 // to its end and reported with tooLong, so one bad line never desynchronises
-// the stream.
-func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+// the stream. With borrow, a line that was whole in br's buffer is returned
+// as a slice of it, valid until br is read again; otherwise the line is a
+// copy.
+func readLine(br *bufio.Reader, limit int, borrow bool) (line []byte, tooLong bool, err error) {
 	var buf []byte
-	for {
+	for first := true; ; first = false {
 		chunk, isPrefix, err := br.ReadLine()
+		if borrow && first && !isPrefix && len(chunk) <= limit {
+			return chunk, false, err
+		}
 		if len(buf)+len(chunk) > limit {
 			tooLong = true
 		} else {

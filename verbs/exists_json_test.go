@@ -1,0 +1,82 @@
+package verbs_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/verbs"
+)
+
+// encodingJSON encodes v as Outcome.JSON's slow path does: encoding/json,
+// HTML left unescaped, no trailing newline.
+func encodingJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// checkExistsJSON fails unless FsExistsResult.AppendJSON appends exactly
+// encoding/json's bytes for r, after what dst already holds.
+func checkExistsJSON(t testing.TB, r verbs.FsExistsResult) {
+	t.Helper()
+	want := encodingJSON(t, &r)
+	if got := r.AppendJSON(nil); !bytes.Equal(got, want) {
+		t.Fatalf("AppendJSON(%+v) = %s, encoding/json: %s", r, got, want)
+	}
+	if got := r.AppendJSON([]byte("prefix")); !bytes.Equal(got, append([]byte("prefix"), want...)) {
+		t.Fatalf("AppendJSON(%+v) after a prefix = %s", r, got)
+	}
+}
+
+func TestFsExistsResultJSON(t *testing.T) {
+	for _, r := range []verbs.FsExistsResult{
+		{Result: executor.Result{Succeeded: true}, Exists: true},
+		{Result: executor.Result{Succeeded: true}, Exists: false},
+		{},
+		{Result: executor.Result{ErrorMessage: `Path "a<b>&c" is outside the workspace`, ErrorCode: executor.CodeForbidden}},
+		{Result: executor.Result{ErrorMessage: "bad \xff utf8 \u2028 \x01", ErrorCode: executor.CodeInternal}, Exists: true},
+		{Result: executor.Result{ErrorCode: executor.CodeNotFound}},
+	} {
+		checkExistsJSON(t, r)
+	}
+}
+
+// TestFsExistsOutcomeJSON runs fs.exists through the executor, whose
+// Outcome.JSON takes the appender, and compares its bytes with
+// encoding/json's for the same value.
+func TestFsExistsOutcomeJSON(t *testing.T) {
+	e := newEnv(t)
+	e.put("here.txt", "x\n")
+	for _, path := range []string{"here.txt", "missing.txt", "."} {
+		o := e.x.ExecuteInput(context.Background(), []byte(`{"verb":"fs.exists","arguments":{"path":"`+path+`"}}`))
+		if o.Err != nil {
+			t.Fatalf("fs.exists %s: %v", path, o.Err)
+		}
+		if _, ok := o.Value.(executor.JSONAppender); !ok {
+			t.Fatalf("fs.exists's result %T does not encode itself", o.Value)
+		}
+		if got, want := o.JSON(), encodingJSON(t, o.Value); !bytes.Equal(got, want) {
+			t.Fatalf("fs.exists %s: Outcome.JSON = %s, encoding/json: %s", path, got, want)
+		}
+	}
+}
+
+func FuzzFsExistsResultJSON(f *testing.F) {
+	f.Add(true, true, "", "")
+	f.Add(false, false, "No such file: \"x\"", "not_found")
+	f.Add(false, true, "<&> \xff \u2029", "io_error")
+	f.Fuzz(func(t *testing.T, succeeded, exists bool, msg, code string) {
+		checkExistsJSON(t, verbs.FsExistsResult{
+			Result: executor.Result{Succeeded: succeeded, ErrorMessage: msg, ErrorCode: executor.ErrorCode(code)},
+			Exists: exists,
+		})
+	})
+}
