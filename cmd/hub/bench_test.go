@@ -217,13 +217,29 @@ func BenchmarkStdioVersusEcho(b *testing.B) {
 		name  string
 		depth int
 		args  []string
+		// pin runs the client and both servers on one CPU: the ratio is
+		// then that of the work done per round trip, without the wake-ups
+		// of idle CPUs the scheduler's placement costs on this machine.
+		pin bool
 	}{
-		{"depth=1", 1, nil},
-		{"depth=64", 64, nil},
-		{"depth=1,mirror=all", 1, []string{"--config", mirrorAll}},
+		{"depth=1", 1, nil, false},
+		{"depth=64", 64, nil, false},
+		{"depth=1,mirror=all", 1, []string{"--config", mirrorAll}, false},
+		{"depth=1,cpus=1", 1, nil, true},
 	} {
 		depth := c.depth
 		b.Run(c.name, func(b *testing.B) {
+			if c.pin {
+				restore, err := pinToOneCPU()
+				if err != nil {
+					b.Skip(err)
+				}
+				defer func() {
+					if err := restore(); err != nil {
+						b.Error(err)
+					}
+				}()
+			}
 			hub := startLineServer(b, dir, append([]string{hubBin, "exec", "--stdio"}, c.args...)...)
 			echo := startLineServer(b, dir, echoBin)
 			reqs := make([][]byte, depth)
