@@ -764,7 +764,7 @@ func (s *Set) listHost(w *Workspace, d *os.File, name, show string) (FsListDirRe
 	if err := unix.Fstat(dfd, &before); err != nil {
 		return res, fsError(err, show, "stat")
 	}
-	key := listKey{id: idOf(&before), name: name}
+	key := listKey{ws: w.listID, id: idOf(&before), name: name}
 	st, cacheable := dirStateOf(&before)
 	if cacheable {
 		if l, ok := w.lists.get(key, st); ok {

@@ -3,6 +3,7 @@ package verbs
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,11 +33,15 @@ import (
 // link). A link's kind in the result is that of its target, which can
 // change without the directory changing, so links are kept as links and
 // resolved again on every call. Session listings (sizes, versions) are
-// never kept. Each host workspace has its own cache: a reloaded
-// configuration, which opens a new workspace, starts with an empty one.
+// never kept. One cache serves every host workspace of the process, so its
+// bound is the process's whatever the number of workspaces; a listing is
+// kept under its workspace too (two workspaces over one directory deny
+// different entries), and a workspace's listings are dropped when it
+// closes (a reloaded configuration opens new workspaces, which start with
+// none).
 
 const (
-	// listCacheBytes bounds the bytes of listings a workspace keeps.
+	// listCacheBytes bounds the bytes of listings the process keeps.
 	listCacheBytes = 32 << 20
 	// listEntryOverhead is what a kept listing costs besides its names and
 	// offsets: the entry, its list element and map slot.
@@ -52,9 +57,17 @@ type dirState struct {
 
 // listKey is what a listing is kept under.
 type listKey struct {
+	ws   uint64 // the workspace's listID
 	id   fileID
 	name string // workspace-relative, links resolved
 }
+
+// sharedLists is the process's listing cache, which every host workspace
+// uses; listIDs numbers the workspaces that use it.
+var (
+	sharedLists = newListCache(listCacheBytes)
+	listIDs     atomic.Uint64
+)
 
 // dirListing is a host listing, compactly: entry i is named
 // names[ends[i-1]:ends[i]] (from 0 for i = 0); the first dirs entries are
@@ -173,6 +186,20 @@ func (c *listCache) put(k listKey, st dirState, l *dirListing, now time.Time) {
 	c.used += cost
 	for c.used > c.max {
 		c.remove(c.order.Back())
+	}
+}
+
+// drop removes every listing of the workspace with listID ws.
+func (c *listCache) drop(ws uint64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.byKey {
+		if k.ws == ws {
+			c.remove(e)
+		}
 	}
 }
 

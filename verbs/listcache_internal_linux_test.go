@@ -250,7 +250,7 @@ func TestListCacheUnit(t *testing.T) {
 			t.Errorf("a listing of another %s is not dropped", name)
 		}
 	}
-	for name, other := range map[string]listKey{"inode": {id: fileID{1, 3}, name: "x"}, "device": {id: fileID{2, 2}, name: "x"}, "path": {id: fileID{1, 2}, name: "y"}} {
+	for name, other := range map[string]listKey{"workspace": {ws: 7, id: fileID{1, 2}, name: "x"}, "inode": {id: fileID{1, 3}, name: "x"}, "device": {id: fileID{2, 2}, name: "x"}, "path": {id: fileID{1, 2}, name: "y"}} {
 		c.put(k, old, l, now)
 		if _, ok := c.get(other, old); ok {
 			t.Errorf("found under another %s", name)
@@ -436,5 +436,71 @@ func TestListCacheConcurrent(t *testing.T) {
 	for _, d := range dirs {
 		e.same(d, "the concurrent changes")
 		e.same(d, "the concurrent changes, listed again")
+	}
+}
+
+// TestListCacheWorkspaces: the process's one cache keeps each workspace's
+// listings apart (two workspaces over one directory deny different
+// entries) and drops a workspace's listings when it closes.
+func TestListCacheWorkspaces(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-time.Hour) // outside the racy window
+	if err := os.Chtimes(dir, past, past); err != nil {
+		t.Fatal(err)
+	}
+	open := func(deny string) (*Workspace, *Set) {
+		w, err := OpenWorkspace(dir, WorkspaceOptions{Deny: []string{deny}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewSet(w, Options{StateDir: t.TempDir(), Clock: clock.NewFake(time.Now().Add(time.Hour))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, s
+	}
+	list := func(s *Set) []string {
+		r, err := s.ListDir(context.Background(), FsListDirArgs{Path: "."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return entryLines(r.Entries)
+	}
+	wa, sa := open("a")
+	defer wa.Close()
+	wb, sb := open("b")
+	if wa.lists != wb.lists || wa.listID == wb.listID {
+		t.Fatalf("the workspaces do not share the process's cache under ids of their own")
+	}
+	for range 2 { // the second round comes from the cache
+		if got, want := list(sa), []string{"b", "c"}; !slices.Equal(got, want) {
+			t.Errorf("workspace denying a lists %q, want %q", got, want)
+		}
+		if got, want := list(sb), []string{"a", "c"}; !slices.Equal(got, want) {
+			t.Errorf("workspace denying b lists %q, want %q", got, want)
+		}
+	}
+	kept := func(ws uint64) (n int) {
+		c := sharedLists
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for k := range c.byKey {
+			if k.ws == ws {
+				n++
+			}
+		}
+		return n
+	}
+	if kept(wa.listID) != 1 || kept(wb.listID) != 1 {
+		t.Fatalf("listings kept: %d and %d, want one each", kept(wa.listID), kept(wb.listID))
+	}
+	wb.Close()
+	if kept(wb.listID) != 0 || kept(wa.listID) != 1 {
+		t.Errorf("after closing one workspace: %d of its listings and %d of the other's kept, want 0 and 1", kept(wb.listID), kept(wa.listID))
 	}
 }

@@ -111,9 +111,10 @@ type Workspace struct {
 	// its host workspace's (ownProt false).
 	prot    *protection
 	ownProt bool
-	// lists keeps the host workspace's listings (see listCache); nil for a
-	// session workspace, whose listings are never kept.
-	lists *listCache
+	// lists keeps the host workspace's listings (see listCache), under
+	// listID; nil for a session workspace, whose listings are never kept.
+	lists  *listCache
+	listID uint64
 	// sess is the session a session workspace belongs to; nil for the host
 	// workspace. Verbs lock it around their work and record file metadata.
 	sess *session
@@ -165,7 +166,7 @@ func openWorkspace(dir string, opts WorkspaceOptions, shared *protection) (*Work
 		return w, nil
 	}
 	w.prot, w.ownProt = &protection{}, true
-	w.lists = newListCache(listCacheBytes)
+	w.lists, w.listID = sharedLists, listIDs.Add(1)
 	for _, p := range opts.Protect {
 		if err := w.protect(p); err != nil {
 			w.Close()
@@ -268,6 +269,7 @@ func (w *Workspace) setRoot(root *os.Root) error {
 // Close releases the workspace's directory handles and, for a host
 // workspace, those of its protected directories.
 func (w *Workspace) Close() error {
+	w.lists.drop(w.listID)
 	errs := []error{w.root.Close(), w.top.Close()}
 	if w.ownProt {
 		errs = append(errs, w.prot.close())
