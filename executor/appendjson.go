@@ -7,7 +7,7 @@ import "unicode/utf8"
 // a profile. AppendJSON must append exactly the bytes encoding/json would
 // produce for the value with HTML escaping off (the way Outcome.JSON
 // encodes), without a trailing newline; implementations test that against
-// encoding/json (see CheckAppender in the tests of the verbs that have one).
+// AppendEncodingJSON.
 type JSONAppender interface {
 	AppendJSON(dst []byte) []byte
 }

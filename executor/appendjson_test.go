@@ -2,7 +2,6 @@ package executor
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 )
 
@@ -10,13 +9,11 @@ import (
 // trailing newline).
 func stdJSON(t testing.TB, v any) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := AppendEncodingJSON(nil, v)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
+	return b
 }
 
 var stringSamples = []string{

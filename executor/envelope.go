@@ -64,6 +64,19 @@ func (o *Outcome) AppendJSON(dst []byte) []byte {
 	if a, ok := v.(JSONAppender); ok {
 		return a.AppendJSON(dst)
 	}
+	out, err := AppendEncodingJSON(dst, v)
+	if err != nil {
+		fb, _ := json.Marshal(&Result{Succeeded: false, ErrorCode: CodeInternal, ErrorMessage: "encode result: " + err.Error()})
+		return append(dst, fb...)
+	}
+	return out
+}
+
+// AppendEncodingJSON appends v as encoding/json encodes it with HTML
+// escaping off, without the trailing newline: the encoding of a result
+// that does not encode itself, and what a JSONAppender must reproduce.
+// On error dst is returned as it was.
+func AppendEncodingJSON(dst []byte, v any) ([]byte, error) {
 	e := encoders.Get().(*resultEncoder)
 	defer func() {
 		if e.buf.Cap() <= maxPooledResult { // a large result's buffer is not kept
@@ -72,14 +85,13 @@ func (o *Outcome) AppendJSON(dst []byte) []byte {
 	}()
 	e.buf.Reset()
 	if err := e.enc.Encode(v); err != nil {
-		fb, _ := json.Marshal(&Result{Succeeded: false, ErrorCode: CodeInternal, ErrorMessage: "encode result: " + err.Error()})
-		return append(dst, fb...)
+		return dst, err
 	}
 	res := bytes.TrimRight(e.buf.Bytes(), "\n")
 	if dst == nil {
-		return bytes.Clone(res) // exactly its length, as JSON always returned
+		return bytes.Clone(res), nil // exactly its length, as Outcome.JSON always returned
 	}
-	return append(dst, res...)
+	return append(dst, res...), nil
 }
 
 // resultEncoder is a JSON encoder (HTML left unescaped) with its buffer,

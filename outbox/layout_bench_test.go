@@ -213,24 +213,7 @@ func BenchmarkEnqueueLayout(b *testing.B) {
 func benchLayout(b *testing.B, producers int, lay enqueueLayout) {
 	dir := b.TempDir()
 	fsyncs := fsyncRate(b, dir)
-	db, err := bolt.Open(filepath.Join(dir, store.DBFile), 0o600, &bolt.Options{
-		FreelistType: bolt.FreelistMapType, NoFreelistSync: lay.noFreelistSync,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range []string{lQueue, lIndex, lCount, lOrder, lFIFO} {
-			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	db := openLayoutDB(b, dir, lay)
 	gc := store.NewDB(db)
 	l := &layoutState{fifo: map[string][]uint64{}}
 	keys := make([]chat.Key, 100)
@@ -315,24 +298,7 @@ type layoutRun struct {
 
 func openLayoutRun(b *testing.B, lay enqueueLayout) *layoutRun {
 	b.Helper()
-	db, err := bolt.Open(filepath.Join(b.TempDir(), store.DBFile), 0o600, &bolt.Options{
-		FreelistType: bolt.FreelistMapType, NoFreelistSync: lay.noFreelistSync,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range []string{lQueue, lIndex, lCount, lOrder, lFIFO} {
-			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	db := openLayoutDB(b, b.TempDir(), lay)
 	r := &layoutRun{lay: lay, db: db, gc: store.NewDB(db), l: &layoutState{fifo: map[string][]uint64{}}}
 	r.keys = make([]chat.Key, 100)
 	for i := range r.keys {
@@ -628,4 +594,30 @@ func putLayout(gc *store.DB, lay enqueueLayout, l *layoutState, e *Entry) error 
 		after()
 	}
 	return err
+}
+
+// openLayoutDB opens a bbolt file in dir as the hub opens hub.db (lay may
+// drop the freelist's sync) with every layout's buckets, closed when the
+// benchmark ends.
+func openLayoutDB(b *testing.B, dir string, lay enqueueLayout) *bolt.DB {
+	b.Helper()
+	db, err := bolt.Open(filepath.Join(dir, store.DBFile), 0o600, &bolt.Options{
+		FreelistType: bolt.FreelistMapType, NoFreelistSync: lay.noFreelistSync,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range []string{lQueue, lIndex, lCount, lOrder, lFIFO} {
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db
 }

@@ -3,7 +3,6 @@ package verbs_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -14,13 +13,11 @@ import (
 // HTML left unescaped, no trailing newline.
 func encodingJSON(t testing.TB, v any) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := executor.AppendEncodingJSON(nil, v)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
+	return b
 }
 
 // checkExistsJSON fails unless FsExistsResult.AppendJSON appends exactly

@@ -2,25 +2,11 @@ package verbs_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
 )
-
-// stdListJSON is r as Outcome.JSON encodes a value without AppendJSON:
-// encoding/json, HTML escaping off, no trailing newline.
-func stdListJSON(t testing.TB, r *verbs.FsListDirResult) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(r); err != nil {
-		t.Fatal(err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-}
 
 // TestListDirAppendJSON: FsListDirResult.AppendJSON writes encoding/json's
 // bytes for odd names, the session fields and failures.
@@ -46,14 +32,14 @@ func TestListDirAppendJSON(t *testing.T) {
 		}},
 	} {
 		got := r.AppendJSON(nil)
-		if want := stdListJSON(t, &r); !bytes.Equal(got, want) {
+		if want := encodingJSON(t, &r); !bytes.Equal(got, want) {
 			t.Errorf("%s: AppendJSON =\n%s\nencoding/json:\n%s", name, got, want)
 		}
-		if got := r.AppendJSON([]byte("prefix")); !bytes.Equal(got, append([]byte("prefix"), stdListJSON(t, &r)...)) {
+		if got := r.AppendJSON([]byte("prefix")); !bytes.Equal(got, append([]byte("prefix"), encodingJSON(t, &r)...)) {
 			t.Errorf("%s: AppendJSON does not append to what dst holds: %s", name, got)
 		}
 		o := executor.Outcome{Value: &r}
-		if got, want := o.JSON(), stdListJSON(t, &r); !bytes.Equal(got, want) {
+		if got, want := o.JSON(), encodingJSON(t, &r); !bytes.Equal(got, want) {
 			t.Errorf("%s: Outcome.JSON =\n%s\nencoding/json:\n%s", name, got, want)
 		}
 	}
@@ -71,7 +57,7 @@ func FuzzListDirAppendJSON(f *testing.F) {
 		if sized {
 			r.Entries[1].SizeBytes = &size
 		}
-		if got, want := r.AppendJSON(nil), stdListJSON(t, &r); !bytes.Equal(got, want) {
+		if got, want := r.AppendJSON(nil), encodingJSON(t, &r); !bytes.Equal(got, want) {
 			t.Fatalf("AppendJSON =\n%s\nencoding/json:\n%s", got, want)
 		}
 	})

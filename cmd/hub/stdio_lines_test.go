@@ -43,17 +43,7 @@ var stdioInput = []struct{ in, run string }{
 // goroutine reads ahead). Each line must reach run intact, and each answer
 // must be the result JSON with the id first, as encoded on its own.
 func TestServeStdioLines(t *testing.T) {
-	ws := workspace(t)
-	cfg := config.Default()
-	cfg.Workspace, cfg.StateDir = ws, filepath.Join(t.TempDir(), "state")
-	tc, err := buildExecutor(cfg, testkit.Discard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	mir := newCLIMirror(cfg)
-	defer mir.Close()
-	ids := newTurnIDs("cli")
+	runLine := cliRunner(t)
 
 	var input strings.Builder
 	var wantRun []string
@@ -69,7 +59,7 @@ func TestServeStdioLines(t *testing.T) {
 			want.Write(referenceResultLine(o.ID, o.JSON()))
 		default:
 			wantRun = append(wantRun, l.run)
-			o := runCLI(context.Background(), tc.exec, mir, ids, []byte(l.run), "", io.Discard)
+			o := runLine(context.Background(), []byte(l.run))
 			want.Write(referenceResultLine(o.ID, o.JSON()))
 		}
 	}
@@ -88,17 +78,18 @@ func TestServeStdioLines(t *testing.T) {
 		for _, out := range []string{"file", "buffer"} {
 			t.Run(rd.name+"/"+out, func(t *testing.T) {
 				if rd.name == "one byte" && testing.Short() {
-					t.Skip("a megabyte read a byte at a time")
+					t.Skip("-short: a megabyte read a byte at a time")
 				}
 				var got []string
 				run := func(ctx context.Context, line []byte) *executor.Outcome {
 					got = append(got, string(line))
-					return runCLI(ctx, tc.exec, mir, ids, line, "", io.Discard)
+					return runLine(ctx, line)
 				}
 				var w io.Writer
 				var buf bytes.Buffer
 				var f *os.File
 				if out == "file" {
+					var err error
 					f, err = os.Create(filepath.Join(t.TempDir(), "out"))
 					if err != nil {
 						t.Fatal(err)
@@ -192,20 +183,7 @@ func TestStdioLineAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are measured without the race detector")
 	}
-	ws := workspace(t)
-	cfg := config.Default()
-	cfg.Workspace, cfg.StateDir = ws, filepath.Join(t.TempDir(), "state")
-	tc, err := buildExecutor(cfg, testkit.Discard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	mir := newCLIMirror(cfg)
-	defer mir.Close()
-	ids := newTurnIDs("cli")
-	run := func(ctx context.Context, input []byte) *executor.Outcome {
-		return runCLI(ctx, tc.exec, mir, ids, input, "", io.Discard)
-	}
+	run := cliRunner(t)
 	line := stdioLine{line: []byte(`{"id":7,"verb":"fs.exists","arguments":{"path":"README.md"}}`)}
 	out := make([]byte, 0, 4096)
 	ctx := context.Background()
@@ -219,5 +197,25 @@ func TestStdioLineAllocs(t *testing.T) {
 		serveLine(ctx, run, line, executor.DefaultLimits.MaxInputBytes, &out)
 	}); n > budget {
 		t.Errorf("one fs.exists line allocates %v times, over the budget of %d", n, budget)
+	}
+}
+
+// cliRunner returns runCLI over the default configuration with a workspace
+// of the test's, as `hub exec --stdio` runs each line; everything it opens
+// is closed when the test ends.
+func cliRunner(t *testing.T) func(context.Context, []byte) *executor.Outcome {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Workspace, cfg.StateDir = workspace(t), filepath.Join(t.TempDir(), "state")
+	tc, err := buildExecutor(cfg, testkit.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tc.Close() })
+	mir := newCLIMirror(cfg)
+	t.Cleanup(func() { mir.Close() })
+	ids := newTurnIDs("cli")
+	return func(ctx context.Context, input []byte) *executor.Outcome {
+		return runCLI(ctx, tc.exec, mir, ids, input, "", io.Discard)
 	}
 }
