@@ -594,46 +594,28 @@ func (p *yamlFastParser) quoted(dst []byte) ([]byte, bool) {
 	}
 }
 
+// yamlEscapes are the one-character escapes of a double-quoted scalar and
+// what each stands for; yamlHexEscapes the escapes followed by that many
+// hex digits.
+var (
+	yamlEscapes = map[byte]string{
+		'0': "\x00", 'a': "\a", 'b': "\b", 't': "\t", 'n': "\n", 'v': "\v", 'f': "\f", 'r': "\r",
+		'e': "\x1b", ' ': " ", '"': `"`, '\'': "'", '\\': `\`,
+		'N': "\u0085", '_': "\u00a0", 'L': "\u2028", 'P': "\u2029",
+	}
+	yamlHexEscapes = map[byte]int{'x': 2, 'u': 4, 'U': 8}
+)
+
 // escape reads one escape of a double-quoted scalar, as yaml.v3 does.
 func (p *yamlFastParser) escape(dst []byte) ([]byte, bool) {
-	n := 0
-	switch p.at(p.pos + 1) {
-	case '0':
-		dst = append(dst, 0)
-	case 'a':
-		dst = append(dst, '\a')
-	case 'b':
-		dst = append(dst, '\b')
-	case 't':
-		dst = append(dst, '\t')
-	case 'n':
-		dst = append(dst, '\n')
-	case 'v':
-		dst = append(dst, '\v')
-	case 'f':
-		dst = append(dst, '\f')
-	case 'r':
-		dst = append(dst, '\r')
-	case 'e':
-		dst = append(dst, 0x1b)
-	case ' ', '"', '\'', '\\':
-		dst = append(dst, p.data[p.pos+1])
-	case 'N':
-		dst = append(dst, "\u0085"...)
-	case '_':
-		dst = append(dst, "\u00a0"...)
-	case 'L':
-		dst = append(dst, "\u2028"...)
-	case 'P':
-		dst = append(dst, "\u2029"...)
-	case 'x':
-		n = 2
-	case 'u':
-		n = 4
-	case 'U':
-		n = 8
-	default:
-		return dst, false
+	c := p.at(p.pos + 1)
+	n, hex := yamlHexEscapes[c]
+	if !hex {
+		rep, ok := yamlEscapes[c]
+		if !ok {
+			return dst, false
+		}
+		dst = append(dst, rep...)
 	}
 	p.pos += 2
 	if n == 0 {

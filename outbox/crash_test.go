@@ -259,15 +259,7 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" || url == "" {
 		return // a helper process: it only does work as the child of TestCrashRecovery
 	}
-	st, err := store.Open(dir, store.Options{LockTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s, err := NewBoltStore(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openChildStore(t, dir)
 	client := &http.Client{Timeout: 10 * time.Second}
 	run := os.Getenv(crashEnvRun)
 	sender := SenderFunc(func(ctx context.Context, e *Entry) (Receipt, error) {
@@ -336,4 +328,21 @@ func drainAndStop(t *testing.T, o *Outbox, s Store, platform string, errc <-chan
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openChildStore opens the outbox in the state directory dir as a crash
+// test's child process does, waiting for the lock its killed predecessor
+// held; the state is closed when the test ends.
+func openChildStore(t *testing.T, dir string) *BoltStore {
+	t.Helper()
+	st, err := store.Open(dir, store.Options{LockTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s, err := NewBoltStore(st.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
-	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // The crash test of the batch path: a child process (this test binary,
@@ -222,15 +221,7 @@ func TestRecordedCrashChild(t *testing.T) {
 	if dir == "" {
 		return // a helper process: it only does work as the child of TestRecordedCrashRecovery
 	}
-	st, err := store.Open(dir, store.Options{LockTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s, err := NewBoltStore(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openChildStore(t, dir)
 	f, err := os.OpenFile(filepath.Join(dir, recCrashLogName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
