@@ -142,8 +142,14 @@ func TestImageServesHealthz(t *testing.T) {
 	if !state {
 		t.Errorf("/state is not a writable volume: %+v", in.Container.Mounts)
 	}
-	if l := logs(cli, created.ID); !strings.Contains(l, "state=/state workspace=/workspace") {
-		t.Errorf("the hub did not use the image's state and workspace:\n%s", l)
+	// The daemon copies the container's stdout and stderr separately, so
+	// the log line (stderr) may reach it after the panel's line (stdout).
+	deadline := time.Now().Add(testkit.Wait)
+	for l := logs(cli, created.ID); !strings.Contains(l, "state=/state workspace=/workspace"); l = logs(cli, created.ID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub did not use the image's state and workspace:\n%s", l)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
