@@ -27,8 +27,10 @@ import (
 // read, and only when the directory's state after the read is the state
 // before it.
 //
-// What is kept is the listing after the deny list and the protected
-// directories have left their entries out, compactly: the names in one
+// What is kept is the listing after the deny list, the protected
+// directories and the protected files have left their entries out (a
+// workspace's listings are dropped when its protected files are resolved
+// again, see Workspace.RefreshProtected), compactly: the names in one
 // string, their end offsets, and the kind of each (directory, file or
 // link). A link's kind in the result is that of its target, which can
 // change without the directory changing, so links are kept as links and
