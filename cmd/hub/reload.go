@@ -12,6 +12,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/workspaces"
 )
 
 const reloadUsage = `hub reload [--config FILE] [--state DIR]
@@ -118,13 +119,15 @@ type reloadableAdapter interface {
 }
 
 // enableReload makes rt reloadable with every part `hub serve` has (the
-// access policy, the session rules, the log level, the adapters' settings)
-// and reloads on SIGHUP until ctx ends.
-func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions *hub.SessionSwitch, adapters []hub.Adapter, logger *slog.Logger) {
+// access policy, the session rules, the log level, the adapters' settings),
+// resolves the workspaces' protected files again on every reload, and
+// reloads on SIGHUP until ctx ends.
+func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions *hub.SessionSwitch, set *workspaces.Set, adapters []hub.Adapter, logger *slog.Logger) {
 	if lc.load == nil {
 		return
 	}
 	r := rt.EnableReload(lc.load)
+	r.Refresh("protect the configuration's files", set.Reprotect)
 	r.Register(hub.SessionsReloadable(sessions))
 	if lc.level != nil {
 		r.Register(hub.Reloadable{Name: "log", Keys: []string{"log.level"}, Apply: func(cfg *config.Config) { lc.level.Set(parseLevel(cfg.Log.Level)) }})
