@@ -3,6 +3,7 @@ package verbs_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -10,7 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
@@ -395,6 +399,134 @@ func TestProtectFilesOptions(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ProtectFiles %q: %v, want %q", c.path, err, c.want)
+		}
+	}
+}
+
+// TestProtectedFileSwapRace: while a goroutine swaps a directory of
+// ordinary files with one holding hard links to the configuration and a
+// token file under the same names, other goroutines read, copy, write,
+// append to, move and delete those names through the swapped path. No
+// result and no file written may carry a protected file's content, the
+// protected files and their links must stay as they were, and some calls
+// must have succeeded on the ordinary files, proving the race ran. It runs
+// for 20 s when CI=true or -run names it, 3 s otherwise.
+func TestProtectedFileSwapRace(t *testing.T) {
+	e := newFileEnv(t)
+	ws := e.dir
+	d, alt := filepath.Join(ws, "d"), filepath.Join(ws, "d.alt")
+	writeFile(t, filepath.Join(d, "cfg"), "harmless\n")
+	writeFile(t, filepath.Join(d, "tok"), "harmless\n")
+	if err := os.MkdirAll(alt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(ws, "hub.yml"), filepath.Join(alt, "cfg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(ws, "secrets", "telegram.token"), filepath.Join(alt, "tok")); err != nil {
+		t.Fatal(err)
+	}
+	protectedBefore := snapshot(t, filepath.Join(ws, "secrets"))
+	configBefore, _ := os.ReadFile(filepath.Join(ws, "hub.yml"))
+
+	stop := make(chan struct{})
+	var swaps atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		swapper(t, d, alt, stop, &swaps)
+	}()
+	var mu sync.Mutex
+	succeeded := map[string]int{}
+	var leaks []string
+	call := func(verb string, args any) {
+		in, _ := json.Marshal(map[string]any{"verb": verb, "arguments": args})
+		out := e.x.ExecuteInput(context.Background(), in)
+		res := string(out.JSON())
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(res, "CANARY") {
+			leaks = append(leaks, fmt.Sprintf("%s %+v: %s", verb, args, res))
+		}
+		if out.Err == nil {
+			succeeded[verb]++
+		}
+	}
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := fmt.Sprintf("out-%d-%d", w, i)
+				for _, f := range []string{"d/cfg", "d/tok"} {
+					call("fs.readFile", verbs.FsReadFileArgs{Path: f})
+					call("fs.readRange", verbs.FsReadRangeArgs{Path: f, StartLine: 1, EndLine: 1})
+					call("fs.copyFile", verbs.FsCopyFileArgs{SourcePath: f, DestinationPath: n})
+					call("fs.readFile", verbs.FsReadFileArgs{Path: n})
+					call("fs.deleteFile", verbs.FsDeleteFileArgs{Path: n})
+					call("fs.writeFile", verbs.FsWriteFileArgs{Path: f, Content: "pwned\n", Mode: verbs.ModeAppend})
+					call("fs.writeRange", verbs.FsWriteRangeArgs{Path: f, StartLine: 1, EndLine: ptr(1), Content: "harmless"})
+					call("fs.moveFile", verbs.FsMoveFileArgs{SourcePath: f, DestinationPath: n + ".moved"})
+					call("fs.readFile", verbs.FsReadFileArgs{Path: n + ".moved"})
+					call("fs.deleteFile", verbs.FsDeleteFileArgs{Path: n + ".moved"})
+					call("fs.deleteFile", verbs.FsDeleteFileArgs{Path: f})
+					call("fs.writeFile", verbs.FsWriteFileArgs{Path: f, Content: "harmless\n", Mode: verbs.ModeCreate})
+				}
+			}
+		}()
+	}
+	dur := raceDuration(t.Name())
+	t.Logf("racing a swapper and 2 callers for %s", dur)
+	time.Sleep(dur)
+	close(stop)
+	wg.Wait()
+
+	for _, l := range leaks[:min(len(leaks), 10)] {
+		t.Errorf("leak: %s", l)
+	}
+	if after := snapshot(t, filepath.Join(ws, "secrets")); !maps.Equal(protectedBefore, after) {
+		t.Errorf("the token changed:\n%s", diffSnapshots(protectedBefore, after))
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "hub.yml")); string(b) != string(configBefore) {
+		t.Errorf("the configuration changed: %q", b)
+	}
+	// The links are where the swaps left them, never removed or rewritten.
+	for _, name := range []string{"cfg", "tok"} {
+		found := 0
+		for _, dir := range []string{d, alt} {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && strings.Contains(string(b), "CANARY") {
+				found++
+			}
+		}
+		if found != 1 {
+			t.Errorf("the hard link %s is found %d times, want once", name, found)
+		}
+	}
+	err := filepath.WalkDir(ws, func(p string, de os.DirEntry, err error) error {
+		if err != nil || !de.Type().IsRegular() || !strings.HasPrefix(filepath.Base(p), "out-") {
+			return err
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "CANARY") {
+			t.Errorf("protected content copied out to %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	t.Logf("%d swaps; succeeded: %v", swaps.Load(), succeeded)
+	if swaps.Load() < 10 {
+		t.Errorf("only %d swaps: the race did not run", swaps.Load())
+	}
+	for _, verb := range []string{"fs.readFile", "fs.copyFile", "fs.writeFile", "fs.moveFile", "fs.deleteFile"} {
+		if succeeded[verb] == 0 {
+			t.Errorf("%s never succeeded: the calls did not reach the ordinary files", verb)
 		}
 	}
 }
