@@ -773,7 +773,10 @@ func (s *Set) listHost(w *Workspace, d *os.File, name, show string) (FsListDirRe
 	if err := unix.Fstat(dfd, &before); err != nil {
 		return res, fsError(err, show, "stat")
 	}
-	key := listKey{ws: w.listID, id: idOf(&before), name: name}
+	// The protected files' generation is taken before the read, which
+	// uses the same or a later one: a listing read while they were
+	// resolved again is kept under the older one, never looked up again.
+	key := listKey{ws: w.listID, gen: w.prot.loadFiles().generation(), id: idOf(&before), name: name}
 	st, cacheable := dirStateOf(&before)
 	if cacheable {
 		if l, ok := w.lists.get(key, st); ok {

@@ -78,6 +78,15 @@ type guardedFile struct {
 type fileSet struct {
 	files  []*guardedFile
 	places []filePlace
+	gen    uint64 // counts the sets a protection installed, from 1
+}
+
+// generation is s's gen; 0 for no set.
+func (s *fileSet) generation() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.gen
 }
 
 // named reports whether name is the name of a protected place: a cheap test
@@ -240,7 +249,9 @@ func (p *protection) setFiles(files []ProtectedFile) error {
 		}
 	}
 	var drop []*guardedFile
-	if old := p.files.Load(); old != nil {
+	old := p.files.Load()
+	fresh.gen = old.generation() + 1
+	if old != nil {
 		for _, pl := range old.places {
 			fresh.addPlace(pl)
 		}
