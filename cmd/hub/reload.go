@@ -24,7 +24,10 @@ workspace rules (workspaces.by_chat, by_role) and log.level apply from the
 next turn.
 Prints what changed and what needs a restart (listen addresses, tokens,
 enabling a platform, the state and workspace directories, adding, removing
-or moving a named workspace, …). An invalid file changes nothing: the
+or moving a named workspace, …), and a WARNING naming each way the reload
+widens access (a default role, a grant, a role's verbs or workspaces). The
+protected configuration and secret files are resolved again, so a file an
+editor replaced stays out of the verbs' reach. An invalid file changes nothing: the
 error, with its line, is printed and the exit status is 1. Talks to the hub through its admin socket (<state>/hub.sock).`
 
 func runReload(env *cliEnv, args []string) error {
