@@ -365,9 +365,9 @@ func Parse(data []byte, env Getenv, cfg *Config) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	doc, err := oneDocument(data)
+	if err != nil {
+		return err
 	}
 	if len(doc.Content) == 0 {
 		return nil
@@ -390,6 +390,24 @@ func Parse(data []byte, env Getenv, cfg *Config) error {
 		return err
 	}
 	return nil
+}
+
+// oneDocument parses data, which must hold one YAML document: a second one
+// (after a "---" line) would otherwise be silently ignored, and with it
+// whatever it was meant to set.
+func oneDocument(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc, next yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+		return &doc, nil
+	case err != nil:
+		return nil, fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	return nil, fmt.Errorf("line %d: a second YAML document starts here (\"---\"); the file must hold one document (accepted: one mapping of keys; remove the \"---\" line and put its keys in the first document)", next.Line)
 }
 
 // checkKeys reports the first mapping key that has no field in t, with its

@@ -210,9 +210,12 @@ func parseNode(data []byte, env Getenv, nf *NodeFile) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return errors.New("empty: it needs at least node.name, node.nats_url, node.nkey_file and one workspace")
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	doc, err := oneDocument(data)
+	if err != nil {
+		return err
+	}
+	if len(doc.Content) == 0 {
+		return errors.New("empty: it needs at least node.name, node.nats_url, node.nkey_file and one workspace")
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {

@@ -36,6 +36,9 @@ type ReloadReport struct {
 	// Restart lists the keys that differ from the running configuration
 	// and apply only when `hub serve` starts again.
 	Restart []string `json:"restart"`
+	// Widened says what the reload lets someone do that they could not
+	// before (AccessWidening); each line is also logged as a warning.
+	Widened []string `json:"widened"`
 }
 
 // String is the report for people (the log, `hub reload`).
@@ -48,6 +51,9 @@ func (r ReloadReport) String() string {
 	}
 	if len(r.Restart) > 0 {
 		fmt.Fprintf(&b, "\nneeds a restart: %s", strings.Join(r.Restart, ", "))
+	}
+	if len(r.Widened) > 0 {
+		fmt.Fprintf(&b, "\nWARNING: this reload widens access: %s", strings.Join(r.Widened, "; "))
 	}
 	return b.String()
 }
@@ -68,6 +74,13 @@ type Reloader struct {
 	started *config.Config // what the process runs with: restart-only keys compare to it
 	current *config.Config // the last configuration applied
 	parts   []Reloadable
+	steps   []refreshStep
+}
+
+// refreshStep is a step run on every reload (Reloader.Refresh).
+type refreshStep struct {
+	name string
+	f    func(cfg *config.Config) error
 }
 
 // NewReloader returns a Reloader for a hub started with cfg; load reads the
@@ -87,18 +100,40 @@ func (r *Reloader) Register(p Reloadable) {
 	r.parts = append(r.parts, p)
 }
 
+// Refresh adds a step run on every reload whose configuration is valid,
+// whatever changed, before the parts apply: for what the configuration
+// names on disk, which can change without a key changing (the protected
+// files, which an editor replaces by renaming a new file over them). A
+// step's error refuses the reload; steps must leave things whole when they
+// fail.
+func (r *Reloader) Refresh(name string, f func(cfg *config.Config) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, refreshStep{name: name, f: f})
+}
+
 // Reload reads the configuration and applies the parts that changed. On an
 // error (a file that does not parse or validate, with its line) the
-// running configuration stays whole.
+// running configuration stays whole. A reload that widens access applies,
+// and says what it widened (ReloadReport.Widened) in its report and as a
+// warning in the log.
 func (r *Reloader) Reload() (ReloadReport, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cfg, err := r.load()
+	if err == nil {
+		for _, f := range r.steps {
+			if ferr := f.f(cfg); ferr != nil {
+				err = fmt.Errorf("%s: %w", f.name, ferr)
+				break
+			}
+		}
+	}
 	if err != nil {
 		r.log.Error("reload refused: the running configuration is kept", "err", err)
 		return ReloadReport{}, fmt.Errorf("reload refused, the running configuration is kept: %w", err)
 	}
-	rep := ReloadReport{File: cfg.Path, Applied: []string{}, Changed: []string{}, Restart: []string{}}
+	rep := ReloadReport{File: cfg.Path, Applied: []string{}, Changed: []string{}, Restart: []string{}, Widened: AccessWidening(r.current.Access, cfg.Access)}
 	covered := func(k string) bool {
 		for _, p := range r.parts {
 			if coversKey(p.Keys, k) {
@@ -131,6 +166,9 @@ func (r *Reloader) Reload() (ReloadReport, error) {
 	r.log.Info("configuration reloaded", "file", cfg.Path, "applied", strings.Join(rep.Applied, ","), "changed", strings.Join(rep.Changed, ","))
 	if len(rep.Restart) > 0 {
 		r.log.Warn("configuration changes that need a restart: "+strings.Join(rep.Restart, ", "), "file", cfg.Path)
+	}
+	for _, w := range rep.Widened {
+		r.log.Warn("reload widens access: "+w, "file", cfg.Path)
 	}
 	return rep, nil
 }

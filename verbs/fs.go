@@ -108,6 +108,11 @@ func openRegular(l *loc) (*os.File, fs.FileInfo, error) {
 		f.Close()
 		return nil, nil, err
 	}
+	// What was opened, not only what locate saw, must not be protected.
+	if err := l.w.prot.checkFileInfo(fi); err != nil {
+		f.Close()
+		return nil, nil, fsError(err, show, "open")
+	}
 	return f, fi, nil
 }
 
@@ -697,14 +702,18 @@ func (s *Set) DeleteDirectory(ctx context.Context, a FsDeleteDirectoryArgs) (FsD
 // refuseHolding refuses an operation on the whole directory d (shown as
 // show) when d is or holds a protected directory.
 func (w *Workspace) refuseHolding(d *os.File, show, what string) error {
-	g, err := w.prot.holding(int(d.Fd()), w.topID)
-	if err != nil {
-		return executor.Errorf(executor.CodeIOError, "Directory %s cannot be %s: %s", show, what, hostless(err))
+	err := w.prot.holding(int(d.Fd()), w.topID)
+	var pe *protectedErr
+	var fe *protectedFileErr
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe):
+		return forbidden("Directory %s holds %s, which is reserved for the hub's state; it cannot be %s", show, pe.dir.label(), what)
+	case errors.As(err, &fe):
+		return forbidden("Directory %s holds %s, a protected file of the hub (its configuration and secrets are out of the verbs' reach); it cannot be %s", show, fe.what, what)
 	}
-	if g != nil {
-		return forbidden("Directory %s holds %s, which is reserved for the hub's state; it cannot be %s", show, g.label(), what)
-	}
-	return nil
+	return executor.Errorf(executor.CodeIOError, "Directory %s cannot be %s: %s", show, what, hostless(err))
 }
 
 // statFollow describes the located target of the root-relative name, links
@@ -764,7 +773,10 @@ func (s *Set) listHost(w *Workspace, d *os.File, name, show string) (FsListDirRe
 	if err := unix.Fstat(dfd, &before); err != nil {
 		return res, fsError(err, show, "stat")
 	}
-	key := listKey{ws: w.listID, id: idOf(&before), name: name}
+	// The protected files' generation is taken before the read, which
+	// uses the same or a later one: a listing read while they were
+	// resolved again is kept under the older one, never looked up again.
+	key := listKey{ws: w.listID, gen: w.prot.loadFiles().generation(), id: idOf(&before), name: name}
 	st, cacheable := dirStateOf(&before)
 	if cacheable {
 		if l, ok := w.lists.get(key, st); ok {
@@ -790,13 +802,16 @@ func (s *Set) listHost(w *Workspace, d *os.File, name, show string) (FsListDirRe
 }
 
 // readHostListing reads the host directory d (workspace path name, identity
-// id) in one pass, leaving out the deny list's entries and the protected
-// directories. The kind of each entry comes from the directory read; an
-// entry is stat'ed (relative to d) only when it is a directory and a
-// protected directory lies in d (checked by each protected directory's
-// parent, before and after the read), to leave that one out by its
-// identity. A stat'ed entry that is gone is left out, and one that is no
-// longer a directory is listed as what it now is.
+// id) in one pass, leaving out the deny list's entries, the protected
+// directories and the protected files. The kind of each entry comes from
+// the directory read; an entry is stat'ed (relative to d) only when it is a
+// directory and a protected directory lies in d (checked by each protected
+// directory's parent, before and after the read), to leave that one out by
+// its identity, or when it is not a directory and a protected file may
+// have a name other than its place (see fileSet.elsewhere). A stat'ed
+// entry that is gone is left out, and one that is no longer a directory is
+// listed as what it now is. Protected files' places in d are left out by
+// name.
 func (w *Workspace) readHostListing(d *os.File, name string, id fileID) (*dirListing, error) {
 	hold := w.prot.inDir(id)
 	des, err := readDirents(d)
@@ -804,13 +819,13 @@ func (w *Workspace) readHostListing(d *os.File, name string, id fileID) (*dirLis
 		return nil, err
 	}
 	hold = hold || w.prot.inDir(id)
-	return w.hostListing(int(d.Fd()), des, name, hold), nil
+	return w.hostListing(int(d.Fd()), des, name, hold, w.prot.filesIn(id)), nil
 }
 
 // hostListing builds the listing of des, read from the directory dfd at
-// workspace path name; with hold, directories are stat'ed (see
-// readHostListing).
-func (w *Workspace) hostListing(dfd int, des []dirent, name string, hold bool) *dirListing {
+// workspace path name; with hold, directories are stat'ed, and ff leaves
+// protected files out (see readHostListing).
+func (w *Workspace) hostListing(dfd int, des []dirent, name string, hold bool, ff fileFilter) *dirListing {
 	// Files fill names from the front, directories from the back; links,
 	// rare, go apart.
 	names := make([]string, len(des))
@@ -824,12 +839,15 @@ func (w *Workspace) hostListing(dfd int, des []dirent, name string, hold bool) *
 			}
 		}
 		kind := de.typ
+		if ff.out(dfd, de) {
+			continue
+		}
 		if kind.IsDir() && hold {
 			cst, err := lstatAt(dfd, de.name)
 			if err != nil {
 				continue // removed meanwhile
 			}
-			if _, ok := w.prot.lookup(idOf(cst)); ok && isDir(cst) {
+			if _, ok := w.prot.lookup(idOf(cst)); ok && isDir(cst) || ff.hides(cst) {
 				continue
 			}
 			switch { // replaced meanwhile: listed as what it is now
@@ -915,6 +933,14 @@ func (w *Workspace) listSession(d *os.File, name, show string) (FsListDirResult,
 	// out the hub's protected ones; a link is followed for what it points
 	// to.
 	dfd := int(d.Fd())
+	var files fileFilter
+	if w.prot.loadFiles() != nil {
+		id, err := fstatID(dfd)
+		if err != nil {
+			return res, fsError(err, show, "stat")
+		}
+		files = w.prot.filesIn(id)
+	}
 	res.Entries = make([]DirEntry, 0, len(des))
 	_, denyHere := w.deniedBelow(name)
 	for _, de := range des {
@@ -924,6 +950,9 @@ func (w *Workspace) listSession(d *os.File, name, show string) (FsListDirResult,
 			if _, ok := w.denied(child); ok {
 				continue
 			}
+		}
+		if files.out(dfd, de) {
+			continue
 		}
 		if child == "" && (w.session() || de.typ&fs.ModeSymlink != 0) {
 			child = joinRel(name, de.name)
@@ -939,7 +968,7 @@ func (w *Workspace) listSession(d *os.File, name, show string) (FsListDirResult,
 			if err != nil {
 				continue // removed meanwhile
 			}
-			if _, ok := w.prot.lookup(idOf(cst)); ok && isDir(cst) {
+			if _, ok := w.prot.lookup(idOf(cst)); ok && isDir(cst) || files.hides(cst) {
 				continue
 			}
 			e.IsDirectory = isDir(cst)

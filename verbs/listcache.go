@@ -27,8 +27,11 @@ import (
 // read, and only when the directory's state after the read is the state
 // before it.
 //
-// What is kept is the listing after the deny list and the protected
-// directories have left their entries out, compactly: the names in one
+// What is kept is the listing after the deny list, the protected
+// directories and the protected files have left their entries out (kept
+// under the generation of the protected files it was read under, and
+// dropped when they are resolved again, see Workspace.RefreshProtected),
+// compactly: the names in one
 // string, their end offsets, and the kind of each (directory, file or
 // link). A link's kind in the result is that of its target, which can
 // change without the directory changing, so links are kept as links and
@@ -58,6 +61,7 @@ type dirState struct {
 // listKey is what a listing is kept under.
 type listKey struct {
 	ws   uint64 // the workspace's listID
+	gen  uint64 // the generation of the workspace's protected files
 	id   fileID
 	name string // workspace-relative, links resolved
 }

@@ -359,7 +359,7 @@ func TestHostListingStats(t *testing.T) {
 	} {
 		deny := e.w.deny
 		e.w.deny = nil
-		got := entryLines(e.w.hostEntries(e.w.hostListing(int(d.Fd()), des, ".", c.hold), "."))
+		got := entryLines(e.w.hostEntries(e.w.hostListing(int(d.Fd()), des, ".", c.hold, fileFilter{}), "."))
 		e.w.deny = deny
 		if !slices.Equal(got, c.want) {
 			t.Errorf("hold %v: %q, want %q", c.hold, got, c.want)

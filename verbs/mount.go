@@ -43,10 +43,13 @@ import (
 // mount root is skipped with a warning. Files whose session path the path
 // guard would refuse (non-ASCII names, too deep, segments too long) are
 // skipped with a warning too. The hub's state directory (the host
-// workspace's protected directories) is never copied: a directory with its
-// identity is skipped with a warning, a host path inside it is refused, and
-// the copy itself opens every file from its mount root's descriptor without
-// following links, refusing the protected identities on the way.
+// workspace's protected directories) and its protected files (the
+// configuration and secret files) are never copied: a directory or file
+// with a protected identity, or at a protected file's place, is skipped
+// with a warning, a host path inside the state or naming a protected file
+// is refused, and the copy itself opens every file from its mount root's
+// descriptor without following links, refusing the protected identities
+// and places on the way.
 type Mount struct {
 	HostPath string
 	// MountPath is where the files appear in the session ("." is the
@@ -130,6 +133,8 @@ func resolveMounts(mounts []Mount, roots []string, wo WorkspaceOptions, prot *pr
 			real := filepath.Join(roots[rm.root], filepath.FromSlash(rm.rel))
 			if g, ok := prot.holdingPath(real); ok {
 				err = fmt.Errorf("host_path lies inside %s, which is reserved for the hub's state", g.label())
+			} else if what, ok := prot.fileAt(real); ok {
+				err = fmt.Errorf("host_path is %s, a protected file of the hub", what)
 			}
 		}
 		if err != nil {
@@ -402,6 +407,10 @@ func (c *collector) dir(ri int, rel, inMount string) error {
 				c.skip(childIn, "a symbolic link into "+g.label()+", reserved for the hub's state")
 				continue
 			}
+			if what, ok := c.s.protection().fileAt(target); ok {
+				c.skip(childIn, "a symbolic link to "+what+", a protected file of the hub")
+				continue
+			}
 			if fi.IsDir() {
 				if c.visited[target] {
 					c.skip(childIn, "a symbolic link loop")
@@ -444,6 +453,10 @@ func (c *collector) dir(ri int, rel, inMount string) error {
 			fi, err := de.Info()
 			if err != nil {
 				return fmt.Errorf("mount %s: stat %s: %w", c.m.label, childIn, err)
+			}
+			if what, ok := c.s.protection().fileAt(filepath.Join(abs, name)); ok {
+				c.skip(childIn, "it is "+what+", a protected file of the hub")
+				continue
 			}
 			if err := c.file(joinRel(c.m.target, childIn), childIn, ri, childRel, fi.Size()); err != nil {
 				return err
@@ -550,8 +563,13 @@ func (s *SessionSource) copyMounted(src *os.File, dst *os.Root, e planEntry, bud
 	if dir == "" {
 		dir = "."
 	}
-	dfd, err := descend(int(src.Fd()), strings.TrimSuffix(dir, "/"), false, s.protection())
+	prot := s.protection()
+	dfd, err := descend(int(src.Fd()), strings.TrimSuffix(dir, "/"), false, prot)
 	if err != nil {
+		return 0, err
+	}
+	if err := prot.checkPlace(dfd, nil, base); err != nil {
+		unix.Close(dfd)
 		return 0, err
 	}
 	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -563,6 +581,9 @@ func (s *SessionSource) copyMounted(src *os.File, dst *os.Root, e planEntry, bud
 	defer in.Close()
 	fi, err := in.Stat()
 	if err != nil {
+		return 0, err
+	}
+	if err := prot.checkFileInfo(fi); err != nil {
 		return 0, err
 	}
 	if !fi.Mode().IsRegular() {

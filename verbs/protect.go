@@ -9,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
@@ -48,10 +50,19 @@ func (g *guardedDir) label() string {
 	return g.show
 }
 
-// protection is the set of protected directories. A host workspace owns
-// its set; its session workspaces share it.
+// protection is the set of protected directories and files (see
+// protectfile.go). A host workspace owns its set; its session workspaces
+// share it.
 type protection struct {
 	dirs []*guardedDir
+	// files is the protected file set in force, replaced whole by
+	// setFiles; nil when no file is protected.
+	files atomic.Pointer[fileSet]
+	// mu serialises setFiles and close; held keeps every directory that
+	// holds a protected place open until close, since verbs use their
+	// descriptors.
+	mu   sync.Mutex
+	held map[fileID]*heldDir
 }
 
 // lookup returns the protected directory with identity id.
@@ -127,11 +138,22 @@ func (p *protection) close() error {
 	if p == nil {
 		return nil
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var errs []error
 	for _, g := range p.dirs {
 		errs = append(errs, g.f.Close())
 	}
 	p.dirs = nil
+	if s := p.files.Swap(nil); s != nil {
+		for _, g := range s.files {
+			g.close()
+		}
+	}
+	for _, d := range p.held {
+		errs = append(errs, d.f.Close())
+	}
+	p.held = nil
 	return errors.Join(errs...)
 }
 
@@ -191,9 +213,10 @@ func openDirAt(dirfd int, name string) (int, error) {
 
 // descend opens directory rel (clean, slash-separated, "." for top) below
 // the directory top, one element at a time, following no symbolic link and
-// refusing a directory of prot (top itself is not checked). With create,
-// missing directories are made. Errors are *walkErr, wrapping errChanged, a
-// *protectedErr or the system's error.
+// refusing a directory of prot and the name of a protected file's place
+// (top itself is not checked). With create, missing directories are made.
+// Errors are *walkErr, wrapping errChanged, a *protectedErr, a
+// *protectedFileErr or the system's error.
 func descend(top int, rel string, create bool, prot *protection) (int, error) {
 	if rel == "." || rel == "" {
 		fd, err := dupFD(top)
@@ -206,9 +229,16 @@ func descend(top int, rel string, create bool, prot *protection) (int, error) {
 	// open for the whole walk; every later one from the descriptor of its
 	// parent, owned here.
 	fd, done := top, 0
+	var fdID *fileID // fd's identity, once known
 	for seg := range strings.SplitSeq(rel, "/") {
 		done += len(seg) + 1
 		at := rel[:done-1]
+		if err := prot.checkPlace(fd, fdID, seg); err != nil {
+			if fd != top {
+				unix.Close(fd)
+			}
+			return -1, &walkErr{at: at, err: err}
+		}
 		next, err := openDirAt(fd, seg)
 		if errors.Is(err, unix.ENOENT) && create {
 			if err = unix.Mkdirat(fd, seg, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
@@ -231,6 +261,7 @@ func descend(top int, rel string, create bool, prot *protection) (int, error) {
 			unix.Close(fd)
 			return -1, &walkErr{at: at, err: &protectedErr{dir: g}}
 		}
+		fdID = &id
 	}
 	return fd, nil
 }
@@ -277,36 +308,57 @@ func ancestors(fd int, f func(fileID) bool) error {
 	return errors.New("too many directory levels")
 }
 
-// holding returns the protected directory that target (an open directory)
-// is or contains, by walking up from each protected directory's own
-// descriptor to stop (the workspace root) or the filesystem's root.
-func (p *protection) holding(target int, stop fileID) (*guardedDir, error) {
+// holding returns what protected target (an open directory) is or
+// contains, a protected directory or the place of a protected file, by
+// walking up from each one's own held descriptor to stop (the workspace
+// root) or the filesystem's root: an error wrapping a *protectedErr or a
+// *protectedFileErr, or nil.
+func (p *protection) holding(target int, stop fileID) error {
 	if p == nil {
-		return nil, nil
+		return nil
 	}
 	tid, err := fstatID(target)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, g := range p.dirs {
-		if g.id == tid {
-			return g, nil
-		}
-		found := false
-		err := ancestors(int(g.f.Fd()), func(id fileID) bool {
-			if id == tid {
-				found = true
-			}
-			return !found && id != stop
-		})
+		found, err := holds(tid, g.id, int(g.f.Fd()), stop)
 		if err != nil {
-			return nil, fmt.Errorf("cannot tell whether it holds %s: %w", g.label(), err)
+			return fmt.Errorf("cannot tell whether it holds %s: %w", g.label(), err)
 		}
 		if found {
-			return g, nil
+			return &protectedErr{dir: g}
 		}
 	}
-	return nil, nil
+	if s := p.loadFiles(); s != nil {
+		for _, pl := range s.places {
+			found, err := holds(tid, pl.dir.id, int(pl.dir.f.Fd()), stop)
+			if err != nil {
+				return fmt.Errorf("cannot tell whether it holds %s: %w", pl.what, err)
+			}
+			if found {
+				return &protectedFileErr{what: pl.what}
+			}
+		}
+	}
+	return nil
+}
+
+// holds reports whether the directory tid is the directory id (open as fd)
+// or one of its ancestors below stop.
+func holds(tid, id fileID, fd int, stop fileID) (bool, error) {
+	if id == tid {
+		return true, nil
+	}
+	if id == stop {
+		return false, nil // the workspace itself: what lies above it is out of reach
+	}
+	found := false
+	err := ancestors(fd, func(a fileID) bool {
+		found = a == tid
+		return !found && a != stop
+	})
+	return found, err
 }
 
 // statInfo is an fs.FileInfo from a stat call on a descriptor.
@@ -398,6 +450,9 @@ func removeEntry(dir int, name, rel string, prot *protection) (bool, error) {
 		return false, &walkErr{at: child, err: err}
 	}
 	if !isDir(st) {
+		if err := prot.checkFile(st); err != nil {
+			return false, &walkErr{at: child, err: err}
+		}
 		err := unix.Unlinkat(dir, name, 0)
 		if errors.Is(err, unix.ENOENT) {
 			return false, nil
@@ -418,6 +473,9 @@ func removeEntry(dir int, name, rel string, prot *protection) (bool, error) {
 	}
 	if g, ok := prot.lookup(id); ok {
 		return false, &walkErr{at: child, err: &protectedErr{dir: g}}
+	}
+	if pl, ok := prot.loadFiles().placeIn(id); ok {
+		return false, &walkErr{at: child, err: &protectedFileErr{what: pl.what}}
 	}
 	if err := removeTree(sub, child, prot); err != nil {
 		return false, err

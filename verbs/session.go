@@ -162,7 +162,7 @@ func OpenSessions(host *Workspace, opts SessionOptions) (*SessionSource, error) 
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	opts.Workspace.Deny, opts.Workspace.Protect = nil, nil
+	opts.Workspace.Deny, opts.Workspace.Protect, opts.Workspace.ProtectFiles = nil, nil, nil
 	wo, err := opts.Workspace.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)

@@ -45,6 +45,15 @@ type WorkspaceOptions struct {
 	// state; listings leave them out. An entry that is a directory when the
 	// workspace opens is protected by identity too, as with Protect.
 	Deny []string
+	// ProtectFiles lists files no verb may read, write, replace, delete,
+	// move, copy, stat or list: the hub's configuration and secret files.
+	// Each is refused by its identity (device and inode, recorded and held
+	// open when the workspace opens, when the file exists) and by its place
+	// (its directory's identity and its name there), so a file created or
+	// renamed at that name later is refused too; see protectfile.go. A
+	// file may lie inside the workspace or outside it, or not exist yet.
+	// RefreshProtected resolves them again.
+	ProtectFiles []ProtectedFile
 	// MaxWriteChars caps the characters (runes) one write may carry.
 	MaxWriteChars int
 	// MaxReadBytes caps what fs.readFile returns and what one fs.readRange may return.
@@ -173,6 +182,12 @@ func openWorkspace(dir string, opts WorkspaceOptions, shared *protection) (*Work
 			return nil, err
 		}
 	}
+	if len(opts.ProtectFiles) > 0 {
+		if err := w.prot.setFiles(opts.ProtectFiles); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
 	for _, d := range w.deny {
 		// A deny entry that is a directory now is protected by identity.
 		fd, err := descend(int(w.top.Fd()), d, false, nil)
@@ -242,6 +257,23 @@ func (w *Workspace) protect(p string) error {
 		}
 	}
 	w.prot.add(g)
+	return nil
+}
+
+// RefreshProtected resolves files again and protects them besides what
+// the workspace protected already (see WorkspaceOptions.ProtectFiles): a
+// configuration file an editor replaced has its new identity recorded,
+// and an old one that still has a name stays protected. The workspace's
+// kept listings are dropped, as what they leave out may have changed. Its
+// session workspaces share the result.
+func (w *Workspace) RefreshProtected(files []ProtectedFile) error {
+	if !w.ownProt {
+		return errors.New("a session workspace shares its host workspace's protection: refresh the host's")
+	}
+	if err := w.prot.setFiles(files); err != nil {
+		return err
+	}
+	w.lists.drop(w.listID)
 	return nil
 }
 
@@ -596,11 +628,24 @@ func (w *Workspace) locateOnce(show string, mode pathMode) (*loc, error) {
 		// is never checked against the protected directories, and the
 		// last element's description was taken from the root's own.
 		l.dirEr = errNotHeld
+		if err := w.prot.checkPlace(-1, &w.topID, l.base); err != nil {
+			return nil, fsError(err, show, "open")
+		}
 	} else {
 		fd, err := descend(int(w.top.Fd()), l.pname, false, w.prot)
 		switch {
 		case err == nil:
 			l.dir = fd
+			var top *fileID
+			if l.pname == "." {
+				top = &w.topID
+			}
+			if l.base != "." {
+				if err := w.prot.checkPlace(fd, top, l.base); err != nil {
+					l.close()
+					return nil, fsError(err, show, "open")
+				}
+			}
 		case errors.Is(err, errChanged):
 			return nil, errChanged
 		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
@@ -637,6 +682,11 @@ func (w *Workspace) locateOnce(show string, mode pathMode) (*loc, error) {
 		if g, ok := w.prot.lookup(idOf(st)); ok {
 			l.close()
 			return nil, fsError(&protectedErr{dir: g}, show, "open")
+		}
+	default:
+		if err := w.prot.checkFile(st); err != nil {
+			l.close()
+			return nil, fsError(err, show, "open")
 		}
 	}
 	l.first = st
@@ -744,9 +794,12 @@ func fsError(err error, rel, op string) error {
 		return err
 	}
 	var pe *protectedErr
+	var fe *protectedFileErr
 	switch {
 	case errors.As(err, &pe):
 		return fail(executor.CodeForbiddenPath, err, "Path %s leads into %s, which is reserved for the hub's state and cannot be accessed", rel, pe.dir.label())
+	case errors.As(err, &fe):
+		return fail(executor.CodeForbiddenPath, err, "Path %s leads to %s, a protected file of the hub (its configuration and secrets are out of the verbs' reach); it cannot be accessed", rel, fe.what)
 	case errors.Is(err, errChanged):
 		return fail(executor.CodeIOError, err, "Path %s changed while it was being opened (a symbolic link appeared in it); try again", rel)
 	case isEscape(err):

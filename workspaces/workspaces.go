@@ -53,6 +53,10 @@ var ErrLocal = errors.New("runs locally: there is no container to reset")
 type Options struct {
 	// StateDir is protected in every workspace; it must exist.
 	StateDir string
+	// ProtectFiles are protected in every workspace besides the
+	// configuration's own files (config.Config.ProtectedFiles): a node's
+	// configuration and seed.
+	ProtectFiles []config.ProtectedFile
 	// Meta stores session file metadata. Required.
 	Meta verbs.FileMeta
 	// SessionsDir is the directory of a workspace's sessions; nil means
@@ -72,6 +76,7 @@ type Options struct {
 // and verbs.SessionPicker by the call's workspace name.
 type Set struct {
 	cfg    *config.Config
+	extra  []config.ProtectedFile // Options.ProtectFiles
 	policy *policy.Policy
 	names  []string
 	ws     map[string]*entry
@@ -110,7 +115,8 @@ func Open(cfg *config.Config, opts Options) (_ *Set, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspaces: state directory: %w", err)
 	}
-	s := &Set{cfg: cfg, policy: policy.New(cfg), names: cfg.WorkspaceNames(), ws: map[string]*entry{}}
+	s := &Set{cfg: cfg, extra: opts.ProtectFiles, policy: policy.New(cfg), names: cfg.WorkspaceNames(), ws: map[string]*entry{}}
+	files := s.protectedFiles(cfg)
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -140,8 +146,11 @@ func Open(cfg *config.Config, opts Options) (_ *Set, err error) {
 		}
 		s.ws[name] = e // closed with the Set from now on
 		host := wopts
-		host.Protect = []string{state}
+		host.Protect, host.ProtectFiles = []string{state}, files
 		if e.host, err = verbs.OpenWorkspace(wc.Path, host); err != nil {
+			if errors.Is(err, verbs.ErrCannotProtect) {
+				return nil, fmt.Errorf("workspace %s: %w (fix the key named, or move the file out of the workspace and point the key at it)", name, err)
+			}
 			return nil, fmt.Errorf("workspace %s: %w (create the directory or fix workspaces.%s.path)", name, err, name)
 		}
 		sopts := verbs.SessionOptions{
@@ -169,6 +178,38 @@ func Open(cfg *config.Config, opts Options) (_ *Set, err error) {
 		}
 	}
 	return s, nil
+}
+
+// protectedFiles is what every workspace protects besides the state
+// directory: cfg's files and Options.ProtectFiles.
+func (s *Set) protectedFiles(cfg *config.Config) []verbs.ProtectedFile {
+	return ProtectedFiles(append(cfg.ProtectedFiles(), s.extra...))
+}
+
+// ProtectedFiles is files as verbs.WorkspaceOptions.ProtectFiles takes them.
+func ProtectedFiles(files []config.ProtectedFile) []verbs.ProtectedFile {
+	out := make([]verbs.ProtectedFile, len(files))
+	for i, f := range files {
+		out[i] = verbs.ProtectedFile{Path: f.Path, What: f.What}
+	}
+	return out
+}
+
+// Reprotect resolves the protected files again, with those of cfg (a
+// reloaded configuration), in every host workspace and so in their
+// session workspaces: a configuration file an editor replaced is
+// protected by its new identity too (verbs.Workspace.RefreshProtected).
+func (s *Set) Reprotect(cfg *config.Config) error {
+	files := s.protectedFiles(cfg)
+	var errs []error
+	for _, name := range s.names {
+		if e := s.ws[name]; e != nil && e.host != nil {
+			if err := e.host.RefreshProtected(files); err != nil {
+				errs = append(errs, fmt.Errorf("workspace %s: %w", name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Policy is the resolution and access policy of the Set's configuration.

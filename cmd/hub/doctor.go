@@ -16,8 +16,10 @@ import (
 const doctorUsage = `hub doctor [--config FILE] [--state DIR] [--workspace DIR]
 
 Checks the configuration, the state directory and its files, the database,
-the workspace, the listen address and which platform tokens are set (their
-values are never printed). Exits 1 when something needs fixing.`
+the workspace, the configuration and secret files (which workspaces hold
+them, whether others may read them), the listen address and which platform
+tokens are set (their values are never printed). Exits 1 when something
+needs fixing.`
 
 type doctorReport struct {
 	problems int
@@ -69,6 +71,7 @@ func runDoctor(env *cliEnv, args []string) error {
 		r.ok("config", path)
 	}
 	doctorWorkspace(r, cfg)
+	doctorProtected(r, cfg)
 	doctorDestinations(r, cfg)
 	running := doctorState(r, cfg)
 	doctorTargets(r, cfg)

@@ -70,7 +70,8 @@ func runNode(env *cliEnv, args []string) error {
 
 // buildNodeWorkspaces is the one place a node builds its toolchain: one
 // executor per configured workspace, every verb, the node's state
-// directory protected. Named workspaces with destinations plug in here.
+// directory, configuration file and seed protected. Named workspaces with
+// destinations plug in here.
 func buildNodeWorkspaces(nf *config.NodeFile, logger *slog.Logger) (map[string]*executor.Executor, func(), error) {
 	execs := map[string]*executor.Executor{}
 	var tcs []*toolchain
@@ -87,7 +88,7 @@ func buildNodeWorkspaces(nf *config.NodeFile, logger *slog.Logger) (map[string]*
 	for _, name := range names {
 		cfg := config.Default()
 		cfg.Workspace, cfg.StateDir = nf.Workspaces[name].Path, nf.StateDir
-		tc, err := buildExecutor(cfg, logger)
+		tc, err := buildExecutor(cfg, logger, nf.ProtectedFiles()...)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("workspace %s: %w", name, err)

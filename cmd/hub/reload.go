@@ -12,6 +12,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/workspaces"
 )
 
 const reloadUsage = `hub reload [--config FILE] [--state DIR]
@@ -23,7 +24,10 @@ workspace rules (workspaces.by_chat, by_role) and log.level apply from the
 next turn.
 Prints what changed and what needs a restart (listen addresses, tokens,
 enabling a platform, the state and workspace directories, adding, removing
-or moving a named workspace, …). An invalid file changes nothing: the
+or moving a named workspace, …), and a WARNING naming each way the reload
+widens access (a default role, a grant, a role's verbs or workspaces). The
+protected configuration and secret files are resolved again, so a file an
+editor replaced stays out of the verbs' reach. An invalid file changes nothing: the
 error, with its line, is printed and the exit status is 1. Talks to the hub through its admin socket (<state>/hub.sock).`
 
 func runReload(env *cliEnv, args []string) error {
@@ -118,13 +122,15 @@ type reloadableAdapter interface {
 }
 
 // enableReload makes rt reloadable with every part `hub serve` has (the
-// access policy, the session rules, the log level, the adapters' settings)
-// and reloads on SIGHUP until ctx ends.
-func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions *hub.SessionSwitch, adapters []hub.Adapter, logger *slog.Logger) {
+// access policy, the session rules, the log level, the adapters' settings),
+// resolves the workspaces' protected files again on every reload, and
+// reloads on SIGHUP until ctx ends.
+func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions *hub.SessionSwitch, set *workspaces.Set, adapters []hub.Adapter, logger *slog.Logger) {
 	if lc.load == nil {
 		return
 	}
 	r := rt.EnableReload(lc.load)
+	r.Refresh("protect the configuration's files", set.Reprotect)
 	r.Register(hub.SessionsReloadable(sessions))
 	if lc.level != nil {
 		r.Register(hub.Reloadable{Name: "log", Keys: []string{"log.level"}, Apply: func(cfg *config.Config) { lc.level.Set(parseLevel(cfg.Log.Level)) }})

@@ -171,7 +171,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}
 	adapters = append(adapters, extra...)
 
-	enableReload(ctx, rt, live, sessions, adapters, logger)
+	enableReload(ctx, rt, live, sessions, tc.set, adapters, logger)
 	if err := rt.Start(ctx); err != nil {
 		return err
 	}

@@ -53,10 +53,10 @@ func (t *toolchain) Close() error {
 }
 
 // openWorkspaces opens the named workspaces with the state directory
-// protected (created first: on a first run too) and their session
-// workspaces under sessionsDir (nil: the configured places), with the
-// configured mounts when withMounts.
-func openWorkspaces(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(string) string, withMounts bool, logger *slog.Logger) (*workspaces.Set, error) {
+// (created first: on a first run too), the configuration's files and
+// protect protected, and their session workspaces under sessionsDir (nil:
+// the configured places), with the configured mounts when withMounts.
+func openWorkspaces(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(string) string, withMounts bool, protect []config.ProtectedFile, logger *slog.Logger) (*workspaces.Set, error) {
 	// The state directory is protected by its identity, so it must exist
 	// before the workspace opens (on a first run too). Flags may have moved
 	// it after the configuration was validated: check its place again.
@@ -71,18 +71,18 @@ func openWorkspaces(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(st
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	return workspaces.Open(cfg, workspaces.Options{
-		StateDir: state, Meta: meta, SessionsDir: sessionsDir, Mounts: withMounts,
+		StateDir: state, ProtectFiles: protect, Meta: meta, SessionsDir: sessionsDir, Mounts: withMounts,
 		Runners: runnerFactory(cfg, logger), Logger: logger,
 	})
 }
 
 // newToolchain opens the named workspaces and registers every verb over
 // them (the vfs verbs over their session workspaces).
-func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(string) string, withMounts bool, logger *slog.Logger) (*toolchain, error) {
+func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(string) string, withMounts bool, protect []config.ProtectedFile, logger *slog.Logger) (*toolchain, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	set, err := openWorkspaces(cfg, meta, sessionsDir, withMounts, logger)
+	set, err := openWorkspaces(cfg, meta, sessionsDir, withMounts, protect, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -104,15 +104,17 @@ func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(stri
 }
 
 // buildExecutor is the toolchain of the commands that run verbs without a
-// hub (hub exec): the host workspace, and the vfs verbs over a throw-away
-// session store (they answer that this is not a session workspace).
-func buildExecutor(cfg *config.Config, logger *slog.Logger) (*toolchain, error) {
+// hub (hub exec, hub node): the host workspace, and the vfs verbs over a
+// throw-away session store (they answer that this is not a session
+// workspace). protect are files protected besides the configuration's own
+// (a node's).
+func buildExecutor(cfg *config.Config, logger *slog.Logger, protect ...config.ProtectedFile) (*toolchain, error) {
 	tmp, err := os.MkdirTemp("", "hub-sessions-")
 	if err != nil {
 		return nil, err
 	}
 	dirs := func(name string) string { return filepath.Join(tmp, "sessions-"+name) }
-	tc, err := newToolchain(cfg, verbs.NewMemoryMeta(), dirs, false, logger)
+	tc, err := newToolchain(cfg, verbs.NewMemoryMeta(), dirs, false, protect, logger)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
@@ -162,7 +164,7 @@ func openStack(cfg *config.Config, logger *slog.Logger, lockTimeout time.Duratio
 		st.Close()
 		return nil, err
 	}
-	tc, err := newToolchain(cfg, meta, nil, true, logger)
+	tc, err := newToolchain(cfg, meta, nil, true, nil, logger)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -135,8 +135,9 @@ func New(cfg *config.Config, o Options) (e *Env, err error) {
 }
 
 // RealVerbs registers the hub's verbs over cfg's workspace, with the state
-// directory protected as `hub serve` protects it (created first, so that
-// its identity is known), and returns the workspace.
+// directory and the configuration's files protected as `hub serve`
+// protects them (the state created first, so that its identity is known),
+// and returns the workspace.
 func RealVerbs(reg *executor.Registry, cfg *config.Config) (*verbs.Workspace, error) {
 	state, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
@@ -145,7 +146,9 @@ func RealVerbs(reg *executor.Registry, cfg *config.Config) (*verbs.Workspace, er
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return nil, err
 	}
-	ws, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{Protect: []string{state}})
+	ws, err := verbs.OpenWorkspace(cfg.Workspace, verbs.WorkspaceOptions{
+		Protect: []string{state}, ProtectFiles: workspaces.ProtectedFiles(cfg.ProtectedFiles()),
+	})
 	if err != nil {
 		return nil, err
 	}
