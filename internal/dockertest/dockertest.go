@@ -26,7 +26,7 @@ import (
 )
 
 // Image is the reference of the test image BusyboxImage builds.
-const Image = "hermes-hub-test/busybox:1"
+const Image = "hermes-hub-test/busybox:2"
 
 // busybox is the static busybox the image is made from (Debian's
 // busybox-static).
@@ -124,7 +124,11 @@ func RootFS() ([]byte, error) {
 			return nil
 		}
 		dirs[d] = true
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: mod})
+		mode := int64(0o755)
+		if d == "tmp" {
+			mode = 0o1777 // as in any image: a container's /tmp keeps it
+		}
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: mode, ModTime: mod})
 	}
 	for _, d := range []string{"bin", "sbin", "usr", "usr/bin", "usr/sbin", "etc", "tmp", "proc", "sys", "dev", "workspace", "root"} {
 		if err := dir(d); err != nil {

@@ -24,6 +24,9 @@ import (
 	"github.com/moby/moby/client"
 )
 
+// wsOwner owns the test workspaces: an unprivileged uid and gid.
+const wsOwner = 4242
+
 // env is a workspace whose proc.run goes through a docker Runner, with a
 // local twin (same directory, no runner) to compare with.
 type env struct {
@@ -51,6 +54,11 @@ func newEnv(t testing.TB, mut func(*docker.Config)) *env {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The workspace belongs to an unprivileged user, whom its container
+	// runs as (a root-owned one would run as nobody, and could not write).
+	if err := os.Chown(e.dir, wsOwner, wsOwner); err != nil {
+		t.Fatal(err)
 	}
 	write(t, filepath.Join(e.state, "hub.db"), "state\n")
 	write(t, filepath.Join(e.outside, "secret.txt"), "outside secret\n")
@@ -413,7 +421,9 @@ func TestSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer host.Close()
-	r, err := docker.New(docker.Config{Workspace: "sandbox", Image: image, HubID: testHub(t, cli)}, docker.Options{Logger: testkit.Discard()})
+	// The hub (root here) makes session directories owner-only: their
+	// containers must run as its user, named explicitly.
+	r, err := docker.New(docker.Config{Workspace: "sandbox", Image: image, HubID: testHub(t, cli), User: "0"}, docker.Options{Logger: testkit.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
