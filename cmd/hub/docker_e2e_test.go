@@ -349,3 +349,34 @@ func TestDockerUseWhereAndSessions(t *testing.T) {
 		t.Fatalf("want one container per session, got %v", ids)
 	}
 }
+
+// TestDockerWorkspaceHoldingTheStateDeep: a docker workspace whose
+// directory holds the state directory below its top level (where a
+// program could move what hides it) stops hub exec and hub serve at start
+// with the fix, and hub doctor reports it; the daemon is never asked.
+func TestDockerWorkspaceHoldingTheStateDeep(t *testing.T) {
+	r := newDockerRig(t, "")
+	yml, err := os.ReadFile(filepath.Join(r.dir, "hub.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := strings.Replace(string(yml), "  box:\n    path: .\n", "  box:\n    path: ..\n", 1)
+	if err := os.WriteFile(filepath.Join(r.dir, "hub.yml"), []byte(deep), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{" box", "holds the protected directory " + r.state + " below its top level", "move it out of the workspace or to its top level"}
+	for _, args := range [][]string{{"exec", "--config", "hub.yml", "--workspace", "default"}, {"serve", "--config", "hub.yml"}, {"doctor", "--config", "hub.yml"}} {
+		out, errs, code := r.hub(t, `{"verb":"fs.exists","arguments":{"path":"x"}}`, args...)
+		if code == 0 {
+			t.Fatalf("hub %v accepted the workspace: %q %q", args, out, errs)
+		}
+		for _, w := range want {
+			if !strings.Contains(out+errs, w) {
+				t.Fatalf("hub %v: %q %q lacks %q", args, out, errs, w)
+			}
+		}
+	}
+	if ids := r.containers(t); len(ids) != 0 {
+		t.Fatalf("containers were made: %v", ids)
+	}
+}
