@@ -8,24 +8,28 @@
 // hub, which finds it again by its labels (io.hermes-hub.hub,
 // io.hermes-hub.workspace, io.hermes-hub.session and io.hermes-hub.config, a
 // hash of every setting that shapes the container). A container whose
-// settings hash differs (another image, limit, user, hidden path, or a
-// workspace directory that was replaced) is removed and created again; one
-// removed from outside is created again; one that stopped is started again.
-// Reset removes containers; the idle sweeper removes those unused for
-// Config.IdleTimeout.
+// settings hash differs (another image, limit, user, hidden path, seccomp
+// profile, or a workspace directory that was replaced) is removed and
+// created again; one removed from outside is created again; one that
+// stopped is started again. Reset removes containers; the idle sweeper
+// removes those unused for Config.IdleTimeout.
 //
 // The workspace directory is bind-mounted at /workspace, the root of
-// working directories. Each hidden path (the hub's state directory) is
-// covered by an empty read-only tmpfs (a file by /dev/null), so the program
-// cannot see it. The container has no network unless configured, drops
-// every capability, runs with no-new-privileges, never privileged, as the
-// workspace directory's owner unless Config.User says otherwise, with the
-// configured memory (and no swap beyond it), CPU and process limits, a
-// read-only root filesystem and a 64 MiB tmpfs at /tmp. An image whose
-// programs write outside /tmp and /workspace (a package manager writing to
-// /var, a tool writing to a home directory under /root or /home) fails with
-// "read-only file system" there: point such tools at /tmp (HOME=/tmp in the
-// allow-listed environment) or bake what they need into the image.
+// working directories. The hub's state directory, when it lies at the top
+// level of that directory, is covered by an empty read-only tmpfs, so the
+// program cannot see it; a protected path anywhere else in it is refused
+// (see protect.go). The container has no network unless configured, drops
+// every capability, runs with no-new-privileges, never privileged, under
+// Docker's default seccomp profile less the calls that make set-user-ID or
+// set-group-ID files (see seccomp_linux.go), as Config.User, or else as the
+// workspace directory's owner with 65534 in place of root (see
+// containerUser), with the configured memory (and no swap beyond it), CPU
+// and process limits, a read-only root filesystem and a 64 MiB tmpfs at
+// /tmp. An image whose programs write outside /tmp and /workspace (a
+// package manager writing to /var, a tool writing to a home directory under
+// /root or /home) fails with "read-only file system" there: point such
+// tools at /tmp (HOME=/tmp in the allow-listed environment) or bake what
+// they need into the image.
 //
 // PID 1 is Docker's init (docker-init, tini), which reaps orphans, and its
 // only child is a keeper (sleep) that holds the container up; the image
