@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +76,14 @@ func BusyboxImage(t testing.TB) string {
 // returns its reference.
 func ImportBusybox(t testing.TB, c *client.Client) string {
 	t.Helper()
+	return ImportApplets(t, c, Image)
+}
+
+// ImportApplets makes sure image ref exists on the daemon of c, made like
+// Image but with only the applets named (every applet when none is), and
+// returns ref.
+func ImportApplets(t testing.TB, c *client.Client, ref string, applets ...string) string {
+	t.Helper()
 	if _, err := os.Stat(busybox); err != nil {
 		Unavailable(t, fmt.Sprintf("no %s to build the test image from (install busybox-static): %v", busybox, err))
 	}
@@ -82,14 +91,14 @@ func ImportBusybox(t testing.TB, c *client.Client) string {
 	defer buildMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := c.ImageInspect(ctx, Image); err == nil {
-		return Image
+	if _, err := c.ImageInspect(ctx, ref); err == nil {
+		return ref
 	}
-	root, err := RootFS()
+	root, err := RootFS(applets...)
 	if err != nil {
 		t.Fatalf("build the test image: %v", err)
 	}
-	res, err := c.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(root), SourceName: "-"}, Image,
+	res, err := c.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(root), SourceName: "-"}, ref,
 		client.ImageImportOptions{Message: "hermes-hub test image (busybox-static)"})
 	if err != nil {
 		t.Fatalf("import the test image: %v", err)
@@ -97,15 +106,16 @@ func ImportBusybox(t testing.TB, c *client.Client) string {
 	defer res.Close()
 	var out bytes.Buffer
 	_, _ = out.ReadFrom(res)
-	if _, err := c.ImageInspect(ctx, Image); err != nil {
+	if _, err := c.ImageInspect(ctx, ref); err != nil {
 		t.Fatalf("import the test image: %v (%s)", err, strings.TrimSpace(out.String()))
 	}
-	return Image
+	return ref
 }
 
 // RootFS returns a tar of a root filesystem holding /bin/busybox, a link
-// per applet and the usual empty directories.
-func RootFS() ([]byte, error) {
+// per applet (only those named, when some are) and the usual empty
+// directories.
+func RootFS(applets ...string) ([]byte, error) {
 	bin, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, err
@@ -143,7 +153,7 @@ func RootFS() ([]byte, error) {
 	}
 	for _, name := range strings.Fields(string(list)) {
 		name = strings.TrimPrefix(path.Clean("/"+name), "/")
-		if name == "bin/busybox" || name == "" {
+		if name == "bin/busybox" || name == "" || len(applets) > 0 && !slices.Contains(applets, path.Base(name)) {
 			continue
 		}
 		if err := dir(path.Dir(name)); err != nil {

@@ -227,7 +227,18 @@ func (r *Runner) ensure(ctx context.Context, cli *client.Client, b *box, w want)
 		}
 		return r.create(ctx, cli, b, w)
 	}
+	r.started(ctx, cli, b)
 	return nil
+}
+
+// started looks for the host's view of b's container, just started (so
+// the next calls, and the check of its masks, read it from the host). b.mu
+// is held.
+func (r *Runner) started(ctx context.Context, cli *client.Client, b *box) {
+	ins, err := cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
+	if err == nil && ins.Container.State != nil && ins.Container.State.Running {
+		b.view = newHostView(b.id, ins.Container.State.Pid)
+	}
 }
 
 func (r *Runner) labels(session, hash string) map[string]string {
@@ -286,6 +297,7 @@ func (r *Runner) create(ctx context.Context, cli *client.Client, b *box, w want)
 		return r.startError(err)
 	}
 	r.log.Info("created the workspace's container", "container", short(res.ID), "session", b.session, "image", r.cfg.Image)
+	r.started(ctx, cli, b)
 	return nil
 }
 

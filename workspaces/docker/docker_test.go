@@ -552,16 +552,18 @@ func TestCheckAndDescribe(t *testing.T) {
 func TestNewRejects(t *testing.T) {
 	ok := docker.Config{Workspace: "w", Image: "img:1", HubID: "h"}
 	cases := map[string]func(*docker.Config){
-		"no image":      func(c *docker.Config) { c.Image = "" },
-		"bad network":   func(c *docker.Config) { c.Network = "a b" },
-		"tiny memory":   func(c *docker.Config) { c.Memory = 1024 },
-		"negative cpus": func(c *docker.Config) { c.CPUs = -1 },
-		"negative pids": func(c *docker.Config) { c.Pids = -1 },
-		"bad user":      func(c *docker.Config) { c.User = "a b" },
-		"bad env name":  func(c *docker.Config) { c.EnvAllow = []string{"A=B"} },
-		"no hub id":     func(c *docker.Config) { c.HubID = "" },
-		"no workspace":  func(c *docker.Config) { c.Workspace = "" },
-		"negative idle": func(c *docker.Config) { c.IdleTimeout = -time.Second },
+		"no image":                func(c *docker.Config) { c.Image = "" },
+		"bad network":             func(c *docker.Config) { c.Network = "a b" },
+		"tiny memory":             func(c *docker.Config) { c.Memory = 1024 },
+		"negative cpus":           func(c *docker.Config) { c.CPUs = -1 },
+		"negative pids":           func(c *docker.Config) { c.Pids = -1 },
+		"bad user":                func(c *docker.Config) { c.User = "a b" },
+		"user by name":            func(c *docker.Config) { c.User = "toor" }, // its uid is the image's to say
+		"relative protected path": func(c *docker.Config) { c.Protect = []string{".hub"} },
+		"bad env name":            func(c *docker.Config) { c.EnvAllow = []string{"A=B"} },
+		"no hub id":               func(c *docker.Config) { c.HubID = "" },
+		"no workspace":            func(c *docker.Config) { c.Workspace = "" },
+		"negative idle":           func(c *docker.Config) { c.IdleTimeout = -time.Second },
 	}
 	for name, mut := range cases {
 		t.Run(name, func(t *testing.T) {

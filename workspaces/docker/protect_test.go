@@ -11,19 +11,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a6afc2ce/hermes-hub/internal/dockertest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/verbs"
 	"github.com/a6afc2ce/hermes-hub/workspaces/docker"
 	"github.com/moby/moby/client"
 )
 
-// protecting makes the runner protect the state directory by identity and
-// check the workspace at start, as the hub does.
-func protecting(e *env, extra ...string) func(*docker.Config) {
-	return func(c *docker.Config) {
-		c.Dir = e.dir
-		c.Protect = append([]string{e.state}, extra...)
-	}
+// protect makes e's runner again, protecting the state directory by
+// identity and checking the workspace at start, as the hub's does.
+func (e *env) protect() {
+	e.t.Helper()
+	e.cfg.Dir, e.cfg.Protect = e.dir, []string{e.state}
+	e.r = e.runner()
+	e.set = e.verbs(e.r)
 }
 
 // refused runs script in e and fails t unless the call is refused with an
@@ -47,9 +48,7 @@ func refused(t *testing.T, s *verbs.Set, script string, want ...string) string {
 // renaming it, or /workspace, fails, and the state stays hidden.
 func TestTopLevelMaskCannotBeMoved(t *testing.T) {
 	e := newEnv(t, nil)
-	e.cfg.Dir, e.cfg.Protect = e.dir, []string{e.state}
-	e.r = e.runner()
-	e.set = e.verbs(e.r)
+	e.protect()
 	res := sh(t, e.set, "mv /workspace/.hub /workspace/moved; echo rc=$?; mv /workspace /w; echo rc=$?; ls -A /workspace/.hub /workspace/moved")
 	if !strings.HasPrefix(res.StdoutTail, "rc=1\nrc=1\n") || !strings.Contains(res.StderrTail, "busy") || strings.Contains(res.StdoutTail, "hub.db") {
 		t.Fatalf("moving the mask: %+v", res)
@@ -141,9 +140,7 @@ func TestStateBelowTopLevel(t *testing.T) {
 // show the state under its new name: the call is refused instead.
 func TestStateReplacedOnTheHost(t *testing.T) {
 	e := newEnv(t, nil)
-	e.cfg.Dir, e.cfg.Protect = e.dir, []string{e.state}
-	e.r = e.runner()
-	e.set = e.verbs(e.r)
+	e.protect()
 	run(t, e.set, "true")
 	if err := os.Rename(e.state, filepath.Join(e.dir, "renamed")); err != nil {
 		t.Fatal(err)
@@ -172,9 +169,7 @@ func TestMaskCheckedAtEachCall(t *testing.T) {
 		t.Run(map[bool]string{true: "host view", false: "daemon only"}[view], func(t *testing.T) {
 			hostViews(t, view)
 			e := newEnv(t, nil)
-			e.cfg.Dir, e.cfg.Protect = e.dir, []string{e.state}
-			e.r = e.runner()
-			e.set = e.verbs(e.r)
+			e.protect()
 			run(t, e.set, "true")
 			id := e.only().ID
 			ins, err := e.cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
@@ -263,4 +258,28 @@ func mkfile(t *testing.T, p string) string {
 	t.Helper()
 	write(t, p, "secret: s3cr3t-value\n")
 	return p
+}
+
+// TestMaskCheckWithoutCat: with the host's view of the container the mask
+// is checked without anything from the image, from the first call on;
+// without it the check needs cat in the image, and an image without one is
+// refused with that fix.
+func TestMaskCheckWithoutCat(t *testing.T) {
+	image := dockertest.ImportApplets(t, dockertest.Client(t), "hermes-hub-test/nocat:1", "sh", "sleep", "echo", "ls")
+	for _, view := range []bool{true, false} {
+		t.Run(map[bool]string{true: "host view", false: "daemon only"}[view], func(t *testing.T) {
+			hostViews(t, view)
+			e := newEnv(t, func(c *docker.Config) { c.Image = image })
+			e.protect()
+			if !view {
+				refused(t, e.set, "echo hi", "cannot read its container's mount table", "give the image cat")
+				return
+			}
+			for range 2 {
+				if r := sh(t, e.set, "echo hi; ls -A .hub"); r.ExitCode != 0 || r.StdoutTail != "hi\n" {
+					t.Fatalf("%+v", r)
+				}
+			}
+		})
+	}
 }
