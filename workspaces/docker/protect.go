@@ -322,7 +322,11 @@ func (r *Runner) checkMasks(ctx context.Context, cli *client.Client, b *box, w w
 			return nil
 		}
 	}
-	r.log.Warn("removing the workspace's container: it may see what it must not", "container", short(b.id), "missing", missing, "err", err)
+	if err != nil {
+		r.log.Warn("removing the workspace's container: its mount table cannot be read", "container", short(b.id), "err", err)
+	} else {
+		r.log.Warn("removing the workspace's container: a mask is missing", "container", short(b.id), "missing", missing)
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
 	defer cancel()
 	if rerr := r.remove(rctx, cli, b.id); rerr == nil {
