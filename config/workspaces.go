@@ -79,7 +79,7 @@ type Destination struct {
 	Memory   Size     `yaml:"memory"`
 	CPUs     float64  `yaml:"cpus"`
 	Pids     int64    `yaml:"pids"`
-	User     string   `yaml:"user"` // uid[:gid]; default: the owner of the workspace directory
+	User     string   `yaml:"user"` // uid[:gid]; default: the workspace directory's owner, 65534 for root; "0" runs as root
 	EnvAllow []string `yaml:"env_allow"`
 	// IdleTimeout removes a container unused this long; 0 means the
 	// default, 30m.
@@ -360,7 +360,7 @@ func validateDestination(name string, d Destination, at func(string) string, nod
 			bad("%s%s.pids: %d is negative (accepted: 0 for no limit, or a number of processes such as 256)", at(name+".destination.pids"), key, d.Pids)
 		}
 		if d.User != "" && !userPattern.MatchString(d.User) {
-			bad("%s%s.user: %q is not accepted (accepted: empty for the owner of the workspace directory, or uid[:gid] such as 1000:1000)", at(name+".destination.user"), key, d.User)
+			bad("%s%s.user: %q is not accepted (accepted: empty for the owner of the workspace directory (65534 when root owns it), or uid[:gid] such as 1000:1000, 0 for root)", at(name+".destination.user"), key, d.User)
 		}
 		for _, e := range d.EnvAllow {
 			if !validEnvName(e) {

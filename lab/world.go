@@ -279,6 +279,16 @@ func (w *world) setup() error {
 			return err
 		}
 	}
+	if w.sc.Hub.Docker {
+		// box's container runs as the workspace's owner, or as nobody when
+		// root owns it: it enters the workspace and appends to box.log.
+		if err := os.Chmod(w.ws, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chmod(filepath.Join(w.ws, "box.log"), 0o666); err != nil {
+			return err
+		}
+	}
 	if size := w.sc.Hub.MirrorTmpfs; size > 0 {
 		if os.Geteuid() != 0 {
 			return ErrNeedsRoot

@@ -46,6 +46,11 @@ func newDockerRig(t *testing.T, extra string) *dockerRig {
 	if err := os.MkdirAll(r.state, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// The workspace belongs to an unprivileged user, whom box's container
+	// runs as (a root-owned one would run as nobody).
+	if err := os.Chown(r.dir, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(r.outside, []byte("outside the workspace"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +182,11 @@ func TestDockerWorkspaceEndToEnd(t *testing.T) {
 		t.Fatalf("a file made in box is owned by %d:%d, the workspace by %d:%d", made.Uid, made.Gid, ws.Uid, ws.Gid)
 	}
 
-	// The state directory shows nothing; host files outside are invisible.
-	if res := r.run(t, "ls", "-a", "/workspace/.hub"); res.ExitCode != 0 || strings.Fields(res.StdoutTail) == nil || strings.Join(strings.Fields(res.StdoutTail), " ") != ". .." {
+	// The state directory shows nothing (an empty tmpfs with the mode of
+	// the directory it covers, which the container's user may not even
+	// list); host files outside are invisible.
+	if res := r.run(t, "ls", "-a", "/workspace/.hub"); !(res.ExitCode == 0 && strings.Join(strings.Fields(res.StdoutTail), " ") == ". ..") &&
+		!(res.ExitCode != 0 && res.StdoutTail == "" && strings.Contains(res.StderrTail, "Permission denied")) {
 		t.Fatalf("the state directory in the container: %+v", res)
 	}
 	for _, p := range []string{r.outside, r.dir, filepath.Join(r.dir, ".hub", "hub.db"), hubBin} {
@@ -272,7 +280,11 @@ func TestDockerUseWhereAndSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Workspace, cfg.StateDir = r.dir, r.state
-	cfg.Workspaces.Named["box"] = config.WorkspaceConfig{Path: r.dir, Destination: cfg.Workspaces.Named["box"].Destination}
+	// The hub (root here) makes session directories owner-only: their
+	// containers must run as its user, named explicitly.
+	box := cfg.Workspaces.Named["box"].Destination
+	box.User = "0"
+	cfg.Workspaces.Named["box"] = config.WorkspaceConfig{Path: r.dir, Destination: box}
 	cfg.Access.Grants = map[string][]string{"telegram:1": {"ops"}, "telegram:2": {"ops"}}
 	cfg.Sessions.Mode = hub.ModeSession
 	if err := cfg.Validate(); err != nil {
@@ -335,5 +347,36 @@ func TestDockerUseWhereAndSessions(t *testing.T) {
 	}
 	if ids := r.containers(t); len(ids) != 2 {
 		t.Fatalf("want one container per session, got %v", ids)
+	}
+}
+
+// TestDockerWorkspaceHoldingTheStateDeep: a docker workspace whose
+// directory holds the state directory below its top level (where a
+// program could move what hides it) stops hub exec and hub serve at start
+// with the fix, and hub doctor reports it; the daemon is never asked.
+func TestDockerWorkspaceHoldingTheStateDeep(t *testing.T) {
+	r := newDockerRig(t, "")
+	yml, err := os.ReadFile(filepath.Join(r.dir, "hub.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := strings.Replace(string(yml), "  box:\n    path: .\n", "  box:\n    path: ..\n", 1)
+	if err := os.WriteFile(filepath.Join(r.dir, "hub.yml"), []byte(deep), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{" box", "holds the protected directory " + r.state + " below its top level", "move it out of the workspace or to its top level"}
+	for _, args := range [][]string{{"exec", "--config", "hub.yml", "--workspace", "default"}, {"serve", "--config", "hub.yml"}, {"doctor", "--config", "hub.yml"}} {
+		out, errs, code := r.hub(t, `{"verb":"fs.exists","arguments":{"path":"x"}}`, args...)
+		if code == 0 {
+			t.Fatalf("hub %v accepted the workspace: %q %q", args, out, errs)
+		}
+		for _, w := range want {
+			if !strings.Contains(out+errs, w) {
+				t.Fatalf("hub %v: %q %q lacks %q", args, out, errs, w)
+			}
+		}
+	}
+	if ids := r.containers(t); len(ids) != 0 {
+		t.Fatalf("containers were made: %v", ids)
 	}
 }

@@ -59,6 +59,37 @@ func unprivileged(t *testing.T) *syscall.Credential {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 }
 
+// binaryFor returns this test binary and a directory to run it in, as the
+// user of cred: the go build cache is private to root, so for another user
+// the binary is copied to a directory that user may enter (removed when t
+// ends).
+func binaryFor(t *testing.T, cred *syscall.Credential) (bin, dir string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred == nil {
+		return self, t.TempDir()
+	}
+	if dir, err = os.MkdirTemp("", "hub-test-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin = filepath.Join(dir, "hub.test")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir
+}
+
 // TestHardenHidesEnviron runs a stand-in hub with a token in its
 // environment and reads /proc/<pid>/environ as the same user: the
 // non-dumpable hub refuses, the control (same process without harden) does
@@ -66,31 +97,7 @@ func unprivileged(t *testing.T) *syscall.Credential {
 func TestHardenHidesEnviron(t *testing.T) {
 	const secret = "tok-3f9a1c-secret"
 	cred := unprivileged(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := self
-	dir := t.TempDir()
-	if cred != nil {
-		// The go build cache is private to root: copy the binary where the
-		// test user can run it.
-		if dir, err = os.MkdirTemp("", "hub-harden-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		bin = filepath.Join(dir, "hub.test")
-		b, err := os.ReadFile(self)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin, dir := binaryFor(t, cred)
 	for _, tc := range []struct {
 		mode     string
 		readable bool

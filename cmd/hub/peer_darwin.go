@@ -12,18 +12,19 @@ import (
 // (LOCAL_PEERCRED).
 func peerCheckSupported() error { return nil }
 
-// peerUID is the uid of the process at the other end of c, -1 when unknown.
-func peerUID(c *net.UnixConn) int {
+// peerTrusted tells whether the process at the other end of c runs as
+// uid (macOS has no mount or PID namespaces to compare).
+func peerTrusted(c *net.UnixConn, uid int) bool {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return -1
+		return false
 	}
-	uid := -1
+	peer := -1
 	_ = raw.Control(func(fd uintptr) {
 		cred, err := unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
 		if err == nil {
-			uid = int(cred.Uid)
+			peer = int(cred.Uid)
 		}
 	})
-	return uid
+	return peer == uid
 }

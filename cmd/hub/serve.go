@@ -300,7 +300,8 @@ func listenAdmin(path string) (net.Listener, error) {
 		}
 	}
 	// The state directory is 0700, so the socket is never reachable by
-	// others, even before the chmod; peers are also checked by uid.
+	// others, even before the chmod; peers are also checked by uid and
+	// namespaces (peerTrusted).
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
@@ -312,7 +313,8 @@ func listenAdmin(path string) (net.Listener, error) {
 	return &ownerListener{Listener: ln, uid: os.Getuid()}, nil
 }
 
-// ownerListener accepts only connections from processes of the hub's own user.
+// ownerListener accepts only connections from processes of the hub's own
+// user (in its own mount and PID namespaces, where the system has them).
 type ownerListener struct {
 	net.Listener
 	uid int
@@ -324,7 +326,7 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if uc, ok := c.(*net.UnixConn); ok && peerUID(uc) == l.uid {
+		if uc, ok := c.(*net.UnixConn); ok && peerTrusted(uc, l.uid) {
 			return c, nil
 		}
 		c.Close()

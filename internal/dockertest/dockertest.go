@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +27,7 @@ import (
 )
 
 // Image is the reference of the test image BusyboxImage builds.
-const Image = "hermes-hub-test/busybox:1"
+const Image = "hermes-hub-test/busybox:2"
 
 // busybox is the static busybox the image is made from (Debian's
 // busybox-static).
@@ -75,6 +76,14 @@ func BusyboxImage(t testing.TB) string {
 // returns its reference.
 func ImportBusybox(t testing.TB, c *client.Client) string {
 	t.Helper()
+	return ImportApplets(t, c, Image)
+}
+
+// ImportApplets makes sure image ref exists on the daemon of c, made like
+// Image but with only the applets named (every applet when none is), and
+// returns ref.
+func ImportApplets(t testing.TB, c *client.Client, ref string, applets ...string) string {
+	t.Helper()
 	if _, err := os.Stat(busybox); err != nil {
 		Unavailable(t, fmt.Sprintf("no %s to build the test image from (install busybox-static): %v", busybox, err))
 	}
@@ -82,14 +91,14 @@ func ImportBusybox(t testing.TB, c *client.Client) string {
 	defer buildMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := c.ImageInspect(ctx, Image); err == nil {
-		return Image
+	if _, err := c.ImageInspect(ctx, ref); err == nil {
+		return ref
 	}
-	root, err := RootFS()
+	root, err := RootFS(applets...)
 	if err != nil {
 		t.Fatalf("build the test image: %v", err)
 	}
-	res, err := c.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(root), SourceName: "-"}, Image,
+	res, err := c.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(root), SourceName: "-"}, ref,
 		client.ImageImportOptions{Message: "hermes-hub test image (busybox-static)"})
 	if err != nil {
 		t.Fatalf("import the test image: %v", err)
@@ -97,15 +106,16 @@ func ImportBusybox(t testing.TB, c *client.Client) string {
 	defer res.Close()
 	var out bytes.Buffer
 	_, _ = out.ReadFrom(res)
-	if _, err := c.ImageInspect(ctx, Image); err != nil {
+	if _, err := c.ImageInspect(ctx, ref); err != nil {
 		t.Fatalf("import the test image: %v (%s)", err, strings.TrimSpace(out.String()))
 	}
-	return Image
+	return ref
 }
 
 // RootFS returns a tar of a root filesystem holding /bin/busybox, a link
-// per applet and the usual empty directories.
-func RootFS() ([]byte, error) {
+// per applet (only those named, when some are) and the usual empty
+// directories.
+func RootFS(applets ...string) ([]byte, error) {
 	bin, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, err
@@ -124,7 +134,11 @@ func RootFS() ([]byte, error) {
 			return nil
 		}
 		dirs[d] = true
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: mod})
+		mode := int64(0o755)
+		if d == "tmp" {
+			mode = 0o1777 // as in any image: a container's /tmp keeps it
+		}
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: mode, ModTime: mod})
 	}
 	for _, d := range []string{"bin", "sbin", "usr", "usr/bin", "usr/sbin", "etc", "tmp", "proc", "sys", "dev", "workspace", "root"} {
 		if err := dir(d); err != nil {
@@ -139,7 +153,7 @@ func RootFS() ([]byte, error) {
 	}
 	for _, name := range strings.Fields(string(list)) {
 		name = strings.TrimPrefix(path.Clean("/"+name), "/")
-		if name == "bin/busybox" || name == "" {
+		if name == "bin/busybox" || name == "" || len(applets) > 0 && !slices.Contains(applets, path.Base(name)) {
 			continue
 		}
 		if err := dir(path.Dir(name)); err != nil {

@@ -4,12 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +61,7 @@ type want struct {
 	dir    string
 	mounts []mount.Mount
 	hash   string
+	masks  []string // the container paths mounted over to hide them
 }
 
 func (r *Runner) box(name, session string) *box {
@@ -84,42 +82,84 @@ func (r *Runner) want(spec verbs.RunSpec) (want, error) {
 	if err != nil || !fi.IsDir() {
 		return w, r.errorf(codeIO, "the workspace directory %s is missing (removed?); create it again or fix the workspace's path", spec.Dir)
 	}
+	masks, xerr := r.masks(spec.Dir, spec.Hide, false)
+	if xerr != nil {
+		return w, r.errorf(xerr.Code, "%s", xerr.Message)
+	}
 	st, haveOwner := ownerOf(fi)
-	w.user = r.cfg.User
-	if w.user == "" && haveOwner {
-		w.user = fmt.Sprintf("%d:%d", st.uid, st.gid)
+	w.user = r.containerUser(st, haveOwner)
+	if haveOwner && !canEnter(w.user, st, fi.Mode()) {
+		return w, r.errorf(codeInvalid, "its container runs as %s, which cannot enter the workspace directory %s (owner %d:%d, mode %o); chown the directory to the user its programs should run as, or set the destination's user (0 for root, explicitly)",
+			w.user, spec.Dir, st.uid, st.gid, fi.Mode().Perm())
 	}
 	w.dir = spec.Dir
 	w.mounts = []mount.Mount{{Type: mount.TypeBind, Source: spec.Dir, Target: "/workspace",
 		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}}
 	h := sha256.New()
-	fmt.Fprintf(h, "v1\x00%s\x00%s\x00%d\x00%v\x00%d\x00%s\x00%s\x00", r.cfg.Image, r.cfg.Network, r.cfg.Memory, r.cfg.CPUs, r.cfg.Pids, w.user, spec.Dir)
+	fmt.Fprintf(h, "v2\x00%s\x00%s\x00%d\x00%v\x00%d\x00%s\x00%s\x00%s\x00", r.cfg.Image, r.cfg.Network, r.cfg.Memory, r.cfg.CPUs, r.cfg.Pids, w.user, spec.Dir, profileHash())
 	if haveOwner {
 		// A directory removed and made again is another inode: the old
 		// container still has the removed one mounted.
 		fmt.Fprintf(h, "%d:%d\x00", st.dev, st.ino)
 	}
-	for _, hide := range spec.Hide {
-		clean := path.Clean("/" + hide)
-		if clean == "/" {
+	for _, m := range masks {
+		w.masks = append(w.masks, m.target())
+		if !m.dir {
+			w.mounts = append(w.mounts, mount.Mount{Type: mount.TypeBind, Source: os.DevNull, Target: m.target(), ReadOnly: true})
+			fmt.Fprintf(h, "file %s\x00", m.rel)
 			continue
 		}
-		hfi, err := os.Lstat(filepath.Join(spec.Dir, filepath.FromSlash(clean)))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // nothing to hide; a later one changes the hash
-		}
-		target := "/workspace" + clean
-		if err == nil && !hfi.IsDir() {
-			w.mounts = append(w.mounts, mount.Mount{Type: mount.TypeBind, Source: os.DevNull, Target: target, ReadOnly: true})
-			fmt.Fprintf(h, "file %s\x00", clean)
-			continue
-		}
-		w.mounts = append(w.mounts, mount.Mount{Type: mount.TypeTmpfs, Target: target, ReadOnly: true,
+		w.mounts = append(w.mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m.target(), ReadOnly: true,
 			TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o500}})
-		fmt.Fprintf(h, "dir %s\x00", clean)
+		fmt.Fprintf(h, "dir %s\x00", m.rel)
 	}
 	w.hash = hex.EncodeToString(h.Sum(nil))[:32]
 	return w, nil
+}
+
+// nobody is the uid and gid a container runs as instead of root's when
+// the configuration does not name root.
+const nobody = 65534
+
+// canEnter tells whether user (uid[:gid]) may search a directory of
+// owner and mode, as far as the host can tell (supplementary groups come
+// from the image); root may.
+func canEnter(user string, owner fileOwner, mode fs.FileMode) bool {
+	u, g, _ := strings.Cut(user, ":")
+	uid, err := strconv.ParseUint(u, 10, 32)
+	if err != nil || uid == 0 {
+		return true
+	}
+	switch {
+	case uid == owner.uid:
+		return mode&0o100 != 0
+	case g == "":
+		return true // the group comes from the image: the kernel decides
+	case g == strconv.FormatUint(owner.gid, 10):
+		return mode&0o010 != 0
+	}
+	return mode&0o001 != 0
+}
+
+// containerUser is the uid:gid a workspace's container runs as:
+// Config.User when set (0 there is root, named explicitly), otherwise
+// the workspace directory's owner, with nobody in place of root (uid or
+// gid 0) and when the owner is unknown.
+func (r *Runner) containerUser(owner fileOwner, known bool) string {
+	if r.cfg.User != "" {
+		return r.cfg.User
+	}
+	if !known {
+		return fmt.Sprintf("%d:%d", nobody, nobody)
+	}
+	uid, gid := owner.uid, owner.gid
+	if uid == 0 {
+		uid = nobody
+	}
+	if gid == 0 {
+		gid = nobody
+	}
+	return fmt.Sprintf("%d:%d", uid, gid)
 }
 
 // acquire makes the container of spec's session ready and counts the
@@ -133,6 +173,9 @@ func (r *Runner) acquire(ctx context.Context, cli *client.Client, spec verbs.Run
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := r.ensure(ctx, cli, b, w); err != nil {
+		return nil, w, err
+	}
+	if err := r.checkMasks(ctx, cli, b, w); err != nil {
 		return nil, w, err
 	}
 	b.active++
@@ -184,7 +227,18 @@ func (r *Runner) ensure(ctx context.Context, cli *client.Client, b *box, w want)
 		}
 		return r.create(ctx, cli, b, w)
 	}
+	r.started(ctx, cli, b)
 	return nil
+}
+
+// started looks for the host's view of b's container, just started (so
+// the next calls, and the check of its masks, read it from the host). b.mu
+// is held.
+func (r *Runner) started(ctx context.Context, cli *client.Client, b *box) {
+	ins, err := cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
+	if err == nil && ins.Container.State != nil && ins.Container.State.Running {
+		b.view = newHostView(b.id, ins.Container.State.Pid)
+	}
 }
 
 func (r *Runner) labels(session, hash string) map[string]string {
@@ -192,7 +246,11 @@ func (r *Runner) labels(session, hash string) map[string]string {
 }
 
 // containerSpec is the configuration of every container the runner makes.
-func (r *Runner) containerSpec(user string, labels map[string]string, mounts []mount.Mount) (*container.Config, *container.HostConfig) {
+func (r *Runner) containerSpec(user string, labels map[string]string, mounts []mount.Mount) (*container.Config, *container.HostConfig, error) {
+	prof, err := seccompProfile()
+	if err != nil {
+		return nil, nil, r.errorf(codeIO, "cannot build the containers' seccomp profile: %v", err)
+	}
 	init := true
 	cfg := &container.Config{
 		Image: r.cfg.Image, Cmd: keeper, User: user, WorkingDir: "/workspace", Labels: labels,
@@ -200,7 +258,7 @@ func (r *Runner) containerSpec(user string, labels map[string]string, mounts []m
 	hc := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(r.cfg.Network),
 		Mounts:         mounts,
-		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,size=64m"},
+		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
@@ -216,12 +274,18 @@ func (r *Runner) containerSpec(user string, labels map[string]string, mounts []m
 		p := r.cfg.Pids
 		hc.PidsLimit = &p
 	}
-	return cfg, hc
+	if prof != "" {
+		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp="+prof)
+	}
+	return cfg, hc, nil
 }
 
 // create makes and starts b's container. b.mu is held.
 func (r *Runner) create(ctx context.Context, cli *client.Client, b *box, w want) error {
-	cfg, hc := r.containerSpec(w.user, r.labels(b.session, w.hash), w.mounts)
+	cfg, hc, err := r.containerSpec(w.user, r.labels(b.session, w.hash), w.mounts)
+	if err != nil {
+		return err
+	}
 	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: b.name, Config: cfg, HostConfig: hc})
 	if err != nil {
 		return r.createError(err)
@@ -233,6 +297,7 @@ func (r *Runner) create(ctx context.Context, cli *client.Client, b *box, w want)
 		return r.startError(err)
 	}
 	r.log.Info("created the workspace's container", "container", short(res.ID), "session", b.session, "image", r.cfg.Image)
+	r.started(ctx, cli, b)
 	return nil
 }
 

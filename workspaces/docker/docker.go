@@ -8,24 +8,28 @@
 // hub, which finds it again by its labels (io.hermes-hub.hub,
 // io.hermes-hub.workspace, io.hermes-hub.session and io.hermes-hub.config, a
 // hash of every setting that shapes the container). A container whose
-// settings hash differs (another image, limit, user, hidden path, or a
-// workspace directory that was replaced) is removed and created again; one
-// removed from outside is created again; one that stopped is started again.
-// Reset removes containers; the idle sweeper removes those unused for
-// Config.IdleTimeout.
+// settings hash differs (another image, limit, user, hidden path, seccomp
+// profile, or a workspace directory that was replaced) is removed and
+// created again; one removed from outside is created again; one that
+// stopped is started again. Reset removes containers; the idle sweeper
+// removes those unused for Config.IdleTimeout.
 //
 // The workspace directory is bind-mounted at /workspace, the root of
-// working directories. Each hidden path (the hub's state directory) is
-// covered by an empty read-only tmpfs (a file by /dev/null), so the program
-// cannot see it. The container has no network unless configured, drops
-// every capability, runs with no-new-privileges, never privileged, as the
-// workspace directory's owner unless Config.User says otherwise, with the
-// configured memory (and no swap beyond it), CPU and process limits, a
-// read-only root filesystem and a 64 MiB tmpfs at /tmp. An image whose
-// programs write outside /tmp and /workspace (a package manager writing to
-// /var, a tool writing to a home directory under /root or /home) fails with
-// "read-only file system" there: point such tools at /tmp (HOME=/tmp in the
-// allow-listed environment) or bake what they need into the image.
+// working directories. The hub's state directory, when it lies at the top
+// level of that directory, is covered by an empty read-only tmpfs, so the
+// program cannot see it; a protected path anywhere else in it is refused
+// (see protect.go). The container has no network unless configured, drops
+// every capability, runs with no-new-privileges, never privileged, under
+// Docker's default seccomp profile less the calls that make set-user-ID or
+// set-group-ID files (see seccomp_linux.go), as Config.User, or else as the
+// workspace directory's owner with 65534 in place of root (see
+// containerUser), with the configured memory (and no swap beyond it), CPU
+// and process limits, a read-only root filesystem and a 64 MiB tmpfs at
+// /tmp. An image whose programs write outside /tmp and /workspace (a
+// package manager writing to /var, a tool writing to a home directory under
+// /root or /home) fails with "read-only file system" there: point such
+// tools at /tmp (HOME=/tmp in the allow-listed environment) or bake what
+// they need into the image.
 //
 // PID 1 is Docker's init (docker-init, tini), which reaps orphans, and its
 // only child is a keeper (sleep) that holds the container up; the image
@@ -152,11 +156,21 @@ type Config struct {
 	Memory      int64         // bytes, 0 = no limit
 	CPUs        float64       // 0 = no limit
 	Pids        int64         // 0 = no limit
-	User        string        // "" = the uid:gid that owns the workspace directory (RunSpec.Dir)
+	User        string        // uid[:gid]; "" = the owner of the workspace directory (RunSpec.Dir), 65534 for root (see containerUser)
 	EnvAllow    []string      // variables copied from the hub's environment into each exec
 	IdleTimeout time.Duration // a container unused this long is removed (0 = 30m)
 	HubID       string        // identifies this hub (a hash of its state dir); labels, so two hubs never share containers
 	Host        string        // daemon address; "" = the environment's (DOCKER_HOST) or the default socket
+
+	// Dir is the workspace directory (absolute host path); when set, New
+	// refuses it if it holds a protected path where a container could
+	// reach it (see protect.go). Every call checks its RunSpec.Dir again.
+	Dir string
+	// Protect lists absolute host paths no program in a container may
+	// reach: the hub's state directory, and files such as the
+	// configuration, token and key files. A directory must exist when New
+	// runs to be protected as one (it is held open); see protect.go.
+	Protect []string
 }
 
 // Options are the runner's collaborators.
@@ -185,6 +199,8 @@ type Runner struct {
 	cli     *client.Client
 	cliErr  error
 
+	guards []*guarded // Config.Protect, opened
+
 	mu    sync.Mutex
 	boxes map[string]*box // by container name
 
@@ -196,7 +212,7 @@ type Runner struct {
 
 var (
 	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-	userRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$`)
+	userRE = regexp.MustCompile(`^[0-9]{1,10}(:[0-9]{1,10})?$`)
 	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
@@ -220,7 +236,7 @@ func New(cfg Config, opts Options) (*Runner, error) {
 	case cfg.Pids < 0:
 		return nil, bad("pids %d is negative; give 0 for no limit or a number of processes such as 256", cfg.Pids)
 	case cfg.User != "" && !userRE.MatchString(cfg.User):
-		return nil, bad("user %q is not a user; give uid:gid, a name, or \"\" for the workspace directory's owner", cfg.User)
+		return nil, bad("user %q is not accepted; give uid[:gid] such as 1000:1000 (0 runs as root), or \"\" for the workspace directory's owner (65534 when root owns it)", cfg.User)
 	case cfg.IdleTimeout < 0:
 		return nil, bad("idle timeout %v is negative", cfg.IdleTimeout)
 	case cfg.HubID == "":
@@ -237,8 +253,18 @@ func New(cfg Config, opts Options) (*Runner, error) {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
-	r := &Runner{cfg: cfg, log: opts.Logger, clock: opts.Clock, boxes: map[string]*box{},
+	guards, err := openGuarded(cfg.Protect)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	r := &Runner{cfg: cfg, log: opts.Logger, clock: opts.Clock, boxes: map[string]*box{}, guards: guards,
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if cfg.Dir != "" {
+		if _, err := r.masks(cfg.Dir, nil, true); err != nil {
+			closeGuarded(guards)
+			return nil, fmt.Errorf("docker destination: %w", err)
+		}
+	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -315,7 +341,11 @@ func sizeString(n int64) string {
 // Close stops the idle sweeper and closes the client. Containers keep
 // running: a later runner (the hub restarted) finds them again.
 func (r *Runner) Close() error {
-	r.once.Do(func() { close(r.done) })
+	r.once.Do(func() {
+		close(r.done)
+		r.wg.Wait()
+		closeGuarded(r.guards)
+	})
 	r.wg.Wait()
 	r.cliOnce.Do(func() {}) // orders the read of r.cli after its making
 	if r.cli != nil {

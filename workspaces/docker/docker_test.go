@@ -24,6 +24,9 @@ import (
 	"github.com/moby/moby/client"
 )
 
+// wsOwner owns the test workspaces: an unprivileged uid and gid.
+const wsOwner = 4242
+
 // env is a workspace whose proc.run goes through a docker Runner, with a
 // local twin (same directory, no runner) to compare with.
 type env struct {
@@ -51,6 +54,11 @@ func newEnv(t testing.TB, mut func(*docker.Config)) *env {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The workspace belongs to an unprivileged user, whom its container
+	// runs as (a root-owned one would run as nobody, and could not write).
+	if err := os.Chown(e.dir, wsOwner, wsOwner); err != nil {
+		t.Fatal(err)
 	}
 	write(t, filepath.Join(e.state, "hub.db"), "state\n")
 	write(t, filepath.Join(e.outside, "secret.txt"), "outside secret\n")
@@ -413,7 +421,9 @@ func TestSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer host.Close()
-	r, err := docker.New(docker.Config{Workspace: "sandbox", Image: image, HubID: testHub(t, cli)}, docker.Options{Logger: testkit.Discard()})
+	// The hub (root here) makes session directories owner-only: their
+	// containers must run as its user, named explicitly.
+	r, err := docker.New(docker.Config{Workspace: "sandbox", Image: image, HubID: testHub(t, cli), User: "0"}, docker.Options{Logger: testkit.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,16 +552,18 @@ func TestCheckAndDescribe(t *testing.T) {
 func TestNewRejects(t *testing.T) {
 	ok := docker.Config{Workspace: "w", Image: "img:1", HubID: "h"}
 	cases := map[string]func(*docker.Config){
-		"no image":      func(c *docker.Config) { c.Image = "" },
-		"bad network":   func(c *docker.Config) { c.Network = "a b" },
-		"tiny memory":   func(c *docker.Config) { c.Memory = 1024 },
-		"negative cpus": func(c *docker.Config) { c.CPUs = -1 },
-		"negative pids": func(c *docker.Config) { c.Pids = -1 },
-		"bad user":      func(c *docker.Config) { c.User = "a b" },
-		"bad env name":  func(c *docker.Config) { c.EnvAllow = []string{"A=B"} },
-		"no hub id":     func(c *docker.Config) { c.HubID = "" },
-		"no workspace":  func(c *docker.Config) { c.Workspace = "" },
-		"negative idle": func(c *docker.Config) { c.IdleTimeout = -time.Second },
+		"no image":                func(c *docker.Config) { c.Image = "" },
+		"bad network":             func(c *docker.Config) { c.Network = "a b" },
+		"tiny memory":             func(c *docker.Config) { c.Memory = 1024 },
+		"negative cpus":           func(c *docker.Config) { c.CPUs = -1 },
+		"negative pids":           func(c *docker.Config) { c.Pids = -1 },
+		"bad user":                func(c *docker.Config) { c.User = "a b" },
+		"user by name":            func(c *docker.Config) { c.User = "toor" }, // its uid is the image's to say
+		"relative protected path": func(c *docker.Config) { c.Protect = []string{".hub"} },
+		"bad env name":            func(c *docker.Config) { c.EnvAllow = []string{"A=B"} },
+		"no hub id":               func(c *docker.Config) { c.HubID = "" },
+		"no workspace":            func(c *docker.Config) { c.Workspace = "" },
+		"negative idle":           func(c *docker.Config) { c.IdleTimeout = -time.Second },
 	}
 	for name, mut := range cases {
 		t.Run(name, func(t *testing.T) {

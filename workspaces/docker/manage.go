@@ -38,8 +38,10 @@ func (r *Runner) Check(ctx context.Context) error {
 	_, _ = rand.Read(nonce[:])
 	labels := r.labels("", "check")
 	labels[labelCheck] = "1"
-	user := r.cfg.User
-	cfg, hc := r.containerSpec(user, labels, []mount.Mount{{Type: mount.TypeTmpfs, Target: "/workspace"}})
+	cfg, hc, err := r.containerSpec(r.containerUser(fileOwner{}, false), labels, []mount.Mount{{Type: mount.TypeTmpfs, Target: "/workspace"}})
+	if err != nil {
+		return err
+	}
 	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: r.containerName("") + "-check-" + hex.EncodeToString(nonce[:]), Config: cfg, HostConfig: hc})
 	if err != nil {
 		return r.createError(err)

@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -253,18 +254,31 @@ func (r *Runner) accepting(ctx context.Context, cli *client.Client) bool {
 // probe runs the keeper's program for no time in container id and tells
 // whether it ran: the container's PID 1 lives.
 func (r *Runner) probe(ctx context.Context, cli *client.Client, id, user string) bool {
-	ex, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{User: user, AttachStdout: true, AttachStderr: true, Cmd: []string{keeper[0], "0"}})
+	code, err := r.execOutput(ctx, cli, id, user, io.Discard, keeper[0], "0")
+	return err == nil && code == 0
+}
+
+// execOutput runs cmd in container id as user, copies at most 1 MiB of
+// its stdout to w and returns its exit code.
+func (r *Runner) execOutput(ctx context.Context, cli *client.Client, id, user string, w io.Writer, cmd ...string) (int, error) {
+	ex, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{User: user, AttachStdout: true, AttachStderr: true, Cmd: cmd})
 	if err != nil {
-		return false
+		return -1, err
 	}
 	at, err := cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return false
+		return -1, err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(at.Reader, 64<<10))
+	_, _ = stdcopy.StdCopy(w, io.Discard, io.LimitReader(at.Reader, 1<<20))
 	at.Close()
 	ins, err := r.execDone(ctx, cli, ex.ID)
-	return err == nil && !ins.Running && ins.ExitCode == 0
+	if err != nil {
+		return -1, err
+	}
+	if ins.Running {
+		return -1, fmt.Errorf("%s did not end", cmd[0])
+	}
+	return ins.ExitCode, nil
 }
 
 // oomError says the program ran out of memory and marks the container for
@@ -292,18 +306,8 @@ func (r *Runner) oomKilled(ctx context.Context, cli *client.Client, b *box, user
 			return n > 0
 		}
 	}
-	ex, err := cli.ExecCreate(ctx, b.id, client.ExecCreateOptions{User: user, AttachStdout: true,
-		Cmd: []string{"cat", "/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"}})
-	if err != nil {
-		return false
-	}
-	at, err := cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
-	if err != nil {
-		return false
-	}
-	defer at.Close()
 	var out bytes.Buffer
-	_, _ = stdcopy.StdCopy(&out, io.Discard, io.LimitReader(at.Reader, 64<<10))
+	_, _ = r.execOutput(ctx, cli, b.id, user, &out, "cat", "/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 	for _, line := range strings.Split(out.String(), "\n") {
 		if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" && f[1] != "0" {
 			return true
