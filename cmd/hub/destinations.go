@@ -16,11 +16,13 @@ import (
 
 // runnerFactory builds the runners of the destinations other than local:
 // the one place a destination kind is plugged in. A docker runner protects
-// the state directory (docs/workspaces.md): it refuses a workspace that
-// holds it anywhere but at its top level.
+// the state directory, the configuration file and the secret files it
+// names (docs/workspaces.md): it refuses a workspace that holds the state
+// anywhere but at its top level, or any of the files.
 func runnerFactory(cfg *config.Config, logger *slog.Logger) workspaces.RunnerFactory {
 	id := hubID(cfg.StateDir)
 	state, _ := filepath.Abs(cfg.StateDir)
+	protect := append([]string{state}, cfg.ProtectedPaths()...)
 	return func(name string, d config.Destination) (verbs.Runner, error) {
 		switch d.Kind {
 		case config.DestinationDocker:
@@ -31,7 +33,7 @@ func runnerFactory(cfg *config.Config, logger *slog.Logger) workspaces.RunnerFac
 			return docker.New(docker.Config{
 				Workspace: name, Image: d.Image, Network: d.Network, Memory: int64(d.Memory), CPUs: d.CPUs,
 				Pids: d.Pids, User: d.User, EnvAllow: d.EnvAllow, IdleTimeout: d.IdleTimeout.D(), HubID: id, Host: d.DockerHost,
-				Dir: dir, Protect: []string{state},
+				Dir: dir, Protect: protect,
 			}, docker.Options{Logger: logger})
 		}
 		return nil, fmt.Errorf("destination kind %q is not supported (accepted: %s)", d.Kind, strings.Join(config.DestinationKinds, ", "))

@@ -71,7 +71,9 @@ access:
   grants:
     web: [ops]
 %s`, r.image, extra)
-	if err := os.WriteFile(filepath.Join(r.dir, "hub.yml"), []byte(yml), 0o600); err != nil {
+	// The configuration lies outside the workspace: a docker workspace may
+	// not hold it (its container could read or rewrite it).
+	if err := os.WriteFile(filepath.Join(r.root, "hub.yml"), []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.removeContainers(t) })
@@ -124,7 +126,7 @@ type execResult struct {
 // exec runs one envelope with hub exec in workspace ws ("" for default).
 func (r *dockerRig) exec(t *testing.T, ws, envelope string) execResult {
 	t.Helper()
-	args := []string{"exec", "--config", "hub.yml"}
+	args := []string{"exec", "--config", "../hub.yml"}
 	if ws != "" {
 		args = append(args, "--workspace", ws)
 	}
@@ -217,7 +219,7 @@ func TestDockerWorkspaceEndToEnd(t *testing.T) {
 	}
 
 	// Offline: reset removes it; the next call makes another.
-	if out, errs, code := r.hub(t, "", "workspaces", "reset", "box", "--config", "hub.yml"); code != 0 || !strings.Contains(out, "workspace box: removed every sandbox") {
+	if out, errs, code := r.hub(t, "", "workspaces", "reset", "box", "--config", "../hub.yml"); code != 0 || !strings.Contains(out, "workspace box: removed every sandbox") {
 		t.Fatalf("offline reset: %d %q %q", code, out, errs)
 	}
 	if ids := r.containers(t); len(ids) != 0 {
@@ -228,7 +230,7 @@ func TestDockerWorkspaceEndToEnd(t *testing.T) {
 	}
 
 	// Through a running hub: list shows the container, reset removes it.
-	cmd := exec.Command(hubBin, "serve", "--config", "hub.yml")
+	cmd := exec.Command(hubBin, "serve", "--config", "../hub.yml")
 	cmd.Dir = r.dir
 	cmd.Env = append(os.Environ(), "HUB_CONFIG=", "HUB_WEB_TOKEN_TEST="+dockerSecret)
 	logs := &syncWriter{}
@@ -241,28 +243,28 @@ func TestDockerWorkspaceEndToEnd(t *testing.T) {
 		_, err := os.Stat(filepath.Join(r.state, "hub.sock"))
 		return err == nil
 	})
-	out, errs, code := r.hub(t, "", "workspaces", "list", "--config", "hub.yml")
+	out, errs, code := r.hub(t, "", "workspaces", "list", "--config", "../hub.yml")
 	if code != 0 || !strings.Contains(out, "box") || !strings.Contains(out, "container ") || !strings.Contains(out, "running session (workspace)") {
 		t.Fatalf("list through the running hub: %d %q %q\n%s", code, out, errs, logs)
 	}
-	out, _, code = r.hub(t, "", "workspaces", "list", "--config", "hub.yml", "--json")
+	out, _, code = r.hub(t, "", "workspaces", "list", "--config", "../hub.yml", "--json")
 	if code != 0 || !strings.Contains(out, `"containers": [`) || !strings.Contains(out, `"kind": "docker"`) {
 		t.Fatalf("list --json through the running hub: %d %q", code, out)
 	}
-	out, _, code = r.hub(t, "", "workspaces", "show", "--config", "hub.yml", "--chat", "chat:telegram:5")
+	out, _, code = r.hub(t, "", "workspaces", "show", "--config", "../hub.yml", "--chat", "chat:telegram:5")
 	if code != 0 || !strings.Contains(out, "workspace:   default") || !strings.Contains(out, "why:         default") {
 		t.Fatalf("show through the running hub: %d %q", code, out)
 	}
-	if out, errs, code := r.hub(t, "", "workspaces", "reset", "default", "--config", "hub.yml"); code == 0 || !strings.Contains(errs, "runs locally") {
+	if out, errs, code := r.hub(t, "", "workspaces", "reset", "default", "--config", "../hub.yml"); code == 0 || !strings.Contains(errs, "runs locally") {
 		t.Fatalf("reset default through the running hub: %d %q %q", code, out, errs)
 	}
-	if out, errs, code := r.hub(t, "", "workspaces", "reset", "box", "--config", "hub.yml"); code != 0 || !strings.Contains(out, "workspace box: removed every sandbox") {
+	if out, errs, code := r.hub(t, "", "workspaces", "reset", "box", "--config", "../hub.yml"); code != 0 || !strings.Contains(out, "workspace box: removed every sandbox") {
 		t.Fatalf("reset through the running hub: %d %q %q", code, out, errs)
 	}
 	if ids := r.containers(t); len(ids) != 0 {
 		t.Fatalf("containers left after reset through the running hub: %v", ids)
 	}
-	if out, _, _ := r.hub(t, "", "workspaces", "list", "--config", "hub.yml"); !strings.Contains(out, "containers: none") {
+	if out, _, _ := r.hub(t, "", "workspaces", "list", "--config", "../hub.yml"); !strings.Contains(out, "containers: none") {
 		t.Fatalf("list after the reset: %q", out)
 	}
 	if strings.Contains(logs.String(), dockerSecret) {
@@ -275,7 +277,7 @@ func TestDockerWorkspaceEndToEnd(t *testing.T) {
 // in box and each session sees only its own directory.
 func TestDockerUseWhereAndSessions(t *testing.T) {
 	r := newDockerRig(t, "")
-	cfg, err := config.Load(filepath.Join(r.dir, "hub.yml"))
+	cfg, err := config.Load(filepath.Join(r.root, "hub.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,15 +358,45 @@ func TestDockerUseWhereAndSessions(t *testing.T) {
 // with the fix, and hub doctor reports it; the daemon is never asked.
 func TestDockerWorkspaceHoldingTheStateDeep(t *testing.T) {
 	r := newDockerRig(t, "")
-	yml, err := os.ReadFile(filepath.Join(r.dir, "hub.yml"))
+	yml, err := os.ReadFile(filepath.Join(r.root, "hub.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	deep := strings.Replace(string(yml), "  box:\n    path: .\n", "  box:\n    path: ..\n", 1)
-	if err := os.WriteFile(filepath.Join(r.dir, "hub.yml"), []byte(deep), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(r.root, "hub.yml"), []byte(deep), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{" box", "holds the protected directory " + r.state + " below its top level", "move it out of the workspace or to its top level"}
+	for _, args := range [][]string{{"exec", "--config", "../hub.yml", "--workspace", "default"}, {"serve", "--config", "../hub.yml"}, {"doctor", "--config", "../hub.yml"}} {
+		out, errs, code := r.hub(t, `{"verb":"fs.exists","arguments":{"path":"x"}}`, args...)
+		if code == 0 {
+			t.Fatalf("hub %v accepted the workspace: %q %q", args, out, errs)
+		}
+		for _, w := range want {
+			if !strings.Contains(out+errs, w) {
+				t.Fatalf("hub %v: %q %q lacks %q", args, out, errs, w)
+			}
+		}
+	}
+	if ids := r.containers(t); len(ids) != 0 {
+		t.Fatalf("containers were made: %v", ids)
+	}
+}
+
+// TestDockerWorkspaceHoldingTheConfiguration: the README's layout (hub.yml
+// in the workspace's directory) with a docker workspace on that directory
+// stops exec, serve and doctor at start: the container could read or
+// rewrite the configuration.
+func TestDockerWorkspaceHoldingTheConfiguration(t *testing.T) {
+	r := newDockerRig(t, "")
+	yml, err := os.ReadFile(filepath.Join(r.root, "hub.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "hub.yml"), yml, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{" box", "holds the protected file " + filepath.Join(r.dir, "hub.yml"), "move the file out of the workspace directory"}
 	for _, args := range [][]string{{"exec", "--config", "hub.yml", "--workspace", "default"}, {"serve", "--config", "hub.yml"}, {"doctor", "--config", "hub.yml"}} {
 		out, errs, code := r.hub(t, `{"verb":"fs.exists","arguments":{"path":"x"}}`, args...)
 		if code == 0 {
