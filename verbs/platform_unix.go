@@ -31,3 +31,12 @@ func fileOwner(fi fs.FileInfo) (int, bool) {
 	}
 	return int(st.Uid), true
 }
+
+// fileGroup is the group id owning a host stat result.
+func fileGroup(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Gid), true
+}

@@ -16,3 +16,6 @@ func hostFileID(fs.FileInfo) (fileID, bool) { return fileID{}, false }
 
 // fileOwner is unknown on Windows.
 func fileOwner(fs.FileInfo) (int, bool) { return 0, false }
+
+// fileGroup is unknown on Windows.
+func fileGroup(fs.FileInfo) (int, bool) { return 0, false }
