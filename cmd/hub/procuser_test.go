@@ -149,3 +149,50 @@ func TestNodeRunsProgramsAsNobodyWhenRoot(t *testing.T) {
 	}
 	checkUnprivileged(t, res, "n0de-secret")
 }
+
+// `hub doctor` as root says whom programs run as and why: nobody by
+// default, with a warning while nobody cannot write the workspace; root,
+// as a warning, when verbs.proc.user names it; a user that does not
+// exist is a problem.
+func TestDoctorSaysWhomProgramsRunAs(t *testing.T) {
+	asRoot(t)
+	dir := workspace(t)
+	cfg := filepath.Join(dir, "hub.yml")
+	for _, tc := range []struct {
+		name, config string
+		code         int
+		want         []string
+	}{
+		{"default, workspace root's", "", 0, []string{
+			"warn  proc user      programs run as nobody (uid 65534, gid 65534): the hub runs as root, and verbs.proc.user does not name another user; that user cannot write the workspace " + dir,
+			"fix: make the workspace the user's",
+		}},
+		{"default, workspace nobody's", "", 0, []string{
+			"ok    proc user      programs run as nobody (uid 65534, gid 65534): the hub runs as root, and verbs.proc.user does not name another user\n",
+		}},
+		{"root", "verbs:\n  proc:\n    user: root\n", 0, []string{
+			"warn  proc user      programs run as root (verbs.proc.user names it): they can read the hub's tokens",
+		}},
+		{"unknown user", "verbs:\n  proc:\n    user: no-such-user-here\n", 1, []string{
+			`FAIL  proc user      verbs.proc.user: there is no user "no-such-user-here" on this machine`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "default, workspace nobody's" {
+				programsMayWrite(t, dir)
+			}
+			if err := os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\n"+tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, _, code := runHub(t, dir, "", "doctor", "--config", cfg)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d:\n%s", code, tc.code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("doctor does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
