@@ -3,6 +3,8 @@
 package verbs_test
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,10 +12,30 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/verbs"
 )
+
+// pdeathsigArg makes this test binary, run as a program, print its
+// parent-death signal and exit.
+const pdeathsigArg = "-hub-test-report-pdeathsig"
+
+func init() {
+	if len(os.Args) != 2 || os.Args[1] != pdeathsigArg {
+		return
+	}
+	var sig int32
+	if err := unix.Prctl(unix.PR_GET_PDEATHSIG, uintptr(unsafe.Pointer(&sig)), 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	fmt.Println(sig)
+	os.Exit(0)
+}
 
 // asRoot skips t (fails it under CI=true) unless the test runs as root:
 // changing user needs it.
@@ -66,6 +88,7 @@ func TestProcRunAsUnprivilegedUser(t *testing.T) {
 	t.Setenv("HUB_TEST_SECRET", "s3cr3t-token-value")
 	t.Setenv("HOME", "/root")
 	t.Setenv("USER", "root")
+	testkit.WithGroups(t, 4242, 4343) // the hub's, which the program must not keep
 	for _, supervised := range []bool{true, false} {
 		t.Run("supervised="+strconv.FormatBool(supervised), func(t *testing.T) {
 			if !supervised {
@@ -187,6 +210,62 @@ func TestProcUserMayWriteDir(t *testing.T) {
 		}
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The kernel clears the parent-death signal when the credentials change:
+// the program, run as another user, still has SIGKILL as its own, so it
+// dies with its supervisor.
+func TestProcRunAsUserKeepsParentDeathSignal(t *testing.T) {
+	asRoot(t)
+	u := defaultProcUser(t)
+	// This test binary is the program; the user must be able to run it.
+	dir, err := os.MkdirTemp("", "hub-pdeathsig-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "verbs.test")
+	copyExecutable(t, bin)
+	for _, tc := range []struct {
+		name string
+		user *verbs.ProcUser
+	}{{"as the hub's user", nil}, {"as another user", u}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.User = tc.user })
+			r := runProc(t, e, "t.pdeathsig", verbs.ProcRunArgs{Executable: bin, Arguments: []string{pdeathsigArg}})
+			if r.StdoutTail != strconv.Itoa(int(unix.SIGKILL))+"\n" {
+				t.Fatalf("the program's parent-death signal: %+v", r)
+			}
+		})
+	}
+}
+
+// copyExecutable copies this test binary to dst, mode 0755.
+func copyExecutable(t *testing.T, dst string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
