@@ -231,6 +231,10 @@ type Verbs struct {
 		MaxCPUSeconds int  `yaml:"max_cpu_seconds"` // CPU time per process; 0: the call's timeout
 		// KeepOutput: a call's stdout and stderr (proc.output) are removed this long after it started.
 		KeepOutput Duration `yaml:"keep_output"`
+		// User is whom a hub running as root runs programs as (a user name,
+		// a uid, or uid:gid); empty means nobody, and root (or 0) keeps
+		// root. A hub not running as root runs them as itself.
+		User string `yaml:"user"`
 	} `yaml:"proc"`
 	Timeout Duration `yaml:"timeout"` // bound on any verb call from chat
 	// Progress: a call from chat still running after ProgressAfter shows
@@ -820,6 +824,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Verbs.Proc.MaxCPUSeconds < 0 {
 		bad("verbs.proc.max_cpu_seconds: %d is negative (accepted: 0 for the call's timeout, or a number of seconds)", c.Verbs.Proc.MaxCPUSeconds)
+	}
+	if err := ValidProcUser(c.Verbs.Proc.User); err != nil {
+		bad("verbs.proc.user: %v", err)
 	}
 	oneOf("sessions.mode", c.Sessions.Mode, "host", "session")
 	oneOf("sessions.root", c.Sessions.Root, "state", "temp")

@@ -161,6 +161,9 @@ type NodeFile struct {
 	// DefaultWorkspace serves calls that name no workspace; it may be
 	// omitted when there is one workspace.
 	DefaultWorkspace string `yaml:"default_workspace"`
+	// Verbs holds the proc.run setting a node shares with the hub:
+	// verbs.proc.user, whom a node running as root runs programs as.
+	Verbs NodeVerbs `yaml:"verbs"`
 
 	// Path is the file the configuration came from.
 	Path string `yaml:"-"`
@@ -180,6 +183,13 @@ type NodeSection struct {
 	// Heartbeat is the liveness interval (default 5s); the hub considers
 	// the node offline after three missed beats.
 	Heartbeat Duration `yaml:"heartbeat"`
+}
+
+// NodeVerbs is the verbs section of a node's configuration.
+type NodeVerbs struct {
+	Proc struct {
+		User string `yaml:"user"`
+	} `yaml:"proc"`
 }
 
 // NodeWorkspace is one workspace of a node.
@@ -273,6 +283,9 @@ func (nf *NodeFile) Validate() error {
 	}
 	if h := nf.Node.Heartbeat.D(); h < 100*time.Millisecond || h > time.Minute {
 		bad("node.heartbeat: %s is out of range (accepted: 100ms to 1m)", nf.Node.Heartbeat)
+	}
+	if err := ValidProcUser(nf.Verbs.Proc.User); err != nil {
+		bad("verbs.proc.user: %v", err)
 	}
 	if len(nf.Workspaces) == 0 {
 		bad("workspaces: the node serves no workspace: add one, for example workspaces: {logs: {path: /var/log/app}}")

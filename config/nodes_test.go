@@ -56,6 +56,9 @@ func TestLoadNode(t *testing.T) {
 		{"no workspace", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\n", "serves no workspace"},
 		{"bad url", "node: {name: db-1, nats_url: h:4222, nkey_file: k}\nworkspaces: {a: {path: /a}}\n", "node.nats_url"},
 		{"unknown key", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k, seed: x}\nworkspaces: {a: {path: /a}}\n", `unknown key "seed"`},
+		{"proc user", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\nworkspaces: {logs: {path: /var/log}}\nverbs: {proc: {user: '1000:1000'}}\n", ""},
+		{"bad proc user", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\nworkspaces: {a: {path: /a}}\nverbs: {proc: {user: 'a b'}}\n", `verbs.proc.user: "a b" is not a user`},
+		{"other verbs keys", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\nworkspaces: {a: {path: /a}}\nverbs: {proc: {max_procs: 3}}\n", `unknown key "max_procs"`},
 		{"destination not yet", "node: {name: db-1, nats_url: nats://h:4222, nkey_file: k}\nworkspaces: {a: {path: /a, destination: {kind: docker}}}\n", `unknown key "destination"`},
 	}
 	for _, tc := range tests {

@@ -77,15 +77,15 @@ func TestProcLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := cfg.Verbs.Proc; p.MaxProcs != 256 || p.MaxMemory != 4<<30 || p.MaxCPUSeconds != 0 || p.KeepOutput.D() != 168*time.Hour {
+	if p := cfg.Verbs.Proc; p.MaxProcs != 256 || p.MaxMemory != 4<<30 || p.MaxCPUSeconds != 0 || p.KeepOutput.D() != 168*time.Hour || p.User != "" {
 		t.Errorf("defaults %+v", p)
 	}
 	p := filepath.Join(t.TempDir(), "hub.yml")
-	os.WriteFile(p, []byte("verbs:\n  proc:\n    max_procs: 16\n    max_memory: 512MiB\n    max_cpu_seconds: 30\n"), 0o600)
+	os.WriteFile(p, []byte("verbs:\n  proc:\n    max_procs: 16\n    max_memory: 512MiB\n    max_cpu_seconds: 30\n    user: builder\n"), 0o600)
 	if cfg, err = LoadWith(p, env(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if p := cfg.Verbs.Proc; p.MaxProcs != 16 || p.MaxMemory != 512<<20 || p.MaxCPUSeconds != 30 {
+	if p := cfg.Verbs.Proc; p.MaxProcs != 16 || p.MaxMemory != 512<<20 || p.MaxCPUSeconds != 30 || p.User != "builder" {
 		t.Errorf("values %+v", p)
 	}
 	for _, tc := range []struct{ yaml, want string }{
@@ -94,6 +94,9 @@ func TestProcLimits(t *testing.T) {
 		{"max_memory: lots", `"lots" is not a size (accepted: 1048576, 64KiB`},
 		{"max_cpu_seconds: -5", "verbs.proc.max_cpu_seconds: -5 is negative (accepted: 0 for the call's timeout"},
 		{"keep_output: 5m", "verbs.proc.keep_output: 5m0s is too short (accepted: at least verbs.proc.max_timeout, 10m0s"},
+		{"user: 'bad user'", `verbs.proc.user: "bad user" is not a user (accepted: a user name such as nobody, a uid such as 65534, uid:gid such as 1000:1000, or root)`},
+		{"user: '1000:'", `verbs.proc.user: "1000:" is not a user`},
+		{"user: nobody:nogroup", `verbs.proc.user: "nobody:nogroup" is not a user`},
 	} {
 		os.WriteFile(p, []byte("verbs:\n  proc:\n    "+tc.yaml+"\n"), 0o600)
 		if _, err := LoadWith(p, env(nil)); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -415,19 +415,24 @@ func (h *Hub) call(ctx context.Context, call executor.Call, env executor.Envelop
 	return out, answeredBy{}
 }
 
-// deny answers a stranger at most once per DenialInterval with its identity
-// and the configuration line that would grant it access.
+// deny answers a stranger at most once per DenialInterval (in private
+// chats, and apart in groups) with its identity, a pairing code in a
+// private chat, and the configuration line that would grant it access.
 func (h *Hub) deny(ctx context.Context, in *chat.Inbound, res *TurnResult, now time.Time) (*TurnResult, error) {
 	res.Status = StatusDenied
-	ok, err := h.opts.Ledger.ShouldNotifyDenial(in.Identity(), now, DenialInterval)
+	ok, err := h.opts.Ledger.ShouldNotifyDenial(denialKey(in), now, DenialInterval)
 	if err != nil {
 		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
 	}
 	if !ok {
 		return res, h.opts.Ledger.Finish(in.TurnID, store.TurnDone, string(executor.CodeForbidden), nil, now)
 	}
-	text := h.denialText(in, now)
-	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), replyMeta(in, true))
+	text, withCode := h.denialText(in, now)
+	meta := replyMeta(in, true)
+	if withCode {
+		meta[metaMirrorRedact] = redactPairingCode
+	}
+	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), meta)
 	added, finished, err := h.enqueueAndFinish(ctx, in.TurnID, entries, store.TurnDone, string(executor.CodeForbidden), now)
 	if err != nil {
 		return nil, fmt.Errorf("turn %s: enqueue denial: %w", in.TurnID, err)
@@ -549,6 +554,7 @@ func (h *Hub) release(turnID string) {
 
 func (h *Hub) mirrorInbound(ctx context.Context, in *chat.Inbound, kind string, extra map[string]string) error {
 	rec := store.InboundRecord(in, kind)
+	rec.Text = mirrorInboundText(rec.Text)
 	for k, v := range extra {
 		rec.Meta[k] = v
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -71,14 +72,44 @@ func pairs(in *chat.Inbound) bool {
 	return in.Platform == chat.Telegram || in.Platform == chat.Discord
 }
 
+// privateChat reports whether in comes from a chat of the stranger and the
+// bot alone (a Telegram private chat, a Discord DM), the only place a
+// pairing code is given: in a group, anyone could read it and pass it to
+// the operator as their own.
+func privateChat(in *chat.Inbound) bool {
+	return in.ChatType == chat.ChatPrivate || in.ChatType == chat.ChatDM
+}
+
+// denialKey is what a stranger's denial notices are counted by: its
+// identity, apart in groups and in private chats, so that being told in a
+// group to write to the bot directly does not silence the bot there.
+func denialKey(in *chat.Inbound) string {
+	if privateChat(in) {
+		return in.Identity()
+	}
+	return in.Identity() + " in groups"
+}
+
+// writeDirectly says how to reach the bot privately on in's platform.
+func writeDirectly(in *chat.Inbound) string {
+	if in.Platform == chat.Discord {
+		return "send the bot a direct message"
+	}
+	return "open a private chat with the bot"
+}
+
 // denialText is what a stranger is told, at most once per DenialInterval:
-// its identity and a pairing code with the operator's command, or, without
-// a code, the configuration line that grants access.
-func (h *Hub) denialText(in *chat.Inbound, now time.Time) string {
+// its identity and, in a private chat, a pairing code with the operator's
+// command (withCode), or the way to ask for one, or the configuration line
+// that grants access.
+func (h *Hub) denialText(in *chat.Inbound, now time.Time) (text string, withCode bool) {
 	id := in.Identity()
 	line := executor.Fence(GrantLine(id, ReaderRole), "yaml")
 	if h.opts.AccessState == nil || !pairs(in) {
-		return fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds this line under access.grants in the configuration:\n%s", id, line)
+		return fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds this line under access.grants in the configuration:\n%s", id, line), false
+	}
+	if !privateChat(in) {
+		return fmt.Sprintf("This hub does not know you. Your identity is %s. To ask for access, %s: it answers there with a pairing code for the operator of this hub (never in a group). Or the operator adds this line under access.grants in the configuration:\n%s", id, writeDirectly(in), line), false
 	}
 	code := NewPairingCode()
 	err := h.opts.AccessState.IssueCode(id, code, now, store.PairingLimits{TTL: PairingTTL, Interval: PairingInterval, Max: MaxPairingCodes})
@@ -86,16 +117,57 @@ func (h *Hub) denialText(in *chat.Inbound, now time.Time) string {
 	case err == nil:
 		h.log.Info("pairing code issued", "identity", id, "expires", now.Add(PairingTTL).UTC().Format(time.RFC3339))
 		return fmt.Sprintf("This hub does not know you. Your identity is %s.\nYour pairing code is %s (it works once and expires in an hour). Send it to the operator of this hub, who approves it with:\n%s\n(or /approve %s reader from a chat), or adds this line under access.grants in the configuration:\n%s",
-			id, code, executor.Fence("hub access approve "+code+" --role reader", "sh"), code, line)
+			id, code, executor.Fence("hub access approve "+code+" --role reader", "sh"), code, line), true
 	case errors.Is(err, store.ErrPairingFull):
 		h.log.Warn("pairing code not issued: too many outstanding", "identity", id, "max", MaxPairingCodes)
-		return fmt.Sprintf("This hub does not know you. Your identity is %s. It has too many pending access requests to give you a pairing code now; write again in an hour, or ask the operator to add this line under access.grants in the configuration:\n%s", id, line)
+		return fmt.Sprintf("This hub does not know you. Your identity is %s. It has too many pending access requests to give you a pairing code now; write again in an hour, or ask the operator to add this line under access.grants in the configuration:\n%s", id, line), false
 	case errors.Is(err, store.ErrPairingRateLimited):
-		return fmt.Sprintf("This hub does not know you. Your identity is %s. Your pairing code was sent earlier and stays valid for an hour from then.", id)
+		return fmt.Sprintf("This hub does not know you. Your identity is %s. Your pairing code was sent earlier and stays valid for an hour from then.", id), false
 	default:
 		h.log.Error("pairing code not issued", "identity", id, "err", err)
-		return fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds this line under access.grants in the configuration:\n%s", id, line)
+		return fmt.Sprintf("This hub does not know you. Your identity is %s. To grant access, the operator adds this line under access.grants in the configuration:\n%s", id, line), false
 	}
+}
+
+// The mirror never keeps a usable pairing code: a code in a reply (the
+// stranger's) and in a /approve command (a refused approval leaves the
+// code valid) is mirrored as redactedCode.
+const (
+	redactedCode = "[pairing code]"
+	// metaMirrorRedact on an outbox entry names what its mirror record
+	// must not keep: redactPairingCode, the pairing codes in its text.
+	metaMirrorRedact  = "mirror_redact"
+	redactPairingCode = "pairing_code"
+)
+
+// pairingCodeRE matches a code as NewPairingCode writes it.
+var pairingCodeRE = regexp.MustCompile(`\b[` + pairingAlphabet + `]{4}-[` + pairingAlphabet + `]{4}\b`)
+
+// mirrorEntryText is what the mirror keeps of an outbox entry's text.
+func mirrorEntryText(text string, meta map[string]string) string {
+	if meta[metaMirrorRedact] == redactPairingCode {
+		return pairingCodeRE.ReplaceAllLiteralString(text, redactedCode)
+	}
+	return text
+}
+
+// mirrorInboundText is what the mirror keeps of an inbound text: a
+// /approve command's code (every argument but the role) is replaced by
+// redactedCode, whoever sent it and whatever became of it.
+func mirrorInboundText(text string) string {
+	args, ok := approveCommand(text)
+	if !ok || len(args) == 0 {
+		return text
+	}
+	head, rest, more := strings.Cut(strings.TrimSpace(text), "\n")
+	out := strings.Fields(head)[0] + " " + redactedCode
+	if len(args) > 1 {
+		out += " " + args[len(args)-1]
+	}
+	if more {
+		out += "\n" + rest
+	}
+	return out
 }
 
 // loadApproved installs the approved grants of the state in the access

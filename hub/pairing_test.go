@@ -3,6 +3,9 @@ package hub_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -10,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -190,4 +194,88 @@ func openEnvConfig(t *testing.T, cfg *config.Config, clk clock.Clock) *env {
 	e.rec.HandleAll(t, he.Runtime)
 	he.Start(t)
 	return e
+}
+
+// tgGroupMsg is tgMsg in the group chat -100200.
+func tgGroupMsg(user, msgID int, text string) *chat.Inbound {
+	in := tgMsg(user, msgID, text)
+	in.TurnID, in.ChatID, in.ChatType = fmt.Sprintf("telegram.-100200.%d", msgID), "-100200", chat.ChatSupergroup
+	return in
+}
+
+// A stranger who writes in a group is told to write to the bot directly,
+// without a code; there, in the private chat, it gets one at once.
+func TestPairingCodeOnlyInPrivateChats(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	e := newEnv(t, clk)
+	res, err := e.rt.Hub.Handle(context.Background(), tgGroupMsg(900, 1, "/fs.listDir ."))
+	if err != nil || res.Status != hub.StatusDenied || len(res.Outbox) != 1 {
+		t.Fatalf("stranger in a group: %v %+v", err, res)
+	}
+	got := e.rec.Wait(t, "chat:telegram:-100200", 1)
+	if codeRE.MatchString(got[0].Text) || strings.Contains(got[0].Text, "hub access approve") ||
+		!strings.Contains(got[0].Text, "open a private chat with the bot") || !strings.Contains(got[0].Text, `"telegram:900": [reader]`) {
+		t.Fatalf("the reply in a group: %q", got[0].Text)
+	}
+	if l, err := e.rt.Hub.AccessList(); err != nil || len(l.Codes) != 0 {
+		t.Fatalf("a code was issued for a group: %+v %v", l.Codes, err)
+	}
+	// Once more in the group within the hour: nothing.
+	if res, _ := e.rt.Hub.Handle(context.Background(), tgGroupMsg(900, 2, "/fs.listDir .")); res.Status != hub.StatusDenied || len(res.Outbox) != 0 {
+		t.Fatalf("second message in the group: %+v", res)
+	}
+	code := pairingCode(t, e, 900, 3)
+	if _, err := e.rt.Hub.Approve(context.Background(), code, "reader", "operator"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// No mirror file ever holds a pairing code: not the reply that gives it to
+// the stranger, not a /approve that was refused (the code stays valid),
+// not the one that approved it. The approval works all the same.
+func TestPairingCodeNeverMirrored(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	ws := t.TempDir()
+	cfg := testConfig(t, ws, filepath.Join(ws, ".hub"))
+	cfg.Access.Roles["ops"] = config.Role{Verbs: []string{"fs.*", config.AdminAccess}}
+	cfg.Access.Grants["telegram:7"] = []string{"ops"}
+	e := openEnvConfig(t, cfg, clk)
+	ctx := context.Background()
+	code := pairingCode(t, e, 800, 1)
+	e.rt.Hub.Handle(ctx, tgMsg(7, 2, "/approve "+strings.ToLower(code)+" nosuchrole"))
+	e.rt.Hub.Handle(ctx, tgMsg(7, 3, "/approve "+code+" reader"))
+	got := e.rec.Wait(t, "chat:telegram:100", 3)
+	if !strings.Contains(got[1].Text, "Not approved") || !strings.Contains(got[2].Text, "Approved: telegram:800 now holds the role reader") {
+		t.Fatalf("approvals: %q %q", got[1].Text, got[2].Text)
+	}
+	if res, _ := e.rt.Hub.Handle(ctx, tgMsg(800, 4, "/fs.listDir .")); res.Status != hub.StatusExecuted {
+		t.Fatalf("after approval: %+v", res)
+	}
+	waitMirror(t, e, func(recs []store.MirrorRecord) bool {
+		return hasRecord(recs, store.DirectionOutbound, store.KindReply, "Your pairing code is [pairing code]") &&
+			hasRecord(recs, store.DirectionInbound, store.KindCommand, "/approve [pairing code] nosuchrole") &&
+			hasRecord(recs, store.DirectionInbound, store.KindCommand, "/approve [pairing code] reader") &&
+			hasRecord(recs, store.DirectionOutbound, store.KindReply, "Approved: telegram:800")
+	})
+	e.he.Close()
+	n := 0
+	err := filepath.WalkDir(filepath.Join(e.state, store.FlowsDir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		n++
+		for _, c := range []string{code, strings.ToLower(code), store.NormalizeCode(code)} {
+			if strings.Contains(string(b), c) {
+				t.Errorf("%s holds the pairing code %s", p, c)
+			}
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("mirror files: %d, %v", n, err)
+	}
 }

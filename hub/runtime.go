@@ -396,7 +396,7 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 		meta["last_error"] = e.LastError
 		meta["attempts"] = strconv.Itoa(e.Attempts)
 	}
-	rec := store.MirrorRecord{TS: m.clock.Now().UTC(), Direction: store.DirectionOutbound, Actor: "hub", Kind: kind, Text: e.Text, Meta: meta}
+	rec := store.MirrorRecord{TS: m.clock.Now().UTC(), Direction: store.DirectionOutbound, Actor: "hub", Kind: kind, Text: mirrorEntryText(e.Text, e.Meta), Meta: meta}
 	if k, err := chat.ParseKey(e.Target); err == nil {
 		switch k.Kind {
 		case chat.KindChat:

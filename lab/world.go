@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -309,6 +310,9 @@ func (w *world) setup() error {
 	if err := w.setupNodes(); err != nil {
 		return err
 	}
+	if err := giveToProgramUser(w.ws); err != nil {
+		return err
+	}
 	cfg := filepath.Join(w.dir, "hub.yml")
 	if err := os.WriteFile(cfg, []byte(w.config(port)), 0o600); err != nil {
 		return err
@@ -348,6 +352,26 @@ func (w *world) teardown() {
 			w.logf("umount %s: %v: %s", w.flows, err, out)
 		}
 	}
+}
+
+// programUser is the uid and gid a hub running as root runs proc.run's
+// programs as when verbs.proc.user is not set.
+const programUser = 65534
+
+// giveToProgramUser makes dir and everything in it the programs' user's
+// when the lab runs as root, as an operator gives the workspace to the
+// user programs run as: the write actions append to its files. As another
+// user, programs run as that user, who owns dir already.
+func giveToProgramUser(dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, programUser, programUser)
+	})
 }
 
 // config is the hub's configuration for this world.

@@ -22,3 +22,10 @@ func LineIndexMarks(s *Set, fi fs.FileInfo) int {
 	e, _ := s.lines.lookup(fi)
 	return len(e.marks)
 }
+
+// ChooseProcUserFor is ChooseProcUser for a hub running as euid, with
+// lookup resolving users; LookupProcUser is the real lookup.
+var (
+	ChooseProcUserFor = chooseProcUser
+	LookupProcUser    = lookupProcUser
+)

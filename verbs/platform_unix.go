@@ -40,3 +40,12 @@ func linkCount(fi fs.FileInfo) (uint64, bool) {
 	}
 	return uint64(st.Nlink), true //nolint:unconvert // widths differ by platform
 }
+
+// fileGroup is the group id owning a host stat result.
+func fileGroup(fi fs.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Gid), true
+}

@@ -19,3 +19,6 @@ func fileOwner(fs.FileInfo) (int, bool) { return 0, false }
 
 // linkCount is unknown on Windows.
 func linkCount(fs.FileInfo) (uint64, bool) { return 0, false }
+
+// fileGroup is unknown on Windows.
+func fileGroup(fs.FileInfo) (int, bool) { return 0, false }

@@ -172,10 +172,15 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 		if cpu == 0 {
 			cpu = int64((timeout + time.Second - 1) / time.Second)
 		}
-		sup, err = supervise(cmd, supervisorSpec{MaxProcs: s.opts.MaxProcs, MaxMemory: s.opts.MaxMemory, MaxCPU: cpu})
+		sup, err = supervise(cmd, supervisorSpec{MaxProcs: s.opts.MaxProcs, MaxMemory: s.opts.MaxMemory, MaxCPU: cpu, User: s.opts.User})
 		if err != nil {
 			closeAll(writeEnds)
 			return res, executor.Errorf(executor.CodeIOError, "Cannot prepare the supervisor of %s: %v", a.Executable, err)
+		}
+	} else if u := s.opts.User; u != nil {
+		if err := runAs(cmd, u); err != nil {
+			closeAll(writeEnds)
+			return res, executor.Errorf(executor.CodeIOError, "Cannot run %s as %s: %v", a.Executable, u, err)
 		}
 	}
 
@@ -193,7 +198,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		return res, startError(err, a.Executable)
+		return res, s.runError(err, a.Executable)
 	}
 	for i, c := range []*capture{stdout, stderr} {
 		pipes.Add(1)
@@ -246,7 +251,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 			"%s was stopped before it finished (%v); its output so far is in %s and %s", a.Executable, err, res.StdoutPath, res.StderrPath)}
 	}
 	if st.StartErrno != 0 {
-		return res, startError(syscall.Errno(st.StartErrno), a.Executable)
+		return res, s.runError(syscall.Errno(st.StartErrno), a.Executable)
 	}
 	if st.Err != "" {
 		return res, executor.Errorf(executor.CodeIOError, "The supervisor of %s failed: %s", a.Executable, st.Err)
@@ -316,11 +321,29 @@ func startError(err error, exe string) error {
 	return executor.Errorf(executor.CodeIOError, "Cannot start %s: %s", exe, hostless(err))
 }
 
-// childEnv copies the allow-listed variables from the hub's environment.
+// runError is startError for a program that did not start, naming the
+// user it was to run as when a permission was refused.
+func (s *Set) runError(err error, exe string) error {
+	if u := s.opts.User; u != nil && errors.Is(err, fs.ErrPermission) {
+		return executor.Errorf(executor.CodeInvalidArguments,
+			"Executable %s cannot be run as %s: permission denied (that user may not run it or enter its working directory; verbs.proc.user names the user)", exe, u)
+	}
+	return startError(err, exe)
+}
+
+// childEnv copies the allow-listed variables from the hub's environment;
+// for a program run as another user, HOME, USER and LOGNAME (when allowed)
+// describe that user, not the hub's.
 func (s *Set) childEnv() []string {
 	env := make([]string, 0, len(s.opts.EnvAllow))
 	for _, k := range s.opts.EnvAllow {
-		if v, ok := os.LookupEnv(k); ok {
+		v, ok := os.LookupEnv(k)
+		if u := s.opts.User; u != nil {
+			if uv, overridden := u.env(k); overridden {
+				v, ok = uv, uv != ""
+			}
+		}
+		if ok {
 			env = append(env, k+"="+v)
 		}
 	}

@@ -18,6 +18,15 @@ func newProcTree(cmd *exec.Cmd) (*procTree, error) {
 	return &procTree{cmd: cmd}, nil
 }
 
+// runAs makes cmd (prepared by newProcTree) start as u: its uid, its
+// primary gid and no supplementary group. Without the supervisor the
+// program enters its working directory as u, so u must be able to reach
+// it (the supervisor enters it as the hub).
+func runAs(cmd *exec.Cmd, u *ProcUser) error {
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
+	return nil
+}
+
 // started is called once cmd has started; the group exists already.
 func (t *procTree) started() error { return nil }
 

@@ -45,6 +45,12 @@ func newProcTree(cmd *exec.Cmd) (*procTree, error) {
 	return &procTree{cmd: cmd, job: job}, nil
 }
 
+// runAs fails: ChooseProcUser never picks another user on Windows, where
+// the hub does not run as root.
+func runAs(_ *exec.Cmd, u *ProcUser) error {
+	return fmt.Errorf("running programs as %s needs a Unix system", u)
+}
+
 // started puts the suspended program in the job and lets it run. When it
 // cannot be put there, it is killed and never runs.
 func (t *procTree) started() error {

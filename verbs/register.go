@@ -55,6 +55,10 @@ type Options struct {
 	// MaxCPUSeconds is each process's CPU time limit (RLIMIT_CPU); 0 means
 	// the call's timeout.
 	MaxCPUSeconds int
+	// User is whom proc.run runs programs as; nil means the hub's own user
+	// (ChooseProcUser decides it from the configuration). Changing user
+	// needs a hub running as root.
+	User *ProcUser
 }
 
 // DefaultOptions returns the defaults for a hub whose state root is stateDir.

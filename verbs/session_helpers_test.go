@@ -53,6 +53,7 @@ type sessEnv struct {
 	host     *verbs.Workspace
 	src      *verbs.SessionSource
 	x        *executor.Executor
+	verbOpts func(*verbs.Options) // adjusts the verbs' options; nil: the defaults
 }
 
 type sessOption func(*verbs.SessionOptions, *sessEnv)
@@ -99,7 +100,11 @@ func (e *sessEnv) open() {
 	e.t.Cleanup(func() { src.Close() })
 	e.src = src
 	reg := executor.NewRegistry()
-	if err := verbs.Register(reg, src, verbs.DefaultOptions(filepath.Join(e.base, "state"))); err != nil {
+	vo := verbs.DefaultOptions(filepath.Join(e.base, "state"))
+	if e.verbOpts != nil {
+		e.verbOpts(&vo)
+	}
+	if err := verbs.Register(reg, src, vo); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := src.Register(reg); err != nil {

@@ -45,9 +45,13 @@ type supervisorStatus struct {
 
 // supervisorSpec is what the hub tells the supervisor, in supervisorEnv.
 type supervisorSpec struct {
-	Parent    int    `json:"parent"` // the hub's pid
+	Parent    int    `json:"parent"` // the pid of the process that started this one
 	Path      string `json:"path"`   // the program's file
 	MaxProcs  int    `json:"maxProcs,omitempty"`
 	MaxMemory int64  `json:"maxMemory,omitempty"` // bytes of address space per process
 	MaxCPU    int64  `json:"maxCPU,omitempty"`    // CPU seconds per process
+	// User is whom the program runs as (nil: the hub's user). The exec
+	// stage changes to it last, after the limits; the supervisor keeps the
+	// hub's user, so the program can neither signal it nor read it.
+	User *ProcUser `json:"user,omitempty"`
 }

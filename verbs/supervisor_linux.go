@@ -136,7 +136,7 @@ func runSupervisor(specJSON string) int {
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 		return fail("bad supervisor spec: %v", err)
 	}
-	// Programs run as the hub's user: they must not read this process's
+	// Programs may run as the hub's user: they must not read this process's
 	// memory or descriptors (the status pipe) through /proc or ptrace.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail("prctl PR_SET_DUMPABLE: %v", err)
@@ -154,7 +154,7 @@ func runSupervisor(specJSON string) int {
 		return fail("the hub (pid %d) is gone", spec.Parent)
 	}
 
-	stage, err := json.Marshal(supervisorSpec{Path: spec.Path, MaxMemory: spec.MaxMemory, MaxCPU: spec.MaxCPU})
+	stage, err := json.Marshal(supervisorSpec{Parent: os.Getpid(), Path: spec.Path, MaxMemory: spec.MaxMemory, MaxCPU: spec.MaxCPU, User: spec.User})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -369,8 +369,9 @@ func scanDescendants(root int) []int {
 }
 
 // runExecStage is the supervisor's child: it lowers its own limits, which
-// the program inherits, and becomes the program. An exec failure is
-// reported as an errno on fd 3, which closes on a successful exec.
+// the program inherits, changes to the program's user when there is one,
+// and becomes the program. A failure is reported as an errno on fd 3,
+// which closes on a successful exec.
 func runExecStage(specJSON string) int {
 	syscall.CloseOnExec(3)
 	report := func(err error) int {
@@ -399,7 +400,36 @@ func runExecStage(specJSON string) int {
 			return report(err)
 		}
 	}
+	if spec.User != nil {
+		if err := becomeUser(spec.User, spec.Parent); err != nil {
+			return report(err)
+		}
+	}
 	return report(syscall.Exec(spec.Path, os.Args[1:], withoutEnv(os.Environ(), execStageEnv)))
+}
+
+// becomeUser drops this process's root privileges for u's: no
+// supplementary group, u's primary gid, u's uid (for every thread). The
+// kernel clears the parent-death signal when the credentials change: it is
+// set again, and the supervisor (parent) must still be there, since its
+// death before then would not have been signalled.
+func becomeUser(u *ProcUser, parent int) error {
+	if err := syscall.Setgroups(nil); err != nil {
+		return err
+	}
+	if err := syscall.Setgid(int(u.GID)); err != nil {
+		return err
+	}
+	if err := syscall.Setuid(int(u.UID)); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return err
+	}
+	if os.Getppid() != parent {
+		return syscall.ESRCH
+	}
+	return nil
 }
 
 // lowerLimit sets resource r to at most cur (soft) and max (hard), never

@@ -72,6 +72,7 @@ func runDoctor(env *cliEnv, args []string) error {
 	}
 	doctorWorkspace(r, cfg)
 	doctorProtected(r, cfg)
+	doctorProcUser(r, cfg)
 	doctorDestinations(r, cfg)
 	running := doctorState(r, cfg)
 	doctorTargets(r, cfg)
@@ -118,6 +119,36 @@ func doctorWorkspace(r *doctorReport, cfg *config.Config) {
 		return
 	}
 	r.ok("workspace", abs)
+}
+
+// doctorProcUser says whom proc.run runs programs as and why, and whether
+// that user may write the workspace.
+func doctorProcUser(r *doctorReport, cfg *config.Config) {
+	const what = "proc user"
+	p, err := chooseProcUser(cfg)
+	switch {
+	case err != nil:
+		r.fail(what, err.Error(), "name an existing user in verbs.proc.user, or remove it (docs/security.md)")
+		return
+	case p.root():
+		r.warn(what, "programs run "+p.why, "set verbs.proc.user to an unprivileged user that owns the workspace, or remove it (programs then run as nobody)")
+		return
+	case p.user == nil:
+		r.ok(what, "programs run "+p.why)
+		return
+	}
+	abs, _ := filepath.Abs(cfg.Workspace)
+	fi, err := os.Stat(abs)
+	if err != nil {
+		r.ok(what, "programs run "+p.why)
+		return // doctorWorkspace reports it
+	}
+	if may, known := p.user.MayWriteDir(fi); known && !may {
+		r.warn(what, "programs run "+p.why+"; that user cannot write the workspace "+abs+", so programs that write files there fail",
+			"make the workspace the user's, or create a dedicated user that owns it and name it in verbs.proc.user")
+		return
+	}
+	r.ok(what, "programs run "+p.why)
 }
 
 // doctorState checks the state directory, its database and JSON files. It

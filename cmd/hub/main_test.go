@@ -17,12 +17,16 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/store"
+	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
 // hubBin is the hub binary built once for the tests that run it as a process.
 var hubBin string
 
 func TestMain(m *testing.M) {
+	// In-process proc.run (remote nodes, the stdio tests) runs under the
+	// supervisor, as in the hub binary.
+	verbs.MaybeRunSupervisor()
 	dir, err := os.MkdirTemp("", "hub-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -38,6 +42,19 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// programsMayWrite gives dir to the user a hub running as root runs
+// programs as (nobody), as an operator would, so that they may write
+// there. A hub not running as root runs them as itself: nothing to do.
+func programsMayWrite(t testing.TB, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // workspace makes a temp workspace with a few files and returns its path.

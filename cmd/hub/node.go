@@ -88,6 +88,7 @@ func buildNodeWorkspaces(nf *config.NodeFile, logger *slog.Logger) (map[string]*
 	for _, name := range names {
 		cfg := config.Default()
 		cfg.Workspace, cfg.StateDir = nf.Workspaces[name].Path, nf.StateDir
+		cfg.Verbs.Proc.User = nf.Verbs.Proc.User
 		tc, err := buildExecutor(cfg, logger, nf.ProtectedFiles()...)
 		if err != nil {
 			closeAll()
@@ -95,6 +96,9 @@ func buildNodeWorkspaces(nf *config.NodeFile, logger *slog.Logger) (map[string]*
 		}
 		tcs = append(tcs, tc)
 		execs[name] = tc.exec
+	}
+	if len(tcs) > 0 {
+		tcs[0].runAs.log(logger) // the same for every workspace
 	}
 	return execs, closeAll, nil
 }

@@ -77,6 +77,7 @@ func (r *nodeRig) online(name string) bool {
 
 func TestNodeKilledMidCallIsNotRunAgain(t *testing.T) {
 	r := newNodeRig(t, "db-1", nodes.HubOptions{AckWait: 2 * time.Second})
+	programsMayWrite(t, r.ws)
 	first := r.startNodeProcess(t)
 	testkit.WaitFor(t, "the node online", func() bool { return r.online("db-1") })
 	env := `{"verb":"proc.run","arguments":{"executable":"sh","arguments":["-c","echo ran >> runs.txt; sleep 3"]}}`

@@ -88,6 +88,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}
 	defer sk.Close() // last: after the runtime and the sweeper
 	st, tc := sk.st, sk.tc
+	tc.runAs.log(logger)
 	var remote hub.Remote
 	var nodeList admin.NodeLister
 	if cfg.NATS.Enabled() {

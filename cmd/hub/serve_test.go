@@ -151,6 +151,7 @@ func TestServeWithNoConfig(t *testing.T) {
 // that waits for a request in flight; a second one exits immediately.
 func TestServeSecondSignalExitsAtOnce(t *testing.T) {
 	dir := workspace(t)
+	programsMayWrite(t, dir)
 	cfg := filepath.Join(dir, "hub.yml")
 	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\naccess:\n  roles:\n    admin: {verbs: ['*']}\n  grants:\n    web: [admin]\n"), 0o600)
 	cmd, url, logs := startServe(t, dir, "--config", cfg)

@@ -38,7 +38,36 @@ type toolchain struct {
 	exec    *executor.Executor
 	set     *workspaces.Set
 	verbs   *verbs.Set // the fs, proc and sys verbs, for the output sweeper
+	runAs   procUser   // whom proc.run runs programs as
 	cleanup []func() error
+}
+
+// procUser is whom proc.run runs programs as (nil user: the hub's own),
+// and why, as verbs.ChooseProcUser decided from verbs.proc.user.
+type procUser struct {
+	user *verbs.ProcUser
+	why  string
+}
+
+// chooseProcUser applies verbs.proc.user where the hub runs.
+func chooseProcUser(cfg *config.Config) (procUser, error) {
+	u, why, err := verbs.ChooseProcUser(cfg.Verbs.Proc.User)
+	if err != nil {
+		return procUser{}, fmt.Errorf("verbs.proc.user: %w", err)
+	}
+	return procUser{user: u, why: why}, nil
+}
+
+// root reports whether programs run as root.
+func (p procUser) root() bool { return p.user == nil && os.Geteuid() == 0 }
+
+// log says at start whom programs run as and why; as root, as a warning.
+func (p procUser) log(logger *slog.Logger) {
+	if p.root() {
+		logger.Warn("proc.run runs programs " + p.why)
+		return
+	}
+	logger.Info("proc.run runs programs " + p.why)
 }
 
 func (t *toolchain) Close() error {
@@ -82,11 +111,16 @@ func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(stri
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	runAs, err := chooseProcUser(cfg)
+	if err != nil {
+		return nil, err
+	}
 	set, err := openWorkspaces(cfg, meta, sessionsDir, withMounts, protect, logger)
 	if err != nil {
 		return nil, err
 	}
 	vopts := verbs.DefaultOptions(cfg.StateDir)
+	vopts.User = runAs.user
 	vopts.EnvAllow = cfg.Verbs.Proc.EnvAllow
 	vopts.DefaultTimeout = cfg.Verbs.Proc.DefaultTimeout.D()
 	vopts.MaxTimeout = cfg.Verbs.Proc.MaxTimeout.D()
@@ -100,7 +134,7 @@ func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(stri
 		set.Close()
 		return nil, err
 	}
-	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), set: set, verbs: vs}, nil
+	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), set: set, verbs: vs, runAs: runAs}, nil
 }
 
 // buildExecutor is the toolchain of the commands that run verbs without a
