@@ -20,7 +20,7 @@ Makes the running hub read its configuration file again, as SIGHUP does:
 access (roles, grants, default roles, the workspaces a role may use), the
 Telegram rates, the session rules (sessions.mode, by_chat, by_role), the
 workspace rules (workspaces.by_chat, by_role) and log.level apply from the
-next turn.
+next turn; mirror retention (mirror.retention) from the next prune.
 Prints what changed and what needs a restart (listen addresses, tokens,
 enabling a platform, the state and workspace directories, adding, removing
 or moving a named workspace, …). An invalid file changes nothing: the
@@ -126,6 +126,7 @@ func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions 
 	}
 	r := rt.EnableReload(lc.load)
 	r.Register(hub.SessionsReloadable(sessions))
+	r.Register(rt.RetentionReloadable())
 	if lc.level != nil {
 		r.Register(hub.Reloadable{Name: "log", Keys: []string{"log.level"}, Apply: func(cfg *config.Config) { lc.level.Set(parseLevel(cfg.Log.Level)) }})
 	}
