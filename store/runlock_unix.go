@@ -13,7 +13,9 @@ const runLocks = true
 
 // tryLockFile takes an exclusive flock on f without waiting: ErrRunOpen
 // when another open file holds one. The lock goes with the file's last
-// close, or with the process.
+// close, or with the process. flock, not fcntl: a lock belongs to its open
+// file, so probing a run this process writes (a second open, closed
+// again) neither takes nor drops the writer's lock.
 func tryLockFile(f *os.File) error {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)

@@ -126,7 +126,6 @@ func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions 
 	}
 	r := rt.EnableReload(lc.load)
 	r.Register(hub.SessionsReloadable(sessions))
-	r.Register(rt.RetentionReloadable())
 	if lc.level != nil {
 		r.Register(hub.Reloadable{Name: "log", Keys: []string{"log.level"}, Apply: func(cfg *config.Config) { lc.level.Set(parseLevel(cfg.Log.Level)) }})
 	}
