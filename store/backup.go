@@ -33,10 +33,9 @@ const (
 	BackupVersion      = 1
 )
 
-// Layout names a backup holds besides hub.db, the flows and pma/.
-const (
-	NATSSeedFile = "nats/hub.nk"
-)
+// NATSSeedFile is where the hub keeps its own NATS key under the state
+// root (nodes.HubSeedFile, which store does not import).
+const NATSSeedFile = "nats/hub.nk"
 
 // BackupOptions tune WriteBackup.
 type BackupOptions struct {

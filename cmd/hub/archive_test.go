@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/a6afc2ce/hermes-hub/nodes"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -72,3 +73,11 @@ func TestWriteArchiveIsAtomic(t *testing.T) {
 type failing struct{ err error }
 
 func (f *failing) Read([]byte) (int, error) { return 0, f.err }
+
+// TestBackupNamesTheNATSKeyWhereNodesKeepsIt: a backup holds the hub's
+// NATS key by the name the nodes package gives it.
+func TestBackupNamesTheNATSKeyWhereNodesKeepsIt(t *testing.T) {
+	if got, want := nodes.HubSeedFile("state"), filepath.Join("state", store.NATSSeedFile); got != want {
+		t.Fatalf("nodes keeps the key at %s, backups copy %s", got, want)
+	}
+}

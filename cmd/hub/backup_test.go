@@ -110,9 +110,25 @@ func TestBackupSurvivesAKilledHub(t *testing.T) {
 		t.Fatalf("the refused restore left %v", ents)
 	}
 
+	// With no hub running (its socket left behind), the CLI backs the
+	// state up itself; that backup has what came after the first.
+	hub("backup", "b3.tar")
+	out, errOut, code := runHub(t, dir, "", "restore", "b3.tar", "--state", filepath.Join(dir, "r3"))
+	if code != 0 {
+		t.Fatalf("restore of the offline backup: %s %s", out, errOut)
+	}
+	after := false
+	store.ReadMirror(filepath.Join(dir, "r3", store.FlowsDir), store.MirrorFilter{}, func(r store.MirrorRecord) error {
+		after = after || r.Text == "sent after the backup"
+		return nil
+	})
+	if !after {
+		t.Fatal("the offline backup lacks the CLI's record of the later send")
+	}
+
 	// The last whole backup restores.
 	r1 := filepath.Join(dir, "r1")
-	out, errOut, code := runHub(t, dir, "", "restore", "b1.tar.gz", "--state", r1)
+	out, errOut, code = runHub(t, dir, "", "restore", "b1.tar.gz", "--state", r1)
 	if code != 0 || !strings.Contains(out, "Restored") {
 		t.Fatalf("restore: %d %s %s", code, out, errOut)
 	}
