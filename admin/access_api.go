@@ -32,12 +32,18 @@ func (a *API) accessRoutes(mux *http.ServeMux) {
 // operatorOnly serves h to the operator (the admin socket's caller) only:
 // no role grants it.
 func (a *API) operatorOnly(h http.HandlerFunc) http.HandlerFunc {
+	return operatorOnly("`hub reload` on the hub's machine, as its user, or SIGHUP to `hub serve`", h)
+}
+
+// operatorOnly serves h to the operator only; the refusal says how the
+// operator does it (how).
+func operatorOnly(how string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if IdentityOf(r.Context()) == Operator {
 			h(w, r)
 			return
 		}
-		WriteError(w, http.StatusForbidden, "only the operator may do this, through the admin socket (`hub reload` on the hub's machine, as its user, or SIGHUP to `hub serve`)")
+		WriteError(w, http.StatusForbidden, "only the operator may do this, through the admin socket (%s)", how)
 	}
 }
 

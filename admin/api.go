@@ -70,6 +70,14 @@ type API struct {
 	// Workspaces serves GET /api/workspaces, GET /api/workspaces/effective
 	// and POST /api/workspaces/{name}/reset; nil: unavailable.
 	Workspaces WorkspaceAdmin
+	// PruneMirrors applies mirror retention: GET /api/mirror/prune says
+	// what it would remove, POST removes it (the operator only); nil:
+	// unavailable.
+	PruneMirrors func(dryRun bool) (store.PrunePlan, error)
+	// Backup writes a backup of the state (POST /api/backup, the operator
+	// only), recording Version, the hub's; nil: unavailable.
+	Backup  func(ctx context.Context, w io.Writer, opts store.BackupOptions) error
+	Version string
 }
 
 // followWriteTimeout bounds each write of GET /api/mirror?follow=1.
@@ -97,6 +105,7 @@ func (a *API) Handler() http.Handler {
 	a.accessRoutes(mux)
 	a.nodeRoutes(mux)
 	a.workspaceRoutes(mux)
+	a.stateRoutes(mux)
 	return mux
 }
 

@@ -1,6 +1,9 @@
 package admin
 
 import (
+	"context"
+	"io"
+
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
@@ -28,10 +31,14 @@ func ForRuntime(rt *hub.Runtime) *API {
 		CheckTarget: func(k chat.Key) error {
 			return outbox.CheckLocalTarget(rt.State.Dir(), rt.Config.Outbox.LocalRoots, k)
 		},
-		Allowed:     rt.Hub.Access().Permitted,
-		AccessAdmin: rt.Hub,
-		Reload:      rt.Reload,
-		MaxBody:     int64(rt.Config.Web.MaxBodyBytes),
-		Clock:       rt.Clock(),
+		Allowed:      rt.Hub.Access().Permitted,
+		AccessAdmin:  rt.Hub,
+		Reload:       rt.Reload,
+		MaxBody:      int64(rt.Config.Web.MaxBodyBytes),
+		Clock:        rt.Clock(),
+		PruneMirrors: rt.PruneMirrors,
+		Backup: func(ctx context.Context, w io.Writer, opts store.BackupOptions) error {
+			return store.WriteBackup(ctx, w, rt.State, opts)
+		},
 	}
 }

@@ -301,9 +301,14 @@ type Outbox struct {
 
 // Mirror tunes the JSONL mirrors.
 type Mirror struct {
-	RotateBytes Size     `yaml:"rotate_bytes"`
-	KeepRuns    int      `yaml:"keep_runs"`
-	KeepAge     Duration `yaml:"keep_age"`
+	RotateBytes Size `yaml:"rotate_bytes"`
+	// KeepRuns and KeepAge are the older spelling of Retention: when set,
+	// they give keep_runs and keep_age of every kind of run that does not
+	// set its own (negative: no limit).
+	KeepRuns int      `yaml:"keep_runs"`
+	KeepAge  Duration `yaml:"keep_age"`
+	// Retention is which runs pruning removes, per kind (mirror.go).
+	Retention MirrorRetention `yaml:"retention"`
 	// MaxTextBytes bounds the text kept in one mirror record; longer texts
 	// keep their size, preview and SHA-256 and are marked truncated.
 	MaxTextBytes Size `yaml:"max_text_bytes"`
@@ -661,8 +666,7 @@ func (c *Config) ApplyDefaults() {
 	defD(&c.Outbox.Retention, "168h")
 	defI(&c.Outbox.OverflowChunks, 4)
 	defS(&c.Mirror.RotateBytes, 64<<20)
-	defI(&c.Mirror.KeepRuns, 50)
-	defD(&c.Mirror.KeepAge, "720h")
+	c.Mirror.applyRetentionDefaults()
 	defS(&c.Mirror.MaxTextBytes, 64<<10)
 	if c.Mirror.CLI == "" {
 		c.Mirror.CLI = MirrorCLIChanges
@@ -895,6 +899,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Mirror.MaxTextBytes < 1024 || c.Mirror.MaxTextBytes > 64<<20 {
 		bad("mirror.max_text_bytes: %s is out of range (1KiB to 64MiB)", c.Mirror.MaxTextBytes)
+	}
+	if err := c.Mirror.validateRetention(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -317,8 +317,9 @@ func SessionsReloadable(s *SessionSwitch) Reloadable {
 }
 
 // EnableReload makes the runtime reloadable with load (see Reloader) and
-// registers the access policy as its first part; the composition
-// registers more parts on the Reloader returned.
+// registers the runtime's own parts (the access policy, the workspace
+// rules, mirror retention); the composition registers more parts on the
+// Reloader returned.
 func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
 	r := NewReloader(rt.Config, load, rt.log)
 	acc := rt.Hub.Access()
@@ -334,6 +335,7 @@ func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
 			rt.Hub.SetWorkspacePolicy(workspacePolicy(started, cfg))
 		}
 	}})
+	r.Register(rt.RetentionReloadable())
 	rt.reloader.Store(r)
 	return r
 }

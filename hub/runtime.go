@@ -53,7 +53,8 @@ type Runtime struct {
 	stopPending  context.CancelFunc
 	pendingDone  chan struct{}
 	stopDispatch context.CancelFunc
-	reloader     atomic.Pointer[Reloader] // nil: not reloadable (EnableReload)
+	reloader     atomic.Pointer[Reloader]        // nil: not reloadable (EnableReload)
+	retention    atomic.Pointer[store.Retention] // nil: the configuration's (RetentionReloadable)
 }
 
 // RuntimeOptions adjust a Runtime for tests.
@@ -69,7 +70,8 @@ type RuntimeOptions struct {
 	// such calls fail with a clear message.
 	Remote Remote
 	// Offline opens the state for the CLI while no hub runs: no mirror run
-	// is started (so no empty run directories appear and none are pruned).
+	// is started (so no empty run directories appear and none are pruned
+	// unless asked: PruneMirrors).
 	Offline bool
 	// MirrorOpenFile replaces how the mirror opens its files (tests inject
 	// write failures with it); nil opens them on disk.
@@ -112,7 +114,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		// the runtime is given, so runs sort by when they really happened.
 		rt.RunID = store.NewRunID(clock.Real{}.Now())
 		rt.Mirror, err = store.OpenMirror(st.Path(store.FlowsDir), rt.RunID, store.MirrorOptions{
-			RotateBytes: int64(cfg.Mirror.RotateBytes), KeepRuns: cfg.Mirror.KeepRuns, KeepAge: cfg.Mirror.KeepAge.D(), Logger: opts.Logger,
+			RotateBytes: int64(cfg.Mirror.RotateBytes), Kind: store.RunServe, Logger: opts.Logger,
 			MaxTextBytes: int(cfg.Mirror.MaxTextBytes),
 			OpenFile:     opts.MirrorOpenFile, Clock: opts.Clock,
 		})
@@ -120,6 +122,9 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 			return nil, err
 		}
 		closers = append(closers, rt.Mirror.Close)
+		if _, err := rt.PruneMirrors(false); err != nil {
+			opts.Logger.Warn("mirror retention: could not remove every old run", "err", err)
+		}
 	}
 	dir, err := store.OpenDirectory(rt.State.Path(store.ChannelDirectory), rt.DirectoryOptions())
 	if err != nil {

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(holdEnv); dir != "" {
 		os.Exit(holdState(dir))
 	}
+	if run := os.Getenv(holdRunEnv); run != "" {
+		os.Exit(holdRun(run))
+	}
 	os.Exit(m.Run())
 }
 

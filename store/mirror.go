@@ -72,8 +72,6 @@ const PreviewRunes = 200
 // Defaults for MirrorOptions.
 const (
 	DefaultRotateBytes  = 64 << 20
-	DefaultKeepRuns     = 50
-	DefaultKeepAge      = 30 * 24 * time.Hour
 	DefaultSyncInterval = 50 * time.Millisecond
 	DefaultMaxTextBytes = 64 << 10
 )
@@ -218,12 +216,9 @@ type MirrorOptions struct {
 	// RotateBytes is the size past which a mirror file is rotated.
 	// Default 64 MiB.
 	RotateBytes int64
-	// KeepRuns is how many run directories to keep, the current one
-	// included. Default 50; negative keeps any number.
-	KeepRuns int
-	// KeepAge removes runs that started longer ago. Default 30 days;
-	// negative keeps runs of any age.
-	KeepAge time.Duration
+	// Kind is what writes the run, recorded in its marker (RunMarkerFile);
+	// default RunServe. Retention (PruneRuns) is decided per kind.
+	Kind RunKind
 	// SyncInterval is the group fsync window: the longest a durable append
 	// that is about to fsync waits for appends already under way, so that
 	// they share its fsync. It only waits while other appends are in
@@ -248,11 +243,8 @@ func (o MirrorOptions) withDefaults() MirrorOptions {
 	if o.RotateBytes <= 0 {
 		o.RotateBytes = DefaultRotateBytes
 	}
-	if o.KeepRuns == 0 {
-		o.KeepRuns = DefaultKeepRuns
-	}
-	if o.KeepAge == 0 {
-		o.KeepAge = DefaultKeepAge
+	if o.Kind == "" {
+		o.Kind = RunServe
 	}
 	if o.SyncInterval <= 0 {
 		o.SyncInterval = DefaultSyncInterval
@@ -280,6 +272,7 @@ func (o MirrorOptions) withDefaults() MirrorOptions {
 type Mirror struct {
 	runID string
 	opts  MirrorOptions
+	lock  *runLock // held while the mirror is open: pruning leaves the run alone
 	in    *mirrorStream
 	out   *mirrorStream
 }
@@ -291,33 +284,29 @@ func (m *Mirror) Bytes() (inbound, outbound uint64) {
 	return m.in.bytes.Load(), m.out.bytes.Load()
 }
 
-// OpenMirror creates flows/<run_id>/chat/ under flowsDir, removes old runs
-// (never runID itself; see MirrorOptions.KeepRuns and KeepAge) and opens
-// the mirror files for appending.
+// OpenMirror creates flows/<run_id>/ under flowsDir, marked with
+// opts.Kind, or reopens it, and opens its mirror files for appending. The
+// run stays locked until Close, so pruning (PruneRuns) never removes it
+// meanwhile; a run another writer holds is refused with ErrRunOpen.
+// OpenMirror removes nothing.
 func OpenMirror(flowsDir, runID string, opts MirrorOptions) (*Mirror, error) {
 	if _, err := ParseRunID(runID); err != nil {
 		return nil, fmt.Errorf("open mirror: %w", err)
 	}
 	opts = opts.withDefaults()
-	dir := filepath.Join(flowsDir, runID, "chat")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	lock, err := openRun(flowsDir, runID, opts.Kind)
+	if err != nil {
 		return nil, fmt.Errorf("open mirror: %w", err)
 	}
-	for _, d := range []string{flowsDir, filepath.Join(flowsDir, runID)} {
-		if err := SyncDir(d); err != nil {
-			return nil, fmt.Errorf("open mirror: %w", err)
-		}
-	}
-	if removed, err := PruneRuns(flowsDir, runID, opts); err != nil {
-		opts.Logger.Warn("mirror retention: could not remove every old run", "flows", flowsDir, "removed", len(removed), "err", err)
-	}
-	m := &Mirror{runID: runID, opts: opts}
-	var err error
+	dir := filepath.Join(flowsDir, runID, "chat")
+	m := &Mirror{runID: runID, opts: opts, lock: lock}
 	if m.in, err = openStream(dir, DirectionInbound, opts); err != nil {
+		lock.release()
 		return nil, err
 	}
 	if m.out, err = openStream(dir, DirectionOutbound, opts); err != nil {
 		m.in.close()
+		lock.release()
 		return nil, err
 	}
 	return m, nil
@@ -445,9 +434,13 @@ func (m *Mirror) write(rec MirrorRecord) (*mirrorStream, uint64, error) {
 	return s, seq, nil
 }
 
-// Close fsyncs and closes the mirror files.
+// Close fsyncs and closes the mirror files, then lets the run's lock go.
 func (m *Mirror) Close() error {
-	return errors.Join(m.in.close(), m.out.close())
+	err := errors.Join(m.in.close(), m.out.close())
+	if lerr := m.lock.release(); lerr != nil {
+		err = errors.Join(err, fmt.Errorf("close mirror %s: %w", m.runID, lerr))
+	}
+	return err
 }
 
 // mirrorStream is one append-only file with its rotations and group commit.
@@ -752,41 +745,4 @@ func ListRuns(flowsDir string) []string {
 	}
 	slices.Sort(runs)
 	return runs
-}
-
-// PruneRuns applies the retention of opts (KeepRuns, KeepAge) to the run
-// directories under flowsDir, never removing current, and returns the runs
-// it removed.
-func PruneRuns(flowsDir, current string, opts MirrorOptions) ([]string, error) {
-	opts = opts.withDefaults()
-	now := opts.Clock.Now()
-	var keep, drop []string
-	for _, r := range ListRuns(flowsDir) {
-		if r == current {
-			continue
-		}
-		started, _ := ParseRunID(r)
-		if opts.KeepAge > 0 && now.Sub(started) > opts.KeepAge {
-			drop = append(drop, r)
-		} else {
-			keep = append(keep, r)
-		}
-	}
-	if opts.KeepRuns > 0 {
-		// The current run counts towards KeepRuns.
-		if excess := len(keep) + 1 - opts.KeepRuns; excess > 0 {
-			drop = append(drop, keep[:excess]...)
-		}
-	}
-	slices.Sort(drop)
-	var removed []string
-	var errs []error
-	for _, r := range drop {
-		if err := os.RemoveAll(filepath.Join(flowsDir, r)); err != nil {
-			errs = append(errs, fmt.Errorf("remove run %s: %w", r, err))
-			continue
-		}
-		removed = append(removed, r)
-	}
-	return removed, errors.Join(errs...)
 }

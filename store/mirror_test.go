@@ -27,8 +27,8 @@ const (
 	run3 = "20260226T110000Z-cccc"
 )
 
-// keepAll turns retention off so that fixed run ids from the past survive.
-var keepAll = MirrorOptions{KeepRuns: -1, KeepAge: -1}
+// keepAll opens a mirror with the default options: opening never prunes.
+var keepAll = MirrorOptions{}
 
 func openMirror(t testing.TB, flows, runID string, opts MirrorOptions) *Mirror {
 	t.Helper()
@@ -108,7 +108,7 @@ func TestTextPreview(t *testing.T) {
 func TestMirrorRecordHasEveryField(t *testing.T) {
 	flows := t.TempDir()
 	fake := clock.NewFake(time.Date(2026, 2, 26, 9, 0, 0, 5e6, time.UTC))
-	m := openMirror(t, flows, run1, MirrorOptions{Clock: fake, KeepRuns: -1, KeepAge: -1})
+	m := openMirror(t, flows, run1, MirrorOptions{Clock: fake})
 	ctx := context.Background()
 	if err := m.Append(ctx, MirrorRecord{Direction: DirectionInbound, Text: "héllo\nworld <b>&"}, true); err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestMirrorGroupCommit(t *testing.T) {
 
 func TestMirrorConcurrentAppends(t *testing.T) {
 	flows := t.TempDir()
-	m := openMirror(t, flows, run1, MirrorOptions{KeepRuns: -1, KeepAge: -1, RotateBytes: 64 << 10})
+	m := openMirror(t, flows, run1, MirrorOptions{RotateBytes: 64 << 10})
 	const goroutines, each = 16, 40
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -358,53 +358,6 @@ func TestMirrorRotation(t *testing.T) {
 	}
 	if rot2 := rotatedFiles(dir, DirectionInbound); len(rot2) <= len(rot) || rot2[len(rot)].n != len(rot)+1 {
 		t.Errorf("rotation after reopening: %v", rot2)
-	}
-}
-
-func TestMirrorRetention(t *testing.T) {
-	now := time.Date(2026, 3, 30, 12, 0, 0, 0, time.UTC)
-	old := []string{
-		"20260101T000000Z-0001", // 88 days
-		"20260301T000000Z-0002", // 29 days
-		"20260320T000000Z-0003",
-		"20260325T000000Z-0004",
-		"20260328T000000Z-0005",
-	}
-	tests := []struct {
-		name     string
-		current  string
-		keepRuns int
-		keepAge  time.Duration
-		want     []string
-	}{
-		{"defaults drop by age", "20260330T000000Z-0006", 0, 0, []string{old[1], old[2], old[3], old[4], "20260330T000000Z-0006"}},
-		{"count counts the current run", "20260330T000000Z-0006", 3, 0, []string{old[3], old[4], "20260330T000000Z-0006"}},
-		{"shorter age", "20260330T000000Z-0006", 0, 7 * 24 * time.Hour, []string{old[3], old[4], "20260330T000000Z-0006"}},
-		{"retention off", "20260330T000000Z-0006", -1, -1, append(slices.Clone(old), "20260330T000000Z-0006")},
-		{"old current run survives", "20250101T000000Z-0007", 1, 0, []string{"20250101T000000Z-0007"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			flows := t.TempDir()
-			for _, r := range old {
-				if err := os.MkdirAll(filepath.Join(flows, r, "chat"), 0o700); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// Not runs: never touched.
-			os.Mkdir(filepath.Join(flows, "notes"), 0o700)
-			os.WriteFile(filepath.Join(flows, "20200101T000000Z-dead"), nil, 0o600)
-			m := openMirror(t, flows, tt.current, MirrorOptions{Clock: clock.NewFake(now), KeepRuns: tt.keepRuns, KeepAge: tt.keepAge})
-			m.Close()
-			if got := ListRuns(flows); !slices.Equal(got, tt.want) {
-				t.Errorf("runs left %v, want %v", got, tt.want)
-			}
-			for _, keep := range []string{"notes", "20200101T000000Z-dead"} {
-				if _, err := os.Stat(filepath.Join(flows, keep)); err != nil {
-					t.Errorf("%s was removed", keep)
-				}
-			}
-		})
 	}
 }
 

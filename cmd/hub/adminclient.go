@@ -58,7 +58,9 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 	}
 	ln := newPipeListener()
 	// The CLI's own user opened the state: the operator.
-	srv := &http.Server{Handler: admin.ForRuntime(rt).HandlerAs(admin.Operator), ReadHeaderTimeout: 10 * time.Second}
+	api := admin.ForRuntime(rt)
+	api.Version = hubVersion()
+	srv := &http.Server{Handler: api.HandlerAs(admin.Operator), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	c := &adminClient{
 		http: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial() }}},

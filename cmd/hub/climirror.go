@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -25,10 +26,12 @@ const (
 
 // cliMirror mirrors what the CLI changes (and, with mirror.cli: all, every
 // call) so that every exchange is mirrored, the operator's too. Each CLI
-// invocation gets its own run, flows/<run_id>/, opened on its first record:
-// a running hub appends to its own run only, so nothing is shared, and the
-// database is never needed. The CLI never prunes runs (the hub does when it
-// starts), so it cannot remove a running hub's.
+// invocation gets its own run, flows/<run_id>/ marked as a CLI run and
+// locked while it is open, opened on its first record: a running hub
+// appends to its own run only, so nothing is shared, and the database is
+// never needed. The CLI never prunes runs on its own (the hub does when it
+// starts, and `hub mirror prune` when asked); CLI runs are kept by their
+// own retention (mirror.retention.cli), so they never make the hub's go.
 type cliMirror struct {
 	flows string
 	opts  store.MirrorOptions
@@ -47,7 +50,7 @@ func newCLIMirror(cfg *config.Config) *cliMirror {
 	clk := clock.Real{}
 	return &cliMirror{
 		flows: filepath.Join(cfg.StateDir, store.FlowsDir),
-		opts:  store.MirrorOptions{RotateBytes: int64(cfg.Mirror.RotateBytes), KeepRuns: -1, KeepAge: -1, Clock: clk},
+		opts:  store.MirrorOptions{RotateBytes: int64(cfg.Mirror.RotateBytes), Kind: store.RunCLI, Clock: clk},
 		all:   cfg.Mirror.CLI == config.MirrorCLIAll,
 		clk:   clk,
 		user:  name,
@@ -82,7 +85,7 @@ func (c *cliMirror) record(ctx context.Context, direction, turnID, text string, 
 // loses nothing, one of the machine may).
 func (c *cliMirror) append(ctx context.Context, direction, turnID, text string, meta map[string]string, durable bool) error {
 	if c.m == nil {
-		m, err := store.OpenMirror(c.flows, store.NewRunID(c.clk.Now()), c.opts)
+		m, err := c.open()
 		if err != nil {
 			return fmt.Errorf("mirror the CLI call: %w", err)
 		}
@@ -100,6 +103,20 @@ func (c *cliMirror) append(ctx context.Context, direction, turnID, text string, 
 		return fmt.Errorf("mirror the CLI call: %w", err)
 	}
 	return nil
+}
+
+// openTries bounds how many run ids open tries: another invocation may
+// have started in the same second with the same random suffix.
+const openTries = 8
+
+// open starts this invocation's run under a fresh run id.
+func (c *cliMirror) open() (*store.Mirror, error) {
+	for i := 1; ; i++ {
+		m, err := store.OpenMirror(c.flows, store.NewRunID(c.clk.Now()), c.opts)
+		if err == nil || !errors.Is(err, store.ErrRunOpen) || i == openTries {
+			return m, err
+		}
+	}
 }
 
 // cliCall is what call decided for one verb call: whether it is mirrored,

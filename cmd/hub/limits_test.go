@@ -101,6 +101,9 @@ func TestAdminSocketIsTheOperator(t *testing.T) {
 		{"GET", "/api/access", "", "admin.access"},
 		{"POST", "/api/access/approve", `{"code":"ABCD-EFGH","role":"reader"}`, "admin.access"},
 		{"POST", "/api/reload", `{}`, "only the operator"},
+		{"POST", "/api/backup", "", "only the operator"},
+		{"GET", "/api/mirror/prune", "", "only the operator"},
+		{"POST", "/api/mirror/prune", "", "only the operator"},
 	} {
 		if code, body := overWeb(c.method, c.path, c.body); code != http.StatusForbidden || !strings.Contains(body, c.perm) {
 			t.Errorf("web %s %s: %d %s, want 403 naming %s", c.method, c.path, code, body, c.perm)

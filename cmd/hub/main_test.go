@@ -396,13 +396,13 @@ func TestAdminCommandsOffline(t *testing.T) {
 	}
 	// No empty run directories were created by offline commands: the only
 	// runs are the two sends', mirrored as CLI calls.
-	runs, _ := os.ReadDir(filepath.Join(dir, ".hub", "flows"))
+	runs := store.ListRuns(filepath.Join(dir, ".hub", "flows"))
 	if len(runs) != 2 {
 		t.Fatalf("offline commands created runs: %v", runs)
 	}
 	for _, r := range runs {
-		if b, _ := os.ReadFile(filepath.Join(dir, ".hub", "flows", r.Name(), "chat", "inbound.jsonl")); !strings.Contains(string(b), `"kind":"cli"`) {
-			t.Fatalf("run %s is not a mirrored send: %s", r.Name(), b)
+		if b, _ := os.ReadFile(filepath.Join(dir, ".hub", "flows", r, "chat", "inbound.jsonl")); !strings.Contains(string(b), `"kind":"cli"`) {
+			t.Fatalf("run %s is not a mirrored send: %s", r, b)
 		}
 	}
 }

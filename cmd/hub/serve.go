@@ -141,6 +141,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer func() { stopSweep(); <-outputSwept }()
 
 	api := admin.ForRuntime(rt)
+	api.Version = hubVersion()
 	api.Nodes = nodeList
 	api.Workspaces = workspaceAdmin{set: tc.set, hub: rt.Hub}
 	var adapters []hub.Adapter
