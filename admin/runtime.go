@@ -4,7 +4,6 @@ import (
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
-	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // ForRuntime builds the admin API over a hub runtime's parts. The admin
@@ -16,10 +15,9 @@ func ForRuntime(rt *hub.Runtime) *API {
 		Targets:      rt.Targets,
 		Directory:    rt.Directory,
 		SetDirectory: rt.SetDirectory,
+		State:        rt.State.StateDir,
 		// A rebuilt directory keeps the runtime's clock and logger.
-		DirectoryPath:    rt.State.Path(store.ChannelDirectory),
 		DirectoryOptions: rt.DirectoryOptions(),
-		FlowsDir:         rt.State.Path(store.FlowsDir),
 		Deliver:          rt.Hub.Deliver,
 		NewTurnID:        func(prefix string) string { return hub.NewTurnID(prefix, rt.Clock().Now()) },
 		Status:           rt.Status,

@@ -71,9 +71,10 @@ type RuntimeOptions struct {
 	// Offline opens the state for the CLI while no hub runs: no mirror run
 	// is started (so no empty run directories appear and none are pruned).
 	Offline bool
-	// MirrorOpenFile replaces how the mirror opens its files (tests inject
-	// write failures with it); nil opens them on disk.
-	MirrorOpenFile func(name string, flag int, perm os.FileMode) (store.MirrorFile, error)
+	// MirrorOpenFile replaces how the mirror opens its files, by their
+	// names in the flows directory root (tests inject write failures with
+	// it); nil opens them on disk.
+	MirrorOpenFile func(root *os.Root, name string, flag int, perm os.FileMode) (store.MirrorFile, error)
 	// Observer hears every turn and verb call (metrics); nil: no one.
 	Observer Observer
 	// OutboxEvents hears what happens to outbox entries besides the
@@ -93,7 +94,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	}
 	rt = &Runtime{
 		Config: cfg, State: st, log: opts.Logger, Board: &StateBoard{Clock: opts.Clock}, Started: opts.Clock.Now(), clock: opts.Clock,
-		Conversations: NewConversations(st.Path(store.FlowsDir)),
+		Conversations: NewConversations(st.Flows()),
 	}
 	var closers []func() error
 	defer func() {
@@ -111,7 +112,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		// A run id names a process run by its wall-clock start, whatever clock
 		// the runtime is given, so runs sort by when they really happened.
 		rt.RunID = store.NewRunID(clock.Real{}.Now())
-		rt.Mirror, err = store.OpenMirror(st.Path(store.FlowsDir), rt.RunID, store.MirrorOptions{
+		rt.Mirror, err = store.OpenMirror(st.Flows(), rt.RunID, store.MirrorOptions{
 			RotateBytes: int64(cfg.Mirror.RotateBytes), KeepRuns: cfg.Mirror.KeepRuns, KeepAge: cfg.Mirror.KeepAge.D(), Logger: opts.Logger,
 			MaxTextBytes: int(cfg.Mirror.MaxTextBytes),
 			OpenFile:     opts.MirrorOpenFile, Clock: opts.Clock,
@@ -121,7 +122,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		}
 		closers = append(closers, rt.Mirror.Close)
 	}
-	dir, err := store.OpenDirectory(rt.State.Path(store.ChannelDirectory), rt.DirectoryOptions())
+	dir, err := store.OpenDirectory(rt.State.Root(), store.ChannelDirectory, rt.DirectoryOptions())
 	if err != nil {
 		// The directory is a derived cache: a corrupt file must not stop the
 		// hub. It is left untouched and the hub runs without a directory.
@@ -134,7 +135,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	if err != nil {
 		return nil, err
 	}
-	rt.Targets, err = store.OpenTargets(rt.State.Path(store.DeliveryTargetsFile))
+	rt.Targets, err = store.OpenTargets(rt.State.Root(), store.DeliveryTargetsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		return nil, err
 	}
 	rt.Mux = outbox.NewMux()
-	if err := rt.Mux.Handle("local", outbox.NewLocalSender(rt.State.Dir(), rt.Config.Outbox.LocalRoots, opts.Clock)); err != nil {
+	if err := rt.Mux.Handle("local", outbox.NewLocalSender(rt.State.StateDir, rt.Config.Outbox.LocalRoots, opts.Clock)); err != nil {
 		return nil, err
 	}
 	var events outbox.Events = outbox.NopEvents{}

@@ -39,7 +39,9 @@ type targetEntry struct {
 // before it becomes visible. Targets never consult the channel directory.
 // All methods are safe for concurrent use.
 type Targets struct {
-	path  string
+	root  *os.Root
+	name  string
+	path  string // for messages
 	clock clock.Clock
 
 	mu        sync.Mutex
@@ -49,12 +51,14 @@ type Targets struct {
 	stamp     fileStamp // the file as last loaded or written
 }
 
-// OpenTargets loads the delivery targets file at path. A missing file is an
-// empty set (created on the first change). A file that does not parse or
-// holds an invalid target is a *CorruptFileError, and a file from a newer
-// hub wraps ErrFileTooNew; either way the file is left untouched.
-func OpenTargets(path string) (*Targets, error) {
-	t := &Targets{path: path, clock: clock.Real{}}
+// OpenTargets loads the delivery targets file name (DeliveryTargetsFile)
+// of the state directory state, and reads and writes it through state only.
+// A missing file is an empty set (created on the first change). A file that
+// does not parse or holds an invalid target is a *CorruptFileError, and a
+// file from a newer hub wraps ErrFileTooNew; either way the file is left
+// untouched.
+func OpenTargets(state *os.Root, name string) (*Targets, error) {
+	t := &Targets{root: state, name: name, path: filepath.Join(state.Name(), name), clock: clock.Real{}}
 	if err := t.load(); err != nil {
 		return nil, err
 	}
@@ -63,11 +67,11 @@ func OpenTargets(path string) (*Targets, error) {
 
 // load reads the file into t; the caller holds t.mu (or owns t).
 func (t *Targets) load() error {
-	stamp, err := stampOf(t.path)
+	stamp, err := stampOf(t.root, t.name)
 	if err != nil {
 		return err
 	}
-	data, ok, err := readFileData(t.path)
+	data, ok, err := readFileData(t.root, t.name)
 	if err != nil {
 		return err
 	}
@@ -102,7 +106,7 @@ func (t *Targets) load() error {
 // loaded or written, so that a hand edit is never silently overwritten. A
 // corrupt file makes the pending mutation fail.
 func (t *Targets) refresh() error {
-	now, err := stampOf(t.path)
+	now, err := stampOf(t.root, t.name)
 	if err != nil {
 		return err
 	}
@@ -319,15 +323,15 @@ func (t *Targets) mutate(fn func(keys []chat.Key, last map[string]string) ([]cha
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", t.path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+	if err := t.root.MkdirAll(filepath.Dir(t.name), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", t.path, err)
 	}
-	if err := WriteFileAtomic(t.path, data, 0o600); err != nil {
+	if err := WriteFileAtomic(t.root, t.name, data, 0o600); err != nil {
 		return err
 	}
 	// If the stat fails, the zero stamp makes the next mutation reload what
 	// was just written, which is harmless.
-	stamp, _ := stampOf(t.path)
+	stamp, _ := stampOf(t.root, t.name)
 	t.keys, t.last, t.updatedAt, t.stamp = keys, last, updatedAt, stamp
 	return nil
 }

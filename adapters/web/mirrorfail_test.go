@@ -32,8 +32,8 @@ func (f fullFile) Write(p []byte) (int, error) {
 func TestExecuteRefusedWhenMirrorFull(t *testing.T) {
 	full := new(atomic.Bool)
 	e := newEnv(t, envConfig{hub: hubtest.Options{Runtime: hub.RuntimeOptions{
-		MirrorOpenFile: func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
-			f, err := os.OpenFile(name, flag, perm)
+		MirrorOpenFile: func(root *os.Root, name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
+			f, err := root.OpenFile(name, flag, perm)
 			if err != nil {
 				return nil, err
 			}

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
 
 	"github.com/a6afc2ce/hermes-hub/admin"
@@ -30,7 +30,8 @@ const (
 // database is never needed. The CLI never prunes runs (the hub does when it
 // starts), so it cannot remove a running hub's.
 type cliMirror struct {
-	flows string
+	state string // the state directory, opened with the first record
+	dir   *store.StateDir
 	opts  store.MirrorOptions
 	all   bool
 	clk   clock.Clock
@@ -46,7 +47,7 @@ func newCLIMirror(cfg *config.Config) *cliMirror {
 	}
 	clk := clock.Real{}
 	return &cliMirror{
-		flows: filepath.Join(cfg.StateDir, store.FlowsDir),
+		state: cfg.StateDir,
 		opts:  store.MirrorOptions{RotateBytes: int64(cfg.Mirror.RotateBytes), KeepRuns: -1, KeepAge: -1, Clock: clk},
 		all:   cfg.Mirror.CLI == config.MirrorCLIAll,
 		clk:   clk,
@@ -82,11 +83,9 @@ func (c *cliMirror) record(ctx context.Context, direction, turnID, text string, 
 // loses nothing, one of the machine may).
 func (c *cliMirror) append(ctx context.Context, direction, turnID, text string, meta map[string]string, durable bool) error {
 	if c.m == nil {
-		m, err := store.OpenMirror(c.flows, store.NewRunID(c.clk.Now()), c.opts)
-		if err != nil {
+		if err := c.open(); err != nil {
 			return fmt.Errorf("mirror the CLI call: %w", err)
 		}
-		c.m = m
 	}
 	all := map[string]string{"user_name": c.user, "uid": c.uid, "turn_id": turnID}
 	for k, v := range meta {
@@ -136,12 +135,37 @@ func (c *cliMirror) result(ctx context.Context, cc cliCall, o *executor.Outcome,
 	}, cc.durable)
 }
 
-// Close closes the run's files, if any were opened.
+// open opens the state directory and starts the invocation's run in it.
+func (c *cliMirror) open() error {
+	if c.dir == nil {
+		dir, err := store.OpenStateDir(c.state)
+		if err != nil {
+			return err
+		}
+		c.dir = dir
+	}
+	m, err := store.OpenMirror(c.dir.Flows(), store.NewRunID(c.clk.Now()), c.opts)
+	if err != nil {
+		return err
+	}
+	c.m = m
+	return nil
+}
+
+// Close closes the run's files and the state directory, if they were
+// opened.
 func (c *cliMirror) Close() error {
-	if c == nil || c.m == nil {
+	if c == nil {
 		return nil
 	}
-	return c.m.Close()
+	var errs []error
+	if c.m != nil {
+		errs = append(errs, c.m.Close())
+	}
+	if c.dir != nil {
+		errs = append(errs, c.dir.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // deliver mirrors a delivery made from the CLI (hub send, hub exec

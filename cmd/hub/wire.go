@@ -77,8 +77,10 @@ func openWorkspaces(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(st
 }
 
 // newToolchain opens the named workspaces and registers every verb over
-// them (the vfs verbs over their session workspaces).
-func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(string) string, withMounts bool, logger *slog.Logger) (*toolchain, error) {
+// them (the vfs verbs over their session workspaces). The verbs write in
+// the state directory through state (the opened state root); when it is
+// nil, the state directory is opened here and closed with the toolchain.
+func newToolchain(cfg *config.Config, meta verbs.FileMeta, state *store.StateDir, sessionsDir func(string) string, withMounts bool, logger *slog.Logger) (*toolchain, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -86,7 +88,16 @@ func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(stri
 	if err != nil {
 		return nil, err
 	}
+	tc := &toolchain{set: set}
+	if state == nil {
+		if state, err = store.OpenStateDir(cfg.StateDir); err != nil {
+			set.Close()
+			return nil, err
+		}
+		tc.cleanup = append(tc.cleanup, state.Close)
+	}
 	vopts := verbs.DefaultOptions(cfg.StateDir)
+	vopts.State = state.Root()
 	vopts.EnvAllow = cfg.Verbs.Proc.EnvAllow
 	vopts.DefaultTimeout = cfg.Verbs.Proc.DefaultTimeout.D()
 	vopts.MaxTimeout = cfg.Verbs.Proc.MaxTimeout.D()
@@ -95,12 +106,12 @@ func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(stri
 	vopts.MaxMemory = int64(cfg.Verbs.Proc.MaxMemory)
 	vopts.MaxCPUSeconds = cfg.Verbs.Proc.MaxCPUSeconds
 	reg := executor.NewRegistry()
-	vs, err := set.Register(reg, vopts)
-	if err != nil {
-		set.Close()
+	if tc.verbs, err = set.Register(reg, vopts); err != nil {
+		tc.Close()
 		return nil, err
 	}
-	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), set: set, verbs: vs}, nil
+	tc.exec = executor.New(reg, executor.Options{Logger: logger})
+	return tc, nil
 }
 
 // buildExecutor is the toolchain of the commands that run verbs without a
@@ -112,7 +123,7 @@ func buildExecutor(cfg *config.Config, logger *slog.Logger) (*toolchain, error) 
 		return nil, err
 	}
 	dirs := func(name string) string { return filepath.Join(tmp, "sessions-"+name) }
-	tc, err := newToolchain(cfg, verbs.NewMemoryMeta(), dirs, false, logger)
+	tc, err := newToolchain(cfg, verbs.NewMemoryMeta(), nil, dirs, false, logger)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
@@ -162,7 +173,7 @@ func openStack(cfg *config.Config, logger *slog.Logger, lockTimeout time.Duratio
 		st.Close()
 		return nil, err
 	}
-	tc, err := newToolchain(cfg, meta, nil, true, logger)
+	tc, err := newToolchain(cfg, meta, st.StateDir, nil, true, logger)
 	if err != nil {
 		st.Close()
 		return nil, err
