@@ -163,6 +163,7 @@ func (a *API) addTarget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k, err := chat.ParseTarget(req.Target)
+	k = a.Targets.Normalize(k) // checked, stored and reported as stored
 	if err == nil && a.CheckTarget != nil {
 		err = a.CheckTarget(k)
 	}
@@ -190,6 +191,7 @@ func (a *API) removeTarget(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	k = a.Targets.Normalize(k)
 	removed, err := a.Targets.Remove(k)
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "%v", err)

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,7 +38,9 @@ type targetEntry struct {
 // fan-out destinations and, per target, the last turn delivered there. It is
 // loaded once and kept in memory; every mutation is written atomically
 // before it becomes visible. Targets never consult the channel directory.
-// All methods are safe for concurrent use.
+// Every key it takes or loads is normalized first (Normalize), so a target
+// is one target however it is spelled. All methods are safe for concurrent
+// use.
 type Targets struct {
 	root  *os.Root
 	name  string
@@ -89,13 +92,11 @@ func (t *Targets) load() error {
 			if err != nil {
 				return entryError(t.path, data, "targets", i, err)
 			}
-			if !slices.Contains(keys, k) { // a duplicate line adds nothing
+			if k = t.Normalize(k); !slices.Contains(keys, k) { // a duplicate adds nothing
 				keys = append(keys, k)
 			}
 		}
-		for k, v := range f.LastDeliveryByTarget {
-			last[k] = v
-		}
+		last = t.normalLast(f.LastDeliveryByTarget)
 		updatedAt = f.UpdatedAt
 	}
 	t.keys, t.last, t.updatedAt, t.stamp = keys, last, updatedAt, stamp
@@ -172,6 +173,34 @@ func validTarget(k chat.Key) error {
 	return nil
 }
 
+// Normalize returns k as the targets store it (chat.Key.Normalized: a
+// local path cleaned, and relative when it lies in the state directory).
+func (t *Targets) Normalize(k chat.Key) chat.Key { return k.Normalized(t.root.Name()) }
+
+// normalLast returns the delivery bookkeeping of a file with its keys
+// normalized. Where several spellings of one target were recorded, the
+// canonical spelling's turn wins, else the greatest turn id (turn ids of one
+// kind sort by time). Keys that do not parse are kept as they are.
+func (t *Targets) normalLast(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	canonical := map[string]bool{}
+	for _, s := range slices.Sorted(maps.Keys(m)) {
+		k, err := chat.ParseKey(s)
+		if err != nil {
+			out[s] = m[s]
+			continue
+		}
+		n := t.Normalize(k).String()
+		switch {
+		case n == s:
+			out[n], canonical[n] = m[s], true
+		case !canonical[n] && m[s] > out[n]:
+			out[n] = m[s]
+		}
+	}
+	return out
+}
+
 // Path is the file the targets live in.
 func (t *Targets) Path() string { return t.path }
 
@@ -185,6 +214,7 @@ func (t *Targets) List() []chat.Key {
 // Add appends k to the targets. It reports false, without writing, when k
 // is already a target.
 func (t *Targets) Add(k chat.Key) (added bool, err error) {
+	k = t.Normalize(k)
 	if err := validTarget(k); err != nil {
 		return false, fmt.Errorf("add delivery target: %w", err)
 	}
@@ -204,6 +234,7 @@ func (t *Targets) Add(k chat.Key) (added bool, err error) {
 // Remove drops k and its delivery bookkeeping. It reports false, without
 // writing, when k is not a target.
 func (t *Targets) Remove(k chat.Key) (removed bool, err error) {
+	k = t.Normalize(k)
 	err = t.mutate(func(keys []chat.Key, last map[string]string) ([]chat.Key, bool) {
 		i := slices.Index(keys, k)
 		if i < 0 {
@@ -244,6 +275,7 @@ func (t *Targets) UpdatedAt() string {
 
 // LastDelivery returns the id of the last turn delivered to k, or "".
 func (t *Targets) LastDelivery(k chat.Key) string {
+	k = t.Normalize(k)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last[k.String()]
@@ -261,8 +293,10 @@ func (t *Targets) RecordDelivery(turnID string, keys []chat.Key) error {
 			return fmt.Errorf("record delivery: turn id %q has a control character", turnID)
 		}
 	}
-	for _, k := range keys {
-		if err := validTarget(k); err != nil {
+	keys = slices.Clone(keys)
+	for i, k := range keys {
+		keys[i] = t.Normalize(k)
+		if err := validTarget(keys[i]); err != nil {
 			return fmt.Errorf("record delivery of %s: %w", turnID, err)
 		}
 	}

@@ -37,3 +37,43 @@ func TestLocalTargetsNeverNameHubFiles(t *testing.T) {
 		t.Fatalf("doctor with a target naming the NATS key: %d %s", code, out)
 	}
 }
+
+// TestTargetKeysNormalised: local:pma/x.jsonl, local:./pma/x.jsonl,
+// local:pma//x.jsonl and the absolute path of the same file are one
+// target: adding another spelling adds nothing, a targets file written by
+// hand with several spellings holds one target, and a delivery enqueues
+// one chunk for it, not one per spelling.
+func TestTargetKeysNormalised(t *testing.T) {
+	dir := workspace(t)
+	state := filepath.Join(dir, ".hub")
+	if out, errOut, code := runHub(t, dir, "", "targets", "add", "local:./pma/x.jsonl"); code != 0 || !strings.Contains(out, "Added local:pma/x.jsonl") {
+		t.Fatalf("add: %d %s%s", code, out, errOut)
+	}
+	for _, again := range []string{"local:pma/x.jsonl", "local:pma//x.jsonl", "local:" + filepath.Join(state, "pma", "x.jsonl")} {
+		if out, errOut, code := runHub(t, dir, "", "targets", "add", again); code != 0 || !strings.Contains(out, "already a target") {
+			t.Errorf("add %s: %d %s%s; want it already a target", again, code, out, errOut)
+		}
+	}
+	p := filepath.Join(state, "pma", "delivery_targets.json")
+	byHand := `{"version": 1, "targets": [
+  {"kind": "local", "path": "pma/x.jsonl"},
+  {"kind": "local", "path": "./pma/x.jsonl"},
+  {"kind": "local", "path": "pma//x.jsonl"},
+  {"kind": "local", "path": "` + filepath.Join(state, "pma", "x.jsonl") + `"}
+], "last_delivery_by_target": {"local:./pma/x.jsonl": "send.1"}}`
+	if err := os.WriteFile(p, []byte(byHand), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runHub(t, dir, "", "targets", "list", "--json")
+	if code != 0 || strings.Count(out, "local:") != 2 || !strings.Contains(out, `"local:pma/x.jsonl"`) {
+		// Once in the list, once as the key of its last delivery.
+		t.Fatalf("targets of a file with four spellings: %d %s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, `"send.1"`) {
+		t.Errorf("the last delivery recorded under another spelling was lost: %s", out)
+	}
+	out, errOut, code = runHub(t, dir, "", "send", "hello")
+	if code != 0 || !strings.Contains(out, ": 1 chunk enqueued") {
+		t.Fatalf("send to one target spelled four ways: %d %s%s", code, out, errOut)
+	}
+}
