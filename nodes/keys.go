@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // NewSeed creates a fresh user nkey and writes its seed to path, owner-only.
@@ -120,7 +122,7 @@ func hubSeed(root *os.Root) (nkeys.KeyPair, error) {
 		return nil, fmt.Errorf("nkey seed: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("nkey seed %s is not a regular file (mode %v): the hub keeps its own seed there; move it away", path, fi.Mode().Type())
+		return nil, fmt.Errorf("nkey seed %s is %s, not a regular file: the hub keeps its own seed there; move it away", path, store.FileKind(fi.Mode()))
 	}
 	if f, err = root.Open(name); err != nil {
 		return nil, fmt.Errorf("nkey seed: %w", err)

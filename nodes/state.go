@@ -55,7 +55,7 @@ func openNATSState(o HubOptions) (_ *natsState, err error) {
 			continue
 		}
 		if err == nil && !fi.IsDir() {
-			err = fmt.Errorf("%s is not a directory of its own (mode %v): the hub keeps its NATS state there; move it away", filepath.Join(st.root.Name(), d), fi.Mode().Type())
+			err = fmt.Errorf("%s is %s, not a directory: the hub keeps its NATS state there; move it away", filepath.Join(st.root.Name(), d), store.FileKind(fi.Mode()))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("nats state: %w", err)

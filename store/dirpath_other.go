@@ -19,7 +19,7 @@ func DirPath(root *os.Root, name string) (path string, release func() error, err
 		return "", nil, err
 	}
 	if !fi.IsDir() {
-		return "", nil, fmt.Errorf("%s is %s, not a directory", filepath.Join(root.Name(), name), describeMode(fi.Mode()))
+		return "", nil, fmt.Errorf("%s is %s, not a directory", filepath.Join(root.Name(), name), FileKind(fi.Mode()))
 	}
 	return filepath.Join(root.Name(), name), func() error { return nil }, nil
 }

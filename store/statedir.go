@@ -85,13 +85,14 @@ func ownDir(root *os.Root, name string) error {
 		return err
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s is %s, not a directory: the hub keeps its own directory there; move it away", filepath.Join(root.Name(), name), describeMode(fi.Mode()))
+		return fmt.Errorf("%s is %s, not a directory: the hub keeps its own directory there; move it away", filepath.Join(root.Name(), name), FileKind(fi.Mode()))
 	}
 	return nil
 }
 
-// describeMode names the kind of file a mode is, for messages.
-func describeMode(m fs.FileMode) string {
+// FileKind names the kind of file a mode is, for messages: "a symbolic
+// link", "a directory"...
+func FileKind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
 		return "a symbolic link"
@@ -169,7 +170,7 @@ func regularOrMissing(root *os.Root, name string) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is %s, not a regular file: the hub keeps its own file there; move it away", filepath.Join(root.Name(), name), describeMode(fi.Mode()))
+		return fmt.Errorf("%s is %s, not a regular file: the hub keeps its own file there; move it away", filepath.Join(root.Name(), name), FileKind(fi.Mode()))
 	}
 	return nil
 }
@@ -185,7 +186,7 @@ func openRegular(root *os.Root, name string, flag int, perm os.FileMode) (*os.Fi
 	if err == nil {
 		var there fs.FileInfo
 		if there, err = root.Lstat(name); err == nil && (!there.Mode().IsRegular() || !os.SameFile(opened, there)) {
-			err = fmt.Errorf("%s was replaced while it was being opened (it is %s now): the hub keeps its own file there", f.Name(), describeMode(there.Mode()))
+			err = fmt.Errorf("%s was replaced while it was being opened (it is %s now): the hub keeps its own file there", f.Name(), FileKind(there.Mode()))
 		}
 	}
 	if err != nil {

@@ -56,17 +56,19 @@ type outputOwner struct {
 
 // stateRoot is the state directory: Options.State, or StateDir opened once.
 func (s *Set) stateRoot() (*os.Root, error) {
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
 	if s.opts.State != nil {
 		return s.opts.State, nil
 	}
-	root, err := openState(s.opts.StateDir)
-	if err != nil {
-		return nil, &executor.Error{Code: executor.CodeIOError, Err: err, Message: "Cannot open the state directory: " + hostless(err)}
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	if s.state == nil {
+		root, err := openState(s.opts.StateDir)
+		if err != nil {
+			return nil, &executor.Error{Code: executor.CodeIOError, Err: err, Message: "Cannot open the state directory: " + hostless(err)}
+		}
+		s.state = root
 	}
-	s.opts.State = root
-	return root, nil
+	return s.state, nil
 }
 
 // openState creates the state directory dir, owner-only, when it is
@@ -91,7 +93,7 @@ func (s *Set) outputDir(ctx context.Context, root *os.Root, turn string) (string
 		return "", s.stateError("create", outDir, err)
 	}
 	if fi, err := root.Lstat(outDir); err != nil || !fi.IsDir() {
-		return "", s.stateError("create", outDir, cmp.Or(err, errors.New("something else than a directory is in its place")))
+		return "", s.stateError("create", outDir, cmp.Or(err, errors.New("something other than a directory is in its place")))
 	}
 	call := executor.CallFrom(ctx)
 	name := filepath.Join(outDir, ownerFile)

@@ -124,7 +124,8 @@ type Set struct {
 	opts  Options
 	lines *lineCache // line counts of files, for fs.lineCount and fs.readRange
 
-	stateMu sync.Mutex // guards opening opts.State when it was not given
+	stateMu sync.Mutex
+	state   *os.Root // StateDir, opened when opts.State was not given
 }
 
 // NewSet returns the verbs acting in the workspaces src hands out.
