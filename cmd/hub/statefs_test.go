@@ -77,3 +77,33 @@ func TestTargetKeysNormalised(t *testing.T) {
 		t.Fatalf("send to one target spelled four ways: %d %s%s", code, out, errOut)
 	}
 }
+
+// TestTargetsFileLinkRefused: a delivery targets file replaced by a
+// symbolic link to a file outside the state directory (as a program that
+// could write there would plant, to choose where the hub delivers) is
+// refused, saying so: the hub never takes targets from the linked file,
+// and the file outside is left as it was.
+func TestTargetsFileLinkRefused(t *testing.T) {
+	dir := workspace(t)
+	if _, errOut, code := runHub(t, dir, "", "targets", "list"); code != 0 {
+		t.Fatal(errOut)
+	}
+	planted := filepath.Join(t.TempDir(), "planted.json")
+	const content = `{"version": 1, "targets": [{"kind": "chat", "platform": "telegram", "chat_id": "666"}]}`
+	if err := os.WriteFile(planted, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(planted, filepath.Join(dir, ".hub", "pma", "delivery_targets.json")); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runHub(t, dir, "", "targets", "add", "web")
+	if code == 0 || !strings.Contains(errOut, "symbolic link") {
+		t.Errorf("add with a linked targets file: exit %d %q, want a refusal naming the link", code, errOut)
+	}
+	if out, _, _ := runHub(t, dir, "", "targets", "list"); strings.Contains(out, "666") {
+		t.Errorf("the hub took its targets from the linked file: %s", out)
+	}
+	if b, err := os.ReadFile(planted); err != nil || string(b) != content {
+		t.Errorf("the file outside was changed: %q %v", b, err)
+	}
+}
