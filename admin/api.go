@@ -29,10 +29,10 @@ type API struct {
 	// so every API of a hub (the socket's, the panel's) sees the same one.
 	Directory    func() *store.Directory
 	SetDirectory func(*store.Directory)
-	// DirectoryPath and DirectoryOptions are used to rebuild the directory.
-	DirectoryPath    string
+	// State is the state directory: the mirrors are read, and the
+	// directory rebuilt (with DirectoryOptions), through it.
+	State            *store.StateDir
 	DirectoryOptions store.DirectoryOptions
-	FlowsDir         string
 	// Deliver fans text out to the delivery targets (Hub.Deliver), and
 	// NewTurnID names a delivery sent without a turn id (hub.NewTurnID);
 	// delivery needs both.
@@ -172,6 +172,7 @@ func (a *API) addTarget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k, err := chat.ParseTarget(req.Target)
+	k = a.Targets.Normalize(k) // checked, stored and reported as stored
 	if err == nil && a.CheckTarget != nil {
 		err = a.CheckTarget(k)
 	}
@@ -199,6 +200,7 @@ func (a *API) removeTarget(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	k = a.Targets.Normalize(k)
 	removed, err := a.Targets.Remove(k)
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "%v", err)
@@ -232,7 +234,7 @@ func (a *API) listChannels(w http.ResponseWriter, r *http.Request) {
 func (a *API) rebuildChannels(w http.ResponseWriter, r *http.Request) {
 	if dir := a.Directory(); dir != nil && a.running() {
 		// The live directory is in use: merge every sighting from the mirrors.
-		n, err := dir.MergeMirrors(a.FlowsDir)
+		n, err := dir.MergeMirrors(a.State.Flows())
 		if err != nil {
 			WriteError(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
 			return
@@ -240,7 +242,7 @@ func (a *API) rebuildChannels(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, ChangeResult{Changed: true, Count: dir.Len(), Note: fmt.Sprintf("merged %d inbound records", n)})
 		return
 	}
-	d, n, err := store.RebuildDirectory(a.DirectoryPath, a.FlowsDir, a.DirectoryOptions)
+	d, n, err := store.RebuildDirectory(a.State.Root(), store.ChannelDirectory, a.State.Flows(), a.DirectoryOptions)
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "rebuild channel directory: %v", err)
 		return
@@ -359,7 +361,7 @@ func (a *API) tailMirror(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	recs, err := store.TailMirror(a.FlowsDir, f, n)
+	recs, err := store.TailMirror(a.State.Flows(), f, n)
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "%v", err)
 		return
@@ -385,7 +387,7 @@ func (a *API) tailMirror(w http.ResponseWriter, r *http.Request) {
 		_ = enc.Encode(rec)
 	}
 	_ = rc.Flush()
-	_ = store.FollowMirror(r.Context(), a.FlowsDir, f, func(rec store.MirrorRecord) error {
+	_ = store.FollowMirror(r.Context(), a.State.Flows(), f, func(rec store.MirrorRecord) error {
 		deadline()
 		if err := enc.Encode(rec); err != nil {
 			return err

@@ -19,10 +19,9 @@ func ForRuntime(rt *hub.Runtime) *API {
 		Targets:      rt.Targets,
 		Directory:    rt.Directory,
 		SetDirectory: rt.SetDirectory,
+		State:        rt.State.StateDir,
 		// A rebuilt directory keeps the runtime's clock and logger.
-		DirectoryPath:    rt.State.Path(store.ChannelDirectory),
 		DirectoryOptions: rt.DirectoryOptions(),
-		FlowsDir:         rt.State.Path(store.FlowsDir),
 		Deliver:          rt.Hub.Deliver,
 		NewTurnID:        func(prefix string) string { return hub.NewTurnID(prefix, rt.Clock().Now()) },
 		Status:           rt.Status,

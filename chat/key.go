@@ -2,6 +2,7 @@ package chat
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 )
@@ -70,6 +71,24 @@ func (k Key) String() string {
 		return s
 	}
 	return ""
+}
+
+// Normalized returns k as delivery targets store it, so that a target is
+// the same target however it was spelled: a local path is cleaned
+// ("./pma/x.jsonl" and "pma//x.jsonl" are "pma/x.jsonl") and made relative
+// to stateDir, where relative paths are taken from, when it names a place
+// inside it. Other keys are returned as they are.
+func (k Key) Normalized(stateDir string) Key {
+	if k.Kind != KindLocal || k.Path == "" {
+		return k
+	}
+	p := filepath.Clean(k.Path)
+	if filepath.IsAbs(p) && stateDir != "" {
+		if rel, err := filepath.Rel(filepath.Clean(stateDir), p); err == nil && rel != "." && filepath.IsLocal(rel) {
+			p = rel
+		}
+	}
+	return LocalKey(p)
 }
 
 // IsZero reports whether k is the zero Key.

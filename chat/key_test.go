@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -252,4 +253,27 @@ func FuzzParseKey(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestKeyNormalized: a local target is one key however its path is
+// spelled: cleaned, and relative when it lies in the state directory.
+func TestKeyNormalized(t *testing.T) {
+	state := filepath.Join(string(filepath.Separator)+"srv", "hub", ".hub")
+	want := chat.LocalKey(filepath.Join("pma", "x.jsonl"))
+	for _, p := range []string{"pma/x.jsonl", "./pma/x.jsonl", "pma//x.jsonl", "pma/./sub/../x.jsonl", filepath.Join(state, "pma", "x.jsonl"), state + "//pma/x.jsonl"} {
+		if got := chat.LocalKey(p).Normalized(state); got != want {
+			t.Errorf("local:%s normalized to %v, want %v", p, got, want)
+		}
+	}
+	for _, k := range []chat.Key{
+		chat.LocalKey("../out.jsonl"), chat.LocalKey(filepath.Join(string(filepath.Separator)+"srv", "other.jsonl")), chat.LocalKey(state),
+		chat.WebKey, chat.ChatKey(chat.Telegram, "1", "2"),
+	} {
+		if got := k.Normalized(state); got != k && got.Path != filepath.Clean(k.Path) {
+			t.Errorf("%v normalized to %v", k, got)
+		}
+	}
+	if got := chat.LocalKey(filepath.Join(state, "..", ".hub", "pma", "x.jsonl")).Normalized(state); got != want {
+		t.Errorf("a path through .. into the state directory: %v", got)
+	}
 }

@@ -295,7 +295,7 @@ type Outbox struct {
 	ChunkMarkers   bool     `yaml:"chunk_markers"`
 	// LocalRoots are the absolute directories outside the state directory
 	// that local:<path> targets may write in; empty by default, so local
-	// targets stay in the state directory.
+	// targets stay in the state directory's pma/.
 	LocalRoots []string `yaml:"local_roots"`
 }
 

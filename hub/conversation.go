@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -29,16 +30,17 @@ type Exchange struct {
 // ones read back from the mirror files. A surface that shows a conversation
 // (the web panel) builds its view from it alone.
 type Conversations struct {
-	flows string // the mirrors' directory; "" reads nothing back
+	flows *os.Root // the mirrors' directory; nil reads nothing back
 
 	mu        sync.Mutex
 	next      int
 	listeners map[chat.Platform]map[int]func(Exchange)
 }
 
-// NewConversations reads back from the mirrors under flowsDir.
-func NewConversations(flowsDir string) *Conversations {
-	return &Conversations{flows: flowsDir, listeners: map[chat.Platform]map[int]func(Exchange){}}
+// NewConversations reads back from the mirrors in flows (the state
+// directory's flows/).
+func NewConversations(flows *os.Root) *Conversations {
+	return &Conversations{flows: flows, listeners: map[chat.Platform]map[int]func(Exchange){}}
 }
 
 // Conversation is one platform's view of Conversations.
@@ -73,7 +75,7 @@ func (v Conversation) Listen(f func(Exchange)) (stop func()) {
 // files, oldest first, newest runs first until n are found. Runs that
 // cannot be read are skipped and reported in the error with the rest.
 func (v Conversation) Recent(n int) ([]Exchange, error) {
-	if v.c.flows == "" || n <= 0 {
+	if v.c.flows == nil || n <= 0 {
 		return nil, nil
 	}
 	var picked [][]Exchange // per run, newest run first

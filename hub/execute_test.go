@@ -34,8 +34,8 @@ func TestExecuteMirrorDurability(t *testing.T) {
 	}
 	full, syncs := new(atomic.Bool), new(atomic.Int64)
 	he := hubtest.Open(t, testConfig(t, ws, filepath.Join(ws, ".hub")), hubtest.Options{Runtime: hub.RuntimeOptions{
-		MirrorOpenFile: func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
-			f, err := os.OpenFile(name, flag, perm)
+		MirrorOpenFile: func(root *os.Root, name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
+			f, err := root.OpenFile(name, flag, perm)
 			if err != nil {
 				return nil, err
 			}
@@ -69,7 +69,7 @@ func TestExecuteMirrorDurability(t *testing.T) {
 		})
 	}
 	var reads int
-	store.ReadMirror(filepath.Join(ws, ".hub", "flows"), store.MirrorFilter{}, func(r store.MirrorRecord) error {
+	store.ReadMirror(flowsRoot(t, filepath.Join(ws, ".hub", "flows")), store.MirrorFilter{}, func(r store.MirrorRecord) error {
 		if r.Platform == "api" && r.Meta["verb"] == "fs.readFile" && r.Kind == "result" {
 			reads++
 		}

@@ -345,7 +345,7 @@ func waitMirror(t *testing.T, e *env, ok func([]store.MirrorRecord) bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var recs []store.MirrorRecord
-		store.ReadMirror(filepath.Join(e.state, "flows"), store.MirrorFilter{}, func(r store.MirrorRecord) error {
+		store.ReadMirror(flowsRoot(t, filepath.Join(e.state, "flows")), store.MirrorFilter{}, func(r store.MirrorRecord) error {
 			recs = append(recs, r)
 			return nil
 		})
@@ -431,4 +431,16 @@ func TestCancelledTurnStillEnqueuesItsReply(t *testing.T) {
 		t.Fatalf("ledger record %+v, want done", rec)
 	}
 	e.rec.Wait(t, "chat:telegram:100", 1)
+}
+
+// flowsRoot opens the mirrors' directory flows for reading, closed at the
+// end of the test.
+func flowsRoot(t testing.TB, flows string) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(flows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }

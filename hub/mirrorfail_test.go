@@ -45,8 +45,8 @@ func flakyHub(t *testing.T, ws string) (*hub.Hub, *atomic.Bool) {
 	t.Helper()
 	full := new(atomic.Bool)
 	he := hubtest.Open(t, testConfig(t, ws, filepath.Join(ws, ".hub")), hubtest.Options{Runtime: hub.RuntimeOptions{
-		MirrorOpenFile: func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
-			f, err := os.OpenFile(name, flag, perm)
+		MirrorOpenFile: func(root *os.Root, name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
+			f, err := root.OpenFile(name, flag, perm)
 			if err != nil {
 				return nil, err
 			}
@@ -135,7 +135,7 @@ func TestUnmirroredAPICallRefused(t *testing.T) {
 		t.Fatalf("api.txt %q", b)
 	}
 	var kinds []string
-	store.ReadMirror(filepath.Join(ws, ".hub", "flows"), store.MirrorFilter{}, func(r store.MirrorRecord) error {
+	store.ReadMirror(flowsRoot(t, filepath.Join(ws, ".hub", "flows")), store.MirrorFilter{}, func(r store.MirrorRecord) error {
 		if r.Platform == "api" {
 			kinds = append(kinds, r.Direction+"/"+r.Kind)
 		}
@@ -174,7 +174,7 @@ func TestLargeEnvelopeMirrorBounded(t *testing.T) {
 	}
 	sum := sha256.Sum256(input)
 	var got *store.MirrorRecord
-	store.ReadMirror(filepath.Join(ws, ".hub", "flows"), store.MirrorFilter{}, func(r store.MirrorRecord) error {
+	store.ReadMirror(flowsRoot(t, filepath.Join(ws, ".hub", "flows")), store.MirrorFilter{}, func(r store.MirrorRecord) error {
 		if r.Platform == "api" && r.Kind == "execute" {
 			got = &r
 		}

@@ -97,8 +97,8 @@ func TestMirrorRecordsBatchedDeliveries(t *testing.T) {
 	check := &mirrorCheck{t: t, mu: &mu, synced: &synced, got: make(chan string, 1000)}
 	he := hubtest.Open(t, testConfig(t, ws, filepath.Join(ws, ".hub")), hubtest.Options{Runtime: hub.RuntimeOptions{
 		OutboxEvents: check,
-		MirrorOpenFile: func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
-			f, err := os.OpenFile(name, flag, perm)
+		MirrorOpenFile: func(root *os.Root, name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
+			f, err := root.OpenFile(name, flag, perm)
 			if err != nil || filepath.Base(name) != "outbound.jsonl" {
 				return f, err
 			}

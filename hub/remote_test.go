@@ -127,7 +127,7 @@ func TestRemoteWorkspaceCallsItsNode(t *testing.T) {
 	}
 	w.env.Close()
 	var nodeRecs []store.MirrorRecord
-	err := store.ReadMirror(filepath.Join(w.env.Config.StateDir, "flows"), store.MirrorFilter{}, func(rec store.MirrorRecord) error {
+	err := store.ReadMirror(flowsRoot(t, filepath.Join(w.env.Config.StateDir, "flows")), store.MirrorFilter{}, func(rec store.MirrorRecord) error {
 		if rec.Direction == store.DirectionOutbound && rec.Meta[hub.MetaNode] != "" {
 			nodeRecs = append(nodeRecs, rec)
 		}
@@ -181,7 +181,7 @@ func TestExecuteRemoteMirrorsTheNode(t *testing.T) {
 	}
 	w.env.Close()
 	found := false
-	err = store.ReadMirror(filepath.Join(w.env.Config.StateDir, "flows"), store.MirrorFilter{}, func(rec store.MirrorRecord) error {
+	err = store.ReadMirror(flowsRoot(t, filepath.Join(w.env.Config.StateDir, "flows")), store.MirrorFilter{}, func(rec store.MirrorRecord) error {
 		if rec.Kind == "result" && rec.Meta["turn_id"] == "api.remote" && rec.Meta[hub.MetaNode] == "db-1" && rec.Meta[hub.MetaNodeVersion] == "v-test" {
 			found = true
 		}

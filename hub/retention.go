@@ -37,7 +37,7 @@ func (rt *Runtime) PruneMirrors(dryRun bool) (store.PrunePlan, error) {
 	if p := rt.retention.Load(); p != nil {
 		r = *p
 	}
-	flows := rt.State.Path(store.FlowsDir)
+	flows := rt.State.Flows()
 	now := rt.clock.Now()
 	if dryRun {
 		return store.PlanPrune(flows, r, now)

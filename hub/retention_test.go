@@ -27,10 +27,18 @@ func TestRetentionReloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.MkdirAll(flows, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(flows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
 	var cli []string
 	for i := range 3 {
 		id := time.Now().Add(time.Duration(i-10)*time.Minute).UTC().Format("20060102T150405Z") + fmt.Sprintf("-000%d", i+1)
-		m, err := store.OpenMirror(flows, id, store.MirrorOptions{Kind: store.RunCLI})
+		m, err := store.OpenMirror(root, id, store.MirrorOptions{Kind: store.RunCLI})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +59,7 @@ func TestRetentionReloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := openEnvConfig(t, cfg, nil)
-	if got := store.ListRuns(flows); !slices.Equal(got, append(slices.Clone(cli[1:]), e.rt.RunID)) {
+	if got := store.ListRuns(e.rt.State.Flows()); !slices.Equal(got, append(slices.Clone(cli[1:]), e.rt.RunID)) {
 		t.Fatalf("after the start's prune: %v", got)
 	}
 	e.rt.EnableReload(load)

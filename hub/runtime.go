@@ -73,9 +73,10 @@ type RuntimeOptions struct {
 	// is started (so no empty run directories appear and none are pruned
 	// unless asked: PruneMirrors).
 	Offline bool
-	// MirrorOpenFile replaces how the mirror opens its files (tests inject
-	// write failures with it); nil opens them on disk.
-	MirrorOpenFile func(name string, flag int, perm os.FileMode) (store.MirrorFile, error)
+	// MirrorOpenFile replaces how the mirror opens its files, by their
+	// names in the flows directory root (tests inject write failures with
+	// it); nil opens them on disk.
+	MirrorOpenFile func(root *os.Root, name string, flag int, perm os.FileMode) (store.MirrorFile, error)
 	// Observer hears every turn and verb call (metrics); nil: no one.
 	Observer Observer
 	// OutboxEvents hears what happens to outbox entries besides the
@@ -95,7 +96,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	}
 	rt = &Runtime{
 		Config: cfg, State: st, log: opts.Logger, Board: &StateBoard{Clock: opts.Clock}, Started: opts.Clock.Now(), clock: opts.Clock,
-		Conversations: NewConversations(st.Path(store.FlowsDir)),
+		Conversations: NewConversations(st.Flows()),
 	}
 	var closers []func() error
 	defer func() {
@@ -113,7 +114,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		// A run id names a process run by its wall-clock start, whatever clock
 		// the runtime is given, so runs sort by when they really happened.
 		rt.RunID = store.NewRunID(clock.Real{}.Now())
-		rt.Mirror, err = store.OpenMirror(st.Path(store.FlowsDir), rt.RunID, store.MirrorOptions{
+		rt.Mirror, err = store.OpenMirror(st.Flows(), rt.RunID, store.MirrorOptions{
 			RotateBytes: int64(cfg.Mirror.RotateBytes), Kind: store.RunServe, Logger: opts.Logger,
 			MaxTextBytes: int(cfg.Mirror.MaxTextBytes),
 			OpenFile:     opts.MirrorOpenFile, Clock: opts.Clock,
@@ -126,7 +127,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 			opts.Logger.Warn("mirror retention: could not remove every old run", "err", err)
 		}
 	}
-	dir, err := store.OpenDirectory(rt.State.Path(store.ChannelDirectory), rt.DirectoryOptions())
+	dir, err := store.OpenDirectory(rt.State.Root(), store.ChannelDirectory, rt.DirectoryOptions())
 	if err != nil {
 		// The directory is a derived cache: a corrupt file must not stop the
 		// hub. It is left untouched and the hub runs without a directory.
@@ -139,7 +140,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	if err != nil {
 		return nil, err
 	}
-	rt.Targets, err = store.OpenTargets(rt.State.Path(store.DeliveryTargetsFile))
+	rt.Targets, err = store.OpenTargets(rt.State.Root(), store.DeliveryTargetsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +153,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		return nil, err
 	}
 	rt.Mux = outbox.NewMux()
-	if err := rt.Mux.Handle("local", outbox.NewLocalSender(rt.State.Dir(), rt.Config.Outbox.LocalRoots, opts.Clock)); err != nil {
+	if err := rt.Mux.Handle("local", outbox.NewLocalSender(rt.State.StateDir, rt.Config.Outbox.LocalRoots, opts.Clock)); err != nil {
 		return nil, err
 	}
 	var events outbox.Events = outbox.NopEvents{}

@@ -161,7 +161,7 @@ func TestUseAndWhereSurviveARestart(t *testing.T) {
 	}
 	// The mirror records the workspace a verb acted in.
 	found := false
-	err := store.ReadMirror(filepath.Join(cfg.StateDir, "flows"), store.MirrorFilter{}, func(rec store.MirrorRecord) error {
+	err := store.ReadMirror(flowsRoot(t, filepath.Join(cfg.StateDir, "flows")), store.MirrorFilter{}, func(rec store.MirrorRecord) error {
 		if rec.Meta[hub.MetaWorkspace] == "sandbox" && strings.Contains(rec.Text, "/proc.run") {
 			found = true
 		}

@@ -235,7 +235,12 @@ func (w *world) finish() (Observation, error) {
 	obs.MirrorFaults = append(obs.MirrorFaults, w.mirrorFaults...)
 	w.mu.Unlock()
 	obs.Expect = w.sc.Expect
-	err = store.ReadMirror(w.flows, store.MirrorFilter{OnBadLine: func(path string, line int, err error) {
+	flows, err := os.OpenRoot(w.flows)
+	if err != nil {
+		return obs, fmt.Errorf("read the mirrors: %w", err)
+	}
+	defer flows.Close()
+	err = store.ReadMirror(flows, store.MirrorFilter{OnBadLine: func(path string, line int, err error) {
 		w.logf("mirror %s:%d is not a record: %v", path, line, err)
 	}}, func(rec store.MirrorRecord) error {
 		if rec.Direction == store.DirectionInbound {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -41,6 +40,10 @@ type HubOptions struct {
 	// StateDir is the hub's state directory: the embedded server keeps its
 	// JetStream storage, and the hub its own nkey seed, under StateDir/nats.
 	StateDir string
+	// State is StateDir opened by the caller and held open: the seed is
+	// read and written, and the server's storage named, through it
+	// (openNATSState). nil: opened from StateDir.
+	State *os.Root
 	// Embedded runs a NATS server in-process listening on Listen (host:port,
 	// port 0 for any), with TLS when CertFile and KeyFile are set. A
 	// non-loopback Listen without TLS is refused.
@@ -72,6 +75,7 @@ type Hub struct {
 	log   *slog.Logger
 	clk   clock.Clock
 	srv   *embedded // nil when using an external server
+	state *natsState
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
@@ -116,12 +120,13 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 		h.names = append(h.names, name)
 	}
 	sort.Strings(h.names)
-	dir := filepath.Join(opts.StateDir, "nats")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("nats state: %w", err)
+	var err error
+	if h.state, err = openNATSState(opts); err != nil {
+		return nil, err
 	}
-	kp, err := hubSeed(dir)
+	kp, err := hubSeed(h.state.root)
 	if err != nil {
+		h.closeServer()
 		return nil, err
 	}
 	hubKey, _ := kp.PublicKey()
@@ -137,8 +142,9 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 	}
 	url := opts.URL
 	if opts.Embedded {
-		h.srv, err = startEmbedded(opts, dir, hubKey)
+		h.srv, err = startEmbedded(opts, h.state.dir, hubKey)
 		if err != nil {
+			h.closeServer()
 			return nil, err
 		}
 		// The hub talks to its own server in-process: no socket, no TLS
@@ -231,6 +237,9 @@ func (h *Hub) Close() error {
 func (h *Hub) closeServer() {
 	if h.srv != nil {
 		h.srv.shutdown()
+	}
+	if h.state != nil {
+		h.state.close()
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,15 +92,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock}
 	n.started = n.clk.Now()
-	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("node state: %w", err)
-	}
-	db, err := bolt.Open(filepath.Join(opts.StateDir, "node.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := openNodeDB(opts.StateDir)
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("node state %s is in use by another hub node", opts.StateDir)
-		}
-		return nil, fmt.Errorf("node state: %w", err)
+		return nil, err
 	}
 	n.db = db
 	if n.ledger, err = store.OpenLedger(db); err != nil {

@@ -28,7 +28,7 @@ const maxTailScan = 4 << 20
 
 // LocalSender appends chunks for local:<path> targets to JSONL files.
 type LocalSender struct {
-	root  string
+	state *store.StateDir
 	roots []string
 	clk   clock.Clock
 
@@ -39,17 +39,20 @@ type LocalSender struct {
 var _ Sender = (*LocalSender)(nil)
 
 // NewLocalSender returns the sender for local:<path> targets. A relative
-// path is taken from stateDir (the state root) and may not leave it; an
-// absolute one must lie inside stateDir or inside one of roots (the
-// configuration's outbox.local_roots). Every file is opened through an
-// os.Root of the directory it belongs to, so a symbolic link cannot carry
-// a write out of it either. Parent directories are created with mode 0700,
+// path is taken from the state directory state and must name a file under
+// its pma/ (the rest of the state directory is the hub's own: see
+// store.HubOwns); an absolute one must lie there too, or inside one of
+// roots (the configuration's outbox.local_roots), which may neither hold
+// the state directory nor lie inside it. Files under pma/ are opened
+// through the state directory's pma/ as opened at start, the others
+// through an os.Root of their directory, so a symbolic link cannot carry a
+// write out of it either. Parent directories are created with mode 0700,
 // files with 0600.
-func NewLocalSender(stateDir string, roots []string, clk clock.Clock) *LocalSender {
+func NewLocalSender(state *store.StateDir, roots []string, clk clock.Clock) *LocalSender {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &LocalSender{root: stateDir, roots: roots, clk: clk, locks: map[string]*sync.Mutex{}}
+	return &LocalSender{state: state, roots: roots, clk: clk, locks: map[string]*sync.Mutex{}}
 }
 
 // LocalRootsKey is the configuration key listing the directories outside
@@ -57,8 +60,12 @@ func NewLocalSender(stateDir string, roots []string, clk clock.Clock) *LocalSend
 const LocalRootsKey = "outbox.local_roots"
 
 // localPlace is where a local target writes: the file rel inside the
-// directory base.
-type localPlace struct{ base, rel string }
+// directory base, or, with pma, the file rel inside the state directory's
+// pma/ (base is then that directory).
+type localPlace struct {
+	base, rel string
+	pma       bool
+}
 
 func (p localPlace) path() string { return filepath.Join(p.base, p.rel) }
 
@@ -85,27 +92,59 @@ func placeLocal(stateDir string, roots []string, p string) (localPlace, error) {
 	if !filepath.IsAbs(p) {
 		rel := filepath.Clean(p)
 		if !filepath.IsLocal(rel) {
-			return localPlace{}, fmt.Errorf("local target %q leaves the state directory: a relative path is taken from the state directory and must stay inside it", p)
+			return localPlace{}, fmt.Errorf("local target %q leaves the state directory: a relative path is taken from the state directory and must stay inside it, under %s/", p, store.PMADir)
 		}
-		return localPlace{base: state, rel: rel}, nil
+		return placeInState(state, p, rel)
 	}
 	clean := filepath.Clean(p)
 	if rel, ok := inside(state, clean); ok {
-		return localPlace{base: state, rel: rel}, nil
+		return placeInState(state, p, rel)
 	}
 	for _, r := range roots {
 		if !filepath.IsAbs(r) {
 			continue // config validation refuses these
 		}
-		if rel, ok := inside(filepath.Clean(r), clean); ok {
-			return localPlace{base: filepath.Clean(r), rel: rel}, nil
+		r = filepath.Clean(r)
+		rel, ok := inside(r, clean)
+		if !ok {
+			continue
 		}
+		if overlaps(r, state) {
+			return localPlace{}, fmt.Errorf("local target %q is in %s, which %s lists but which holds the state directory %s or lies inside it, where the hub keeps its own files: list a directory apart from the state directory", p, r, LocalRootsKey, state)
+		}
+		return localPlace{base: r, rel: rel}, nil
 	}
 	listed := "it lists none"
 	if len(roots) > 0 {
 		listed = "it lists " + strings.Join(roots, ", ")
 	}
-	return localPlace{}, fmt.Errorf("local target %q is outside the state directory and outside every directory %s allows (%s); add a directory holding it to %s, or use a path relative to the state directory", p, LocalRootsKey, listed, LocalRootsKey)
+	return localPlace{}, fmt.Errorf("local target %q is outside the state directory and outside every directory %s allows (%s); add a directory holding it to %s, or use a path under %s/ relative to the state directory", p, LocalRootsKey, listed, LocalRootsKey, store.PMADir)
+}
+
+// placeInState places the local target p, the file rel of the state
+// directory state, under pma/, refusing every other file of the state
+// directory: those are the hub's own.
+func placeInState(state, p, rel string) (localPlace, error) {
+	if store.HubOwns(rel) {
+		return localPlace{}, fmt.Errorf("local target %q names %s in the state directory, which the hub keeps for itself (its database, socket, delivery targets, channel directory, mirrors, program output, sessions, NATS keys): a local target there must be a file under %s/, such as %s", p, filepath.ToSlash(rel), store.PMADir, store.DefaultDeliveries)
+	}
+	pma, _ := inside(filepath.Join(state, store.PMADir), filepath.Join(state, rel))
+	return localPlace{base: filepath.Join(state, store.PMADir), rel: pma, pma: true}, nil
+}
+
+// overlaps reports whether one of the directories a and b holds the other
+// (or is it), also once their symbolic links are resolved.
+func overlaps(a, b string) bool {
+	holds := func(x, y string) bool {
+		rel, err := filepath.Rel(x, y)
+		return err == nil && (rel == "." || filepath.IsLocal(rel))
+	}
+	if holds(a, b) || holds(b, a) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && (holds(ra, rb) || holds(rb, ra))
 }
 
 // inside returns p relative to dir when p lies strictly inside dir.
@@ -158,7 +197,7 @@ func (s *LocalSender) place(target string) (localPlace, error) {
 	if k.Kind != chat.KindLocal {
 		return localPlace{}, fmt.Errorf("target %q is not a local:<path> target", target)
 	}
-	return placeLocal(s.root, s.roots, k.Path)
+	return placeLocal(s.state.Dir(), s.roots, k.Path)
 }
 
 // Send appends one JSON line for e with a single write and fsyncs it. The
@@ -190,11 +229,13 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 	if err := ctx.Err(); err != nil {
 		return Receipt{}, fmt.Errorf("local delivery to %s: %w", path, err)
 	}
-	root, err := os.OpenRoot(pl.base)
+	root, err := s.openBase(pl)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("local delivery: open %s: %w", pl.base, err)
 	}
-	defer root.Close()
+	if !pl.pma {
+		defer root.Close()
+	}
 	f, err := root.OpenFile(pl.rel, os.O_RDWR|os.O_APPEND, 0)
 	created := false
 	if errors.Is(err, fs.ErrNotExist) {
@@ -228,7 +269,7 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 	}
 	if created {
 		// The file is new: its directory entry must survive a crash too.
-		if err := syncRootDir(root, filepath.Dir(pl.rel)); err != nil {
+		if err := store.SyncDir(root, filepath.Dir(pl.rel)); err != nil {
 			return Receipt{}, fmt.Errorf("local delivery: sync the directory of %s: %w", path, err)
 		}
 	}
@@ -238,25 +279,23 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 	return Receipt{MessageID: strconv.FormatInt(at, 10)}, nil
 }
 
+// openBase opens the directory a local target writes in: the state
+// directory's pma/ as opened at start (not to be closed), or an os.Root of
+// a directory of outbox.local_roots.
+func (s *LocalSender) openBase(pl localPlace) (*os.Root, error) {
+	if pl.pma {
+		return s.state.PMA(), nil
+	}
+	return os.OpenRoot(pl.base)
+}
+
 // localOpenError is why a local file could not be opened; a path whose
 // symbolic links lead out of its directory is refused for good.
 func localOpenError(path string, err error) error {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if e.Error() == "path escapes from parent" { // os.Root's refusal, not exported
-			return Permanent(fmt.Errorf("local delivery: %s leads out of its directory through a symbolic link: %w", path, err))
-		}
+	if store.IsEscape(err) {
+		return Permanent(fmt.Errorf("local delivery: %s leads out of its directory through a symbolic link: %w", path, err))
 	}
 	return fmt.Errorf("local delivery: open %s: %w", path, err)
-}
-
-// syncRootDir fsyncs the directory dir inside root.
-func syncRootDir(root *os.Root, dir string) error {
-	d, err := root.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // lastLine returns the last complete line of f (without its newline), its

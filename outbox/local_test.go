@@ -13,7 +13,20 @@ import (
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/store"
 )
+
+// openState opens dir as the state directory (store.OpenStateDir, which
+// creates its layout), closed at the end of the test.
+func openState(t testing.TB, dir string) *store.StateDir {
+	t.Helper()
+	sd, err := store.OpenStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sd.Close() })
+	return sd
+}
 
 func readLines(t *testing.T, path string) []map[string]any {
 	t.Helper()
@@ -43,7 +56,7 @@ func TestLocalSender(t *testing.T) {
 	root := t.TempDir()
 	allowed := t.TempDir()
 	abs := filepath.Join(allowed, "abs", "out.jsonl")
-	ls := NewLocalSender(root, []string{allowed}, nil)
+	ls := NewLocalSender(openState(t, root), []string{allowed}, nil)
 
 	text := "line one\nline two " + strings.Repeat("é", 200)
 	rel := entries(KindPMA, "api.1", chat.LocalKey("pma/deliveries.jsonl"), 2)
@@ -125,13 +138,13 @@ func TestLocalSender(t *testing.T) {
 func TestLocalSenderConcurrent(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	ls := NewLocalSender(root, nil, nil)
+	ls := NewLocalSender(openState(t, root), nil, nil)
 	const writers, each = 8, 25
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			// Two keys for the same file, and a file of its own.
-			keys := []chat.Key{chat.LocalKey("shared.jsonl"), chat.LocalKey(filepath.Join(root, "shared.jsonl")), chat.LocalKey(fmt.Sprintf("own%d.jsonl", w))}
+			keys := []chat.Key{chat.LocalKey("pma/shared.jsonl"), chat.LocalKey(filepath.Join(root, "pma", "shared.jsonl")), chat.LocalKey(fmt.Sprintf("pma/own%d.jsonl", w))}
 			for i := range each {
 				e := entries(KindPMA, fmt.Sprintf("w%d.%d", w, i), keys[i%3], 1)[0]
 				e.Text = strings.Repeat(fmt.Sprint(w), 5000)
@@ -142,10 +155,10 @@ func TestLocalSenderConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	shared := readLines(t, filepath.Join(root, "shared.jsonl"))
+	shared := readLines(t, filepath.Join(root, "pma", "shared.jsonl"))
 	total := len(shared)
 	for w := range writers {
-		total += len(readLines(t, filepath.Join(root, fmt.Sprintf("own%d.jsonl", w))))
+		total += len(readLines(t, filepath.Join(root, "pma", fmt.Sprintf("own%d.jsonl", w))))
 	}
 	if total != writers*each {
 		t.Fatalf("%d lines, want %d", total, writers*each)
@@ -154,11 +167,12 @@ func TestLocalSenderConcurrent(t *testing.T) {
 
 func TestLocalSenderBadDirectory(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o600); err != nil {
+	state := openState(t, root)
+	if err := os.WriteFile(filepath.Join(root, "pma", "file"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := entries(KindPMA, "t", chat.LocalKey("file/sub.jsonl"), 1)[0]
-	_, err := NewLocalSender(root, nil, nil).Send(context.Background(), &e)
+	e := entries(KindPMA, "t", chat.LocalKey("pma/file/sub.jsonl"), 1)[0]
+	_, err := NewLocalSender(state, nil, nil).Send(context.Background(), &e)
 	if err == nil || IsPermanent(err) || !strings.Contains(err.Error(), "file") {
 		t.Fatalf("err = %v; want a transient error naming the path", err)
 	}
@@ -175,8 +189,8 @@ func TestLocalSenderBadDirectory(t *testing.T) {
 func TestLocalSenderLongLastLine(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
-	ls := NewLocalSender(root, nil, nil)
-	path := filepath.Join(root, "out.jsonl")
+	ls := NewLocalSender(openState(t, root), nil, nil)
+	path := filepath.Join(root, "pma", "out.jsonl")
 	for _, tc := range []struct {
 		size      int
 		wantLines int // after sending the same entry twice
@@ -185,7 +199,7 @@ func TestLocalSenderLongLastLine(t *testing.T) {
 		{maxTailScan + 1, 2},
 	} {
 		os.Remove(path)
-		e := entries(KindPMA, "long.1", chat.LocalKey("out.jsonl"), 1)[0]
+		e := entries(KindPMA, "long.1", chat.LocalKey("pma/out.jsonl"), 1)[0]
 		e.Text = strings.Repeat("x", tc.size)
 		for range 2 {
 			if _, err := ls.Send(ctx, &e); err != nil {
@@ -207,8 +221,8 @@ func TestLocalSenderLongLastLine(t *testing.T) {
 	}
 }
 
-// TestLocalSenderConfinement: a local target writes inside the state root,
-// or inside a directory outbox.local_roots lists, and nowhere else; a
+// TestLocalSenderConfinement: a local target writes under the state root's
+// pma/, or inside a directory outbox.local_roots lists, and nowhere else; a
 // target that would leave them is refused for good (a dead letter) and
 // nothing is written.
 func TestLocalSenderConfinement(t *testing.T) {
@@ -222,17 +236,19 @@ func TestLocalSenderConfinement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink(outside, filepath.Join(state, "link")); err != nil {
+	sd := openState(t, state)
+	if err := os.Symlink(outside, filepath.Join(state, "pma", "link")); err != nil {
 		t.Fatal(err)
 	}
-	ls := NewLocalSender(state, []string{allowed}, nil)
+	ls := NewLocalSender(sd, []string{allowed}, nil)
 	for _, tc := range []struct {
 		path    string
 		written string // the file written, "" when refused
 		why     string // in the refusal
 	}{
 		{"pma/out.jsonl", filepath.Join(state, "pma", "out.jsonl"), ""},
-		{filepath.Join(state, "abs.jsonl"), filepath.Join(state, "abs.jsonl"), ""},
+		{filepath.Join(state, "pma", "abs.jsonl"), filepath.Join(state, "pma", "abs.jsonl"), ""},
+		{filepath.Join(state, "abs.jsonl"), "", "keeps for itself"},
 		{filepath.Join(allowed, "sub", "a.jsonl"), filepath.Join(allowed, "sub", "a.jsonl"), ""},
 		{"../outside/x.jsonl", "", "leaves the state directory"},
 		{"pma/../../outside/x.jsonl", "", "leaves the state directory"},
@@ -241,7 +257,7 @@ func TestLocalSenderConfinement(t *testing.T) {
 		{filepath.Join(allowed+"x", "x.jsonl"), "", "outbox.local_roots"},
 		{allowed, "", "outbox.local_roots"},
 		{filepath.Join(allowed, "..", "outside", "x.jsonl"), "", "outbox.local_roots"},
-		{"link/x.jsonl", "", "symbolic link"},
+		{"pma/link/x.jsonl", "", "symbolic link"},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			k := chat.LocalKey(tc.path)
@@ -278,5 +294,73 @@ func TestLocalSenderConfinement(t *testing.T) {
 	}
 	if err := CheckLocalTarget(state, nil, chat.WebKey); err != nil {
 		t.Fatalf("web target: %v", err)
+	}
+}
+
+// TestLocalTargetsNeverNameHubFiles: a local target may name no file the
+// hub keeps in its state directory (its database, socket, targets file,
+// channel directory, mirrors, program output, sessions, NATS keys), however
+// it is spelled, nor reach one through a symbolic link under pma/ or a
+// local root that holds the state directory: each is refused when checked
+// (hub targets add, hub doctor) and when delivered (a dead letter), and the
+// file is left as it was.
+func TestLocalTargetsNeverNameHubFiles(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	state := filepath.Join(base, "state")
+	sd := openState(t, state)
+	owned := []string{
+		"hub.db", "hub.sock", "pma/delivery_targets.json", "pma/.delivery_targets.json.tmp-0a1b2c",
+		"chat/channel_directory.json", "flows/20260226T090000Z-aaaa/chat/inbound.jsonl",
+		"proc/telegram.1.2/stdout.txt", "sessions/alice/live/x", "nats/hub.nk", "new.jsonl", "pma",
+	}
+	for _, name := range owned[:len(owned)-2] {
+		p := filepath.Join(state, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("the hub's own\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls := NewLocalSender(sd, []string{base}, nil)
+	refused := func(t *testing.T, k chat.Key, why string) {
+		t.Helper()
+		if err := CheckLocalTarget(state, []string{base}, k); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("CheckLocalTarget(%s): %v; want a refusal saying %q", k, err, why)
+		}
+		e := entries(KindPMA, "t", k, 1)[0]
+		if _, err := ls.Send(ctx, &e); !IsPermanent(err) || !strings.Contains(err.Error(), why) {
+			t.Errorf("Send(%s): %v; want a permanent refusal saying %q", k, err, why)
+		}
+	}
+	for _, name := range owned {
+		for _, spelling := range []string{name, "./" + name, filepath.Join(state, name), state + "//" + name} {
+			refused(t, chat.LocalKey(spelling), "keeps for itself")
+		}
+	}
+	// Through a local root that holds the state directory.
+	refused(t, chat.LocalKey(filepath.Join(base, "state", "nats", "hub.nk")), "keeps for itself")
+	refused(t, chat.LocalKey(filepath.Join(base, "other.jsonl")), "holds the state directory")
+	// Through a symbolic link under pma/ to the hub's own files.
+	if err := os.Symlink("../nats", filepath.Join(state, "pma", "nats")); err != nil {
+		t.Fatal(err)
+	}
+	e := entries(KindPMA, "t", chat.LocalKey("pma/nats/hub.nk"), 1)[0]
+	if _, err := ls.Send(ctx, &e); !IsPermanent(err) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Send through pma/nats: %v; want a permanent refusal", err)
+	}
+	for _, name := range owned[:len(owned)-2] {
+		if b, err := os.ReadFile(filepath.Join(state, name)); err != nil || string(b) != "the hub's own\n" {
+			t.Errorf("%s was changed: %q %v", name, b, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(state, "new.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("new.jsonl was created outside pma/: %v", err)
+	}
+	// What is allowed: files under pma/.
+	ok := entries(KindPMA, "t", chat.LocalKey("pma/sub/out.jsonl"), 1)[0]
+	if _, err := ls.Send(ctx, &ok); err != nil {
+		t.Fatal(err)
 	}
 }

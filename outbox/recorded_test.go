@@ -476,7 +476,7 @@ func (pendingStore) Get(_ context.Context, id string) (Entry, error) {
 // TestLocalSenderIsNotRecorded: a local file target's line is written by its
 // send, so it keeps one chunk in flight.
 func TestLocalSenderIsNotRecorded(t *testing.T) {
-	var s Sender = NewLocalSender(t.TempDir(), nil, clock.Real{})
+	var s Sender = NewLocalSender(openState(t, t.TempDir()), nil, clock.Real{})
 	if _, ok := s.(RecordedSender); ok {
 		t.Fatal("the local sender is a RecordedSender")
 	}

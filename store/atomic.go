@@ -2,9 +2,12 @@ package store
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,24 +15,25 @@ import (
 	"unicode/utf8"
 )
 
-// WriteFileAtomic replaces path with data so that a reader (or a crash) sees
-// either the old file or the new one, never a mix: it writes a temporary file
-// in the same directory, fsyncs it, renames it over path and fsyncs the
-// directory. The directory must exist.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir, base := filepath.Split(path)
+// WriteFileAtomic replaces the file name in root with data so that a reader
+// (or a crash) sees either the old file or the new one, never a mix: it
+// writes a temporary file in the same directory, fsyncs it, renames it over
+// name and fsyncs the directory, all through root. A symbolic link at name
+// is replaced, never followed. The directory must exist.
+func WriteFileAtomic(root *os.Root, name string, data []byte, perm os.FileMode) (err error) {
+	path := filepath.Join(root.Name(), name)
+	dir, base := filepath.Split(name)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, tmp, err := createTemp(root, dir, "."+base+tempInfix)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(tmp)
+			root.Remove(tmp)
 		}
 	}()
 	if err := f.Chmod(perm); err != nil {
@@ -44,26 +48,44 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := root.Rename(tmp, name); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := SyncDir(root, dir); err != nil {
 		// The rename happened; only its durability is in doubt.
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
-// SyncDir fsyncs directory dir, so that a file created or renamed in it
-// survives a crash.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+// tempInfix follows the name of the file a temporary file replaces.
+const tempInfix = ".tmp-"
+
+// createTemp creates a new file named prefix and a random suffix in the
+// directory dir of root, owner-only, and returns it with its name in root.
+func createTemp(root *os.Root, dir, prefix string) (*os.File, string, error) {
+	for try := 0; ; try++ {
+		var b [6]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:]))
+		f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && try < 100 {
+			continue
+		}
+		return f, name, err
+	}
+}
+
+// SyncDir fsyncs the directory dir of root, so that a file created or
+// renamed in it survives a crash.
+func SyncDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
 	if err != nil {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
+		return fmt.Errorf("sync directory %s: %w", d.Name(), err)
 	}
 	return nil
 }
@@ -106,17 +128,17 @@ func (e *CorruptFileError) Is(target error) bool { return target == ErrCorruptFi
 // newer than this binary understands.
 var ErrFileTooNew = errors.New("state file version is newer than this binary")
 
-// ReadJSON decodes the JSON file at path into v. A missing file is
+// ReadJSON decodes the JSON file name of root into v. A missing file is
 // (false, nil). A file that does not parse, or has a value of the wrong type,
 // is a *CorruptFileError naming the path and the line:column of the problem.
 // Unknown fields are ignored so that an older binary can read a newer file
 // of the same version.
-func ReadJSON(path string, v any) (exists bool, err error) {
-	data, ok, err := readFileData(path)
+func ReadJSON(root *os.Root, name string, v any) (exists bool, err error) {
+	data, ok, err := readFileData(root, name)
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, decodeJSON(path, data, v)
+	return true, decodeJSON(filepath.Join(root.Name(), name), data, v)
 }
 
 // checkVersion refuses a file written by a newer binary (or with a nonsense
@@ -295,13 +317,13 @@ type fileStamp struct {
 	info os.FileInfo // nil when the file did not exist
 }
 
-func stampOf(path string) (fileStamp, error) {
-	fi, err := os.Stat(path)
+func stampOf(root *os.Root, name string) (fileStamp, error) {
+	fi, err := root.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fileStamp{}, nil
 	}
 	if err != nil {
-		return fileStamp{}, fmt.Errorf("stat %s: %w", path, err)
+		return fileStamp{}, fmt.Errorf("stat %s: %w", filepath.Join(root.Name(), name), err)
 	}
 	return fileStamp{info: fi}, nil
 }
@@ -313,12 +335,23 @@ func (s fileStamp) same(o fileStamp) bool {
 	return os.SameFile(s.info, o.info) && s.info.Size() == o.info.Size() && s.info.ModTime().Equal(o.info.ModTime())
 }
 
-// readFileData reads path, returning nil data and false when it is missing.
-func readFileData(path string) ([]byte, bool, error) {
-	data, err := os.ReadFile(path)
+// readFileData reads the file name of root, returning nil data and false
+// when it is missing. A symbolic link there is refused, not followed: the
+// hub's own files are never links.
+func readFileData(root *os.Root, name string) ([]byte, bool, error) {
+	path := filepath.Join(root.Name(), name)
+	if err := regularOrMissing(root, name); err != nil {
+		return nil, false, err
+	}
+	f, err := openRegular(root, name, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", path, err)
 	}

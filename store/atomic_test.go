@@ -11,8 +11,9 @@ import (
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a.json")
+	root := openRoot(t, dir)
 	for _, content := range []string{"first\n", "second, longer\n", ""} {
-		if err := WriteFileAtomic(path, []byte(content), 0o600); err != nil {
+		if err := WriteFileAtomic(root, "a.json", []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(path)
@@ -33,14 +34,14 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 
 	missing := filepath.Join(dir, "no", "such", "dir", "b.json")
-	if err := WriteFileAtomic(missing, []byte("x"), 0o600); err == nil || !strings.Contains(err.Error(), missing) {
+	if err := WriteFileAtomic(root, filepath.Join("no", "such", "dir", "b.json"), []byte("x"), 0o600); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("write into a missing directory: %v, want an error naming %s", err, missing)
 	}
 }
 
 func TestReadJSONMissing(t *testing.T) {
 	var v struct{ A int }
-	exists, err := ReadJSON(filepath.Join(t.TempDir(), "none.json"), &v)
+	exists, err := ReadJSON(openRoot(t, t.TempDir()), "none.json", &v)
 	if exists || err != nil {
 		t.Fatalf("missing file: %v, %v; want false, nil", exists, err)
 	}
@@ -79,7 +80,7 @@ func TestReadJSONCorruptPositions(t *testing.T) {
 				t.Fatal(err)
 			}
 			var v doc
-			exists, err := ReadJSON(path, &v)
+			exists, err := ReadJSON(openRoot(t, filepath.Dir(path)), "f.json", &v)
 			var ce *CorruptFileError
 			if !exists || !errors.As(err, &ce) {
 				t.Fatalf("got %v, %v; want a *CorruptFileError", exists, err)

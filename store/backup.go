@@ -78,20 +78,15 @@ type BackupMember struct {
 // copied through a read transaction, so the copy is consistent while
 // writers go on; every other file is read after it, so whatever was
 // written before the backup started is in it. A mirror file is copied up
-// to its last whole line. The files are read through an os.Root of the
-// state directory and only regular files are copied. On an error w has a
+// to its last whole line. The files are read through the state directory st
+// holds open (StateDir) and only regular files are copied. On an error w has a
 // partial archive without a manifest, which VerifyBackup and RestoreBackup
 // refuse.
 func WriteBackup(ctx context.Context, w io.Writer, st *State, opts BackupOptions) error {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	root, err := os.OpenRoot(st.Dir())
-	if err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	defer root.Close()
-	b := &backupWriter{ctx: ctx, tw: tar.NewWriter(w), root: root, m: BackupManifest{
+	b := &backupWriter{ctx: ctx, tw: tar.NewWriter(w), root: st.Root(), m: BackupManifest{
 		Format: BackupFormat, Version: BackupVersion, Created: opts.Now.UTC(), HubVersion: opts.HubVersion,
 		Proc: opts.Proc, Runs: []string{}, Members: []BackupMember{},
 	}}

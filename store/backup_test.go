@@ -32,7 +32,7 @@ func backupState(t *testing.T) (*State, *Mirror) {
 	if err := st.Cursors("telegram").SetCursor("offset", "42"); err != nil {
 		t.Fatal(err)
 	}
-	tg, err := OpenTargets(st.Path(DeliveryTargetsFile))
+	tg, err := OpenTargets(st.Root(), DeliveryTargetsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func backupState(t *testing.T) (*State, *Mirror) {
 		t.Fatal(err)
 	}
 	flows := st.Path(FlowsDir)
-	closed, err := OpenMirror(flows, run1, MirrorOptions{Kind: RunServe})
+	closed, err := OpenMirror(openRoot(t, flows), run1, MirrorOptions{Kind: RunServe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func backupState(t *testing.T) (*State, *Mirror) {
 	f, _ := os.OpenFile(filepath.Join(flows, run1, "chat", "inbound.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
 	f.WriteString(`{"torn":`)
 	f.Close()
-	live, err := OpenMirror(flows, run2, MirrorOptions{Kind: RunCLI})
+	live, err := OpenMirror(openRoot(t, flows), run2, MirrorOptions{Kind: RunCLI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestBackupAndRestore(t *testing.T) {
 				t.Errorf("run %s: %q", run, got)
 			}
 		}
-		if kind, _ := readRunKind(filepath.Join(dir, FlowsDir, run2)); kind != RunCLI {
+		if kind, _ := readRunKind(openRoot(t, filepath.Join(dir, FlowsDir)), run2); kind != RunCLI {
 			t.Errorf("run kind %q", kind)
 		}
 		if _, err := os.Lstat(filepath.Join(dir, "pma", "link.jsonl")); !os.IsNotExist(err) {

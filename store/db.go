@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -36,11 +35,12 @@ type Options struct {
 	NoSync bool
 }
 
-// State is an open state root.
+// State is an open state root: the state directory (held open; see
+// StateDir) and hub.db.
 type State struct {
-	dir string
-	db  *bolt.DB
-	gc  *DB // hub.db's group commit, shared by its writers
+	*StateDir
+	db *bolt.DB
+	gc *DB // hub.db's group commit, shared by its writers
 }
 
 // LockedError reports that another process holds the state directory.
@@ -67,44 +67,42 @@ var ErrLocked = errors.New("state directory is in use")
 // Is makes errors.Is(err, ErrLocked) true for a *LockedError.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
-// Open creates the state layout under dir (owner-only permissions) and opens
-// hub.db. If another process holds the database, Open fails after the lock
-// timeout with a *LockedError naming the holder; it never hangs.
+// Open opens the state directory dir (OpenStateDir: created with
+// owner-only permissions, with its layout) and hub.db in it, through the
+// directory (OpenBolt: never a symbolic link). If another process holds the
+// database, Open fails after the lock timeout with a *LockedError naming
+// the holder; it never hangs.
 func Open(dir string, opts Options) (*State, error) {
-	abs, err := filepath.Abs(dir)
+	sd, err := OpenStateDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open state: %w", err)
+		return nil, err
 	}
-	for _, d := range []string{abs, filepath.Join(abs, "pma"), filepath.Join(abs, "chat"), filepath.Join(abs, FlowsDir), filepath.Join(abs, ProcDir)} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("open state: create %s: %w", d, err)
-		}
+	db, err := openDB(sd, opts)
+	if err != nil {
+		sd.Close()
+		return nil, err
 	}
+	return &State{StateDir: sd, db: db, gc: NewDB(db)}, nil
+}
+
+// openDB opens hub.db in the state directory sd.
+func openDB(sd *StateDir, opts Options) (*bolt.DB, error) {
 	timeout := opts.LockTimeout
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
 	}
-	path := filepath.Join(abs, DBFile)
-	if err := checkDBFile(path); err != nil {
+	if err := checkDBFile(sd.root, DBFile); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, FreelistType: bolt.FreelistMapType})
+	db, err := OpenBolt(sd.root, DBFile, 0o600, bolt.Options{Timeout: timeout, NoSync: opts.NoSync, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
-			pid, cmd := lockHolder(path)
-			return nil, &LockedError{Dir: abs, PID: pid, Cmd: cmd}
+			pid, cmd := lockHolder(sd.root, DBFile)
+			return nil, &LockedError{Dir: sd.Dir(), PID: pid, Cmd: cmd}
 		}
-		return nil, fmt.Errorf("open state: open %s: %w", path, err)
+		return nil, fmt.Errorf("open state: open %s: %w", sd.Path(DBFile), err)
 	}
-	return &State{dir: abs, db: db, gc: NewDB(db)}, nil
-}
-
-// Dir is the absolute path of the state root.
-func (s *State) Dir() string { return s.dir }
-
-// Path joins elem onto the state root.
-func (s *State) Path(elem ...string) string {
-	return filepath.Join(append([]string{s.dir}, elem...)...)
+	return db, nil
 }
 
 // DB is the open bbolt database.
@@ -115,12 +113,13 @@ func (s *State) DB() *bolt.DB { return s.db }
 // so that concurrent turns share fsyncs.
 func (s *State) Database() *DB { return s.gc }
 
-// Close closes the database.
+// Close closes the database, then the state directory.
 func (s *State) Close() error {
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", filepath.Join(s.dir, DBFile), err)
+	var err error
+	if cerr := s.db.Close(); cerr != nil {
+		err = fmt.Errorf("close %s: %w", s.Path(DBFile), cerr)
 	}
-	return nil
+	return errors.Join(err, s.StateDir.Close())
 }
 
 var metaBucket = []byte("meta")
@@ -177,10 +176,11 @@ func EnsureBucket(tx *bolt.Tx, name string, version int) (*bolt.Bucket, int, err
 	return b, found, nil
 }
 
-// lockHolder finds the process holding a POSIX/flock lock on path by matching
-// its inode in /proc/locks (Linux). It returns zero values when unknown.
-func lockHolder(path string) (int, string) {
-	fi, err := os.Stat(path)
+// lockHolder finds the process holding a POSIX/flock lock on name in root
+// by matching its inode in /proc/locks (Linux). It returns zero values when
+// unknown.
+func lockHolder(root *os.Root, name string) (int, string) {
+	fi, err := root.Stat(name)
 	if err != nil {
 		return 0, ""
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // ErrDamagedDB matches the error Open returns for a hub.db that is cut
@@ -38,9 +39,14 @@ type boltMeta struct {
 // outbox, the turn ledger and the cursors) or one shorter than its current
 // meta record says (bbolt would crash on the missing pages, and may write
 // to the file first). A file without a valid meta record is left to bbolt,
-// which refuses it itself. Nothing is written.
-func checkDBFile(path string) error {
-	f, err := os.Open(path)
+// which refuses it itself. So is anything but a regular file (a symbolic
+// link, even to a database). Nothing is written.
+func checkDBFile(root *os.Root, name string) error {
+	path := filepath.Join(root.Name(), name)
+	if err := regularOrMissing(root, name); err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	f, err := openRegular(root, name, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -105,7 +105,9 @@ func (o DirectoryOptions) withDefaults() DirectoryOptions {
 // memory and written atomically at most once per FlushInterval.
 // All methods are safe for concurrent use.
 type Directory struct {
-	path string
+	root *os.Root
+	name string
+	path string // for messages
 	opts DirectoryOptions
 
 	mu      sync.Mutex
@@ -121,11 +123,13 @@ type Directory struct {
 	writes  atomic.Int64
 }
 
-// OpenDirectory loads the channel directory at path. A missing file is an
-// empty directory. A file that does not parse or holds an invalid entry is a
-// *CorruptFileError and is left untouched (RebuildDirectory replaces it).
-func OpenDirectory(path string, opts DirectoryOptions) (*Directory, error) {
-	d := newDirectory(path, opts)
+// OpenDirectory loads the channel directory file name (ChannelDirectory)
+// of the state directory state, and reads and writes it through state only.
+// A missing file is an empty directory. A file that does not parse or holds
+// an invalid entry is a *CorruptFileError and is left untouched
+// (RebuildDirectory replaces it).
+func OpenDirectory(state *os.Root, name string, opts DirectoryOptions) (*Directory, error) {
+	d := newDirectory(state, name, opts)
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	entries, stamp, err := d.loadFile()
@@ -139,8 +143,8 @@ func OpenDirectory(path string, opts DirectoryOptions) (*Directory, error) {
 	return d, nil
 }
 
-func newDirectory(path string, opts DirectoryOptions) *Directory {
-	return &Directory{path: path, opts: opts.withDefaults(), entries: map[chat.ChannelKey]DirectoryEntry{}}
+func newDirectory(state *os.Root, name string, opts DirectoryOptions) *Directory {
+	return &Directory{root: state, name: name, path: filepath.Join(state.Name(), name), opts: opts.withDefaults(), entries: map[chat.ChannelKey]DirectoryEntry{}}
 }
 
 // corruptDirectoryHint tells the operator how to recover a bad directory file.
@@ -148,11 +152,11 @@ const corruptDirectoryHint = "repair it, move it away, or rebuild it from the ch
 
 // loadFile reads and validates the file.
 func (d *Directory) loadFile() ([]DirectoryEntry, fileStamp, error) {
-	stamp, err := stampOf(d.path)
+	stamp, err := stampOf(d.root, d.name)
 	if err != nil {
 		return nil, fileStamp{}, err
 	}
-	data, ok, err := readFileData(d.path)
+	data, ok, err := readFileData(d.root, d.name)
 	if err != nil || !ok {
 		return nil, stamp, err
 	}
@@ -490,7 +494,7 @@ func (d *Directory) flushLocked(replace bool) error {
 		return nil
 	}
 	if !replace {
-		now, err := stampOf(d.path)
+		now, err := stampOf(d.root, d.name)
 		if err != nil {
 			return err
 		}
@@ -542,14 +546,14 @@ func (d *Directory) write(f directoryFile) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", d.path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(d.path), 0o700); err != nil {
+	if err := d.root.MkdirAll(filepath.Dir(d.name), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", d.path, err)
 	}
-	if err := WriteFileAtomic(d.path, data, 0o600); err != nil {
+	if err := WriteFileAtomic(d.root, d.name, data, 0o600); err != nil {
 		return err
 	}
 	d.writes.Add(1)
-	d.stamp, _ = stampOf(d.path)
+	d.stamp, _ = stampOf(d.root, d.name)
 	return nil
 }
 
@@ -573,16 +577,16 @@ func (d *Directory) Close() error {
 	return err
 }
 
-// RebuildDirectory recreates the channel directory at path from every
-// inbound record of the chat mirrors under flowsDir (the latest sighting of
-// a chat wins) and writes it at once, replacing the file. Because the
-// directory is derived from the mirrors, this is the one operation allowed
-// to replace a directory file that does not parse. It returns the open
-// directory and its number of entries.
-func RebuildDirectory(path, flowsDir string, opts DirectoryOptions) (*Directory, int, error) {
-	d := newDirectory(path, opts)
-	if _, err := d.merge(flowsDir); err != nil {
-		return nil, 0, fmt.Errorf("rebuild %s: %w", path, err)
+// RebuildDirectory recreates the channel directory file name of the state
+// directory state from every inbound record of the chat mirrors in flows
+// (the latest sighting of a chat wins) and writes it at once, replacing the
+// file. Because the directory is derived from the mirrors, this is the one
+// operation allowed to replace a directory file that does not parse. It
+// returns the open directory and its number of entries.
+func RebuildDirectory(state *os.Root, name string, flows *os.Root, opts DirectoryOptions) (*Directory, int, error) {
+	d := newDirectory(state, name, opts)
+	if _, err := d.merge(flows); err != nil {
+		return nil, 0, fmt.Errorf("rebuild %s: %w", d.path, err)
 	}
 	d.mu.Lock()
 	d.dirty = true
@@ -596,21 +600,21 @@ func RebuildDirectory(path, flowsDir string, opts DirectoryOptions) (*Directory,
 	return d, n, nil
 }
 
-// MergeMirrors adds every inbound sighting of the chat mirrors under
-// flowsDir to a directory in use, each at the time it was recorded (a
-// newer sighting already known wins), and writes the directory. It
-// returns the number of sightings read.
-func (d *Directory) MergeMirrors(flowsDir string) (int, error) {
-	n, err := d.merge(flowsDir)
+// MergeMirrors adds every inbound sighting of the chat mirrors in flows to
+// a directory in use, each at the time it was recorded (a newer sighting
+// already known wins), and writes the directory. It returns the number of
+// sightings read.
+func (d *Directory) MergeMirrors(flows *os.Root) (int, error) {
+	n, err := d.merge(flows)
 	if err != nil {
 		return n, fmt.Errorf("merge the mirrors into %s: %w", d.path, err)
 	}
 	return n, d.Flush()
 }
 
-// merge upserts the inbound sightings of the mirrors under flowsDir and
-// returns how many it read; the caller writes the directory.
-func (d *Directory) merge(flowsDir string) (int, error) {
+// merge upserts the inbound sightings of the mirrors in flows and returns
+// how many it read; the caller writes the directory.
+func (d *Directory) merge(flows *os.Root) (int, error) {
 	filter := MirrorFilter{
 		Direction: DirectionInbound,
 		OnBadLine: func(p string, line int, err error) {
@@ -618,7 +622,7 @@ func (d *Directory) merge(flowsDir string) (int, error) {
 		},
 	}
 	n := 0
-	err := ReadMirror(flowsDir, filter, func(rec MirrorRecord) error {
+	err := ReadMirror(flows, filter, func(rec MirrorRecord) error {
 		e, ok := entryFromRecord(rec)
 		if !ok {
 			return nil

@@ -23,7 +23,7 @@ func openDir(t *testing.T, path string, opts DirectoryOptions) (*Directory, *clo
 	if opts.Clock == nil {
 		opts.Clock = fake
 	}
-	d, err := OpenDirectory(path, opts)
+	d, err := openDirectoryAt(t, path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestDirectoryFlushesAtMostOncePerInterval(t *testing.T) {
 	if fake.Pending() != 0 {
 		t.Errorf("Close left %d timers armed", fake.Pending())
 	}
-	re, err := OpenDirectory(path, DirectoryOptions{Clock: fake})
+	re, err := openDirectoryAt(t, path, DirectoryOptions{Clock: fake})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestDirectorySeedShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := clock.NewFake(time.Date(2026, 2, 26, 10, 0, 0, 0, time.UTC))
-	d, err := OpenDirectory(path, DirectoryOptions{Clock: fake})
+	d, err := openDirectoryAt(t, path, DirectoryOptions{Clock: fake})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestDirectoryCorruptFileUntouched(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "chat", "channel_directory.json")
 			unchanged := frozenFile(t, path, tt.content)
-			_, err := OpenDirectory(path, DirectoryOptions{})
+			_, err := openDirectoryAt(t, path, DirectoryOptions{})
 			var ce *CorruptFileError
 			if !errors.As(err, &ce) {
 				t.Fatalf("got %v, want *CorruptFileError", err)
@@ -348,7 +348,7 @@ func TestDirectoryMergesOutsideChanges(t *testing.T) {
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	other, err := OpenDirectory(path, DirectoryOptions{})
+	other, err := openDirectoryAt(t, path, DirectoryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestDirectoryMergesOutsideChanges(t *testing.T) {
 func TestDirectoryVersionTooNew(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "channel_directory.json")
 	unchanged := frozenFile(t, path, `{"version": 9, "entries": []}`)
-	if _, err := OpenDirectory(path, DirectoryOptions{}); !errors.Is(err, ErrFileTooNew) {
+	if _, err := openDirectoryAt(t, path, DirectoryOptions{}); !errors.Is(err, ErrFileTooNew) {
 		t.Errorf("got %v, want ErrFileTooNew", err)
 	}
 	unchanged()
@@ -380,7 +380,7 @@ func TestRebuildDirectory(t *testing.T) {
 	ctx := context.Background()
 	fake := clock.NewFake(t0)
 	write := func(runID string, ins ...*chat.Inbound) {
-		m, err := OpenMirror(flows, runID, MirrorOptions{Clock: fake})
+		m, err := OpenMirror(openRoot(t, flows), runID, MirrorOptions{Clock: fake})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,11 +418,12 @@ func TestRebuildDirectory(t *testing.T) {
 
 	path := filepath.Join(root, "chat", "channel_directory.json")
 	frozenFile(t, path, "this file is damaged")
-	if _, err := OpenDirectory(path, DirectoryOptions{}); err == nil {
+	if _, err := openDirectoryAt(t, path, DirectoryOptions{}); err == nil {
 		t.Fatal("the damaged directory opened")
 	}
 	logger, logs := logTo()
-	d, n, err := RebuildDirectory(path, flows, DirectoryOptions{Clock: fake, Logger: logger})
+	pr, pn := rootFile(t, path)
+	d, n, err := RebuildDirectory(pr, pn, openRoot(t, flows), DirectoryOptions{Clock: fake, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +441,7 @@ func TestRebuildDirectory(t *testing.T) {
 	if e, _ := d.Get(chat.ChannelKey{Platform: chat.Discord, ChatID: "987654321"}); e.Display != "CAR HQ / #general" || e.Meta["guild_id"] != "123456" {
 		t.Errorf("discord entry %+v", e)
 	}
-	reopened, err := OpenDirectory(path, DirectoryOptions{})
+	reopened, err := openDirectoryAt(t, path, DirectoryOptions{})
 	if err != nil {
 		t.Fatalf("rebuilt file does not open: %v", err)
 	}
@@ -458,7 +459,7 @@ func TestRebuildDirectory(t *testing.T) {
 	fake.Advance(24 * time.Hour)
 	newer := fake.Now()
 	live.Upsert(DirectoryEntry{Platform: chat.Telegram, ChatID: "42", Display: "Alice (renamed)", SeenAt: newer})
-	if n, err := live.MergeMirrors(flows); err != nil || n != 5 {
+	if n, err := live.MergeMirrors(openRoot(t, flows)); err != nil || n != 5 {
 		t.Fatalf("merge: %d sightings, %v; want 5", n, err)
 	}
 	if e, _ := live.Get(chat.ChannelKey{Platform: chat.Discord, ChatID: "987654321"}); !e.SeenAt.Before(newer) || e.SeenAt.IsZero() {
@@ -467,15 +468,21 @@ func TestRebuildDirectory(t *testing.T) {
 	if e, _ := live.Get(chat.ChannelKey{Platform: chat.Telegram, ChatID: "42"}); e.Display != "Alice (renamed)" || !e.SeenAt.Equal(newer) {
 		t.Errorf("the newer live sighting lost to the mirrors: %+v", e)
 	}
-	if reread, err := OpenDirectory(filepath.Join(root, "live.json"), DirectoryOptions{}); err != nil || reread.Len() != 4 {
+	if reread, err := openDirectoryAt(t, filepath.Join(root, "live.json"), DirectoryOptions{}); err != nil || reread.Len() != 4 {
 		t.Errorf("merged directory not written: %v", err)
 	}
 
 	// No mirrors at all: an empty directory.
-	empty := filepath.Join(root, "empty.json")
-	if d, n, err := RebuildDirectory(empty, filepath.Join(root, "none"), DirectoryOptions{}); err != nil || n != 0 {
+	if d, n, err := RebuildDirectory(openRoot(t, root), "empty.json", openRoot(t, filepath.Join(root, "none")), DirectoryOptions{}); err != nil || n != 0 {
 		t.Errorf("rebuild from nothing: %d, %v", n, err)
 	} else {
 		d.Close()
 	}
+}
+
+// openDirectoryAt is OpenDirectory of the file at path.
+func openDirectoryAt(t testing.TB, path string, opts DirectoryOptions) (*Directory, error) {
+	t.Helper()
+	root, name := rootFile(t, path)
+	return OpenDirectory(root, name, opts)
 }

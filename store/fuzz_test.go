@@ -36,9 +36,9 @@ func FuzzStateFileDecode(f *testing.F) {
 				t.Errorf("position %d:%d outside a %d-line file: %v", ce.Line, ce.Column, lines, err)
 			}
 		}
-		_, err := OpenTargets(path)
+		_, err := OpenTargets(rootFile(t, path))
 		check(err)
-		d, err := OpenDirectory(path, DirectoryOptions{})
+		d, err := openDirectoryAt(t, path, DirectoryOptions{})
 		check(err)
 		if err == nil {
 			d.Close()
@@ -62,7 +62,7 @@ func FuzzReadMirror(f *testing.F) {
 			t.Fatal(err)
 		}
 		n := 0
-		err := ReadMirror(flows, MirrorFilter{OnBadLine: func(string, int, error) { n++ }}, func(r MirrorRecord) error {
+		err := ReadMirror(openRoot(t, flows), MirrorFilter{OnBadLine: func(string, int, error) { n++ }}, func(r MirrorRecord) error {
 			if r.Meta == nil {
 				t.Error("record with nil meta")
 			}

@@ -107,3 +107,25 @@ func logTo() (*slog.Logger, *bytes.Buffer) {
 	var buf bytes.Buffer
 	return slog.New(slog.NewTextHandler(&buf, nil)), &buf
 }
+
+// openRoot opens dir (created if missing) as an os.Root closed at the end
+// of the test.
+func openRoot(t testing.TB, dir string) *os.Root {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// rootFile opens the directory of path (created if missing) as an os.Root
+// closed at the end of the test, and returns it with path's name in it.
+func rootFile(t testing.TB, path string) (*os.Root, string) {
+	t.Helper()
+	return openRoot(t, filepath.Dir(path)), filepath.Base(path)
+}

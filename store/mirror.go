@@ -234,9 +234,10 @@ type MirrorOptions struct {
 	Clock clock.Clock
 	// Logger receives retention failures; default slog.Default().
 	Logger *slog.Logger
-	// OpenFile opens mirror files; default os.OpenFile. Tests use it to
-	// inject failing writers.
-	OpenFile func(name string, flag int, perm os.FileMode) (MirrorFile, error)
+	// OpenFile opens mirror files, name being relative to the flows
+	// directory root; default root.OpenFile. Tests use it to inject
+	// failing writers.
+	OpenFile func(root *os.Root, name string, flag int, perm os.FileMode) (MirrorFile, error)
 }
 
 func (o MirrorOptions) withDefaults() MirrorOptions {
@@ -259,8 +260,8 @@ func (o MirrorOptions) withDefaults() MirrorOptions {
 		o.Logger = slog.Default()
 	}
 	if o.OpenFile == nil {
-		o.OpenFile = func(name string, flag int, perm os.FileMode) (MirrorFile, error) {
-			return os.OpenFile(name, flag, perm)
+		o.OpenFile = func(root *os.Root, name string, flag int, perm os.FileMode) (MirrorFile, error) {
+			return root.OpenFile(name, flag, perm)
 		}
 	}
 	return o
@@ -284,27 +285,29 @@ func (m *Mirror) Bytes() (inbound, outbound uint64) {
 	return m.in.bytes.Load(), m.out.bytes.Load()
 }
 
-// OpenMirror creates flows/<run_id>/ under flowsDir, marked with
-// opts.Kind, or reopens it, and opens its mirror files for appending. The
-// run stays locked until Close, so pruning (PruneRuns) never removes it
-// meanwhile; a run another writer holds is refused with ErrRunOpen.
-// OpenMirror removes nothing.
-func OpenMirror(flowsDir, runID string, opts MirrorOptions) (*Mirror, error) {
+// OpenMirror creates <run_id>/ in flows (the state directory's flows/,
+// opened by the caller: StateDir.Flows), marked with opts.Kind, or reopens
+// it, and opens its mirror files for appending. The run stays locked until
+// Close, so pruning (PruneRuns) never removes it meanwhile; a run another
+// writer holds is refused with ErrRunOpen. OpenMirror removes nothing.
+// Every file is reached through flows; errors name files relative to the
+// state directory, never by their host path.
+func OpenMirror(flows *os.Root, runID string, opts MirrorOptions) (*Mirror, error) {
 	if _, err := ParseRunID(runID); err != nil {
 		return nil, fmt.Errorf("open mirror: %w", err)
 	}
 	opts = opts.withDefaults()
-	lock, err := openRun(flowsDir, runID, opts.Kind)
+	lock, err := openRun(flows, runID, opts.Kind)
 	if err != nil {
 		return nil, fmt.Errorf("open mirror: %w", err)
 	}
-	dir := filepath.Join(flowsDir, runID, "chat")
+	dir := filepath.Join(runID, "chat")
 	m := &Mirror{runID: runID, opts: opts, lock: lock}
-	if m.in, err = openStream(dir, DirectionInbound, opts); err != nil {
+	if m.in, err = openStream(flows, dir, DirectionInbound, opts); err != nil {
 		lock.release()
 		return nil, err
 	}
-	if m.out, err = openStream(dir, DirectionOutbound, opts); err != nil {
+	if m.out, err = openStream(flows, dir, DirectionOutbound, opts); err != nil {
 		m.in.close()
 		lock.release()
 		return nil, err
@@ -445,7 +448,8 @@ func (m *Mirror) Close() error {
 
 // mirrorStream is one append-only file with its rotations and group commit.
 type mirrorStream struct {
-	dir, name, path string
+	flows           *os.Root
+	dir, name, path string // path: the file, relative to flows
 	opts            MirrorOptions
 
 	mu     sync.Mutex // serialises writes, rotation and close
@@ -473,9 +477,9 @@ type syncRound struct {
 	err  error
 }
 
-func openStream(dir, name string, opts MirrorOptions) (*mirrorStream, error) {
-	s := &mirrorStream{dir: dir, name: name, path: filepath.Join(dir, name+".jsonl"), opts: opts, wrote: make(chan struct{}, 1)}
-	for _, r := range rotatedFiles(dir, name) {
+func openStream(flows *os.Root, dir, name string, opts MirrorOptions) (*mirrorStream, error) {
+	s := &mirrorStream{flows: flows, dir: dir, name: name, path: filepath.Join(dir, name+".jsonl"), opts: opts, wrote: make(chan struct{}, 1)}
+	for _, r := range rotatedFiles(flows, dir, name) {
 		s.rotN = max(s.rotN, r.n)
 	}
 	f, size, torn, err := s.open()
@@ -489,13 +493,13 @@ func openStream(dir, name string, opts MirrorOptions) (*mirrorStream, error) {
 // open opens the active file for appending and reports its size and whether
 // it ends in the middle of a line.
 func (s *mirrorStream) open() (MirrorFile, int64, bool, error) {
-	f, err := s.opts.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := s.opts.OpenFile(s.flows, s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, 0, false, fmt.Errorf("open mirror %s: %w", s.path, err)
+		return nil, 0, false, flowsError("open mirror", s.path, err)
 	}
 	var size int64
 	torn := false
-	if r, err := os.Open(s.path); err == nil {
+	if r, err := s.flows.Open(s.path); err == nil {
 		if fi, err := r.Stat(); err == nil && fi.Size() > 0 {
 			size = fi.Size()
 			var last [1]byte
@@ -505,9 +509,9 @@ func (s *mirrorStream) open() (MirrorFile, int64, bool, error) {
 		}
 		r.Close()
 	}
-	if err := SyncDir(s.dir); err != nil {
+	if err := SyncDir(s.flows, s.dir); err != nil {
 		f.Close()
-		return nil, 0, false, fmt.Errorf("open mirror %s: %w", s.path, err)
+		return nil, 0, false, flowsError("open mirror", s.path, err)
 	}
 	return f, size, torn, nil
 }
@@ -550,7 +554,7 @@ func (s *mirrorStream) write(line []byte) (uint64, error) {
 		s.torn = line[n-1] != '\n'
 	}
 	if err != nil {
-		return 0, fmt.Errorf("append to %s: %w", s.path, err)
+		return 0, flowsError("append to", s.path, err)
 	}
 	seq := s.written.Add(1)
 	return seq, nil
@@ -563,33 +567,37 @@ func (s *mirrorStream) rotateLocked() error {
 	s.rot.Lock()
 	defer s.rot.Unlock()
 	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("rotate %s: sync: %w", s.path, err)
+		return flowsError("rotate: sync", s.path, err)
 	}
 	s.markSynced(s.written.Load())
 	next := s.rotN + 1
 	var rotated string
 	for ; ; next++ {
 		rotated = filepath.Join(s.dir, s.name+"."+strconv.Itoa(next)+".jsonl")
-		if _, err := os.Lstat(rotated); errors.Is(err, fs.ErrNotExist) {
+		_, err := s.flows.Lstat(rotated)
+		if errors.Is(err, fs.ErrNotExist) {
 			break
 		}
+		if err != nil {
+			return flowsError("rotate", s.path, err)
+		}
 	}
-	if err := os.Rename(s.path, rotated); err != nil {
-		return fmt.Errorf("rotate %s: %w", s.path, err)
+	if err := s.flows.Rename(s.path, rotated); err != nil {
+		return flowsError("rotate", s.path, err)
 	}
 	f, size, torn, err := s.open()
 	if err != nil {
-		if rerr := os.Rename(rotated, s.path); rerr != nil {
+		if rerr := s.flows.Rename(rotated, s.path); rerr != nil {
 			// The old handle still works; it now writes to the rotated name.
 			s.rotN = next
-			return fmt.Errorf("rotate %s: %w (and moving it back failed: %v)", s.path, err, rerr)
+			return fmt.Errorf("rotate: %w (and moving it back failed: %v)", err, flowsError("rename", rotated, rerr))
 		}
-		return fmt.Errorf("rotate %s: %w", s.path, err)
+		return fmt.Errorf("rotate: %w", err)
 	}
 	old := s.f
 	s.f, s.size, s.torn, s.rotN = f, size, torn, next
 	if err := old.Close(); err != nil {
-		s.opts.Logger.Warn("mirror: closing a rotated file failed", "path", rotated, "err", err)
+		s.opts.Logger.Warn("mirror: closing a rotated file failed", "path", flowsName(rotated), "err", err)
 	}
 	return nil
 }
@@ -617,7 +625,7 @@ func (s *mirrorStream) waitSynced(ctx context.Context, seq uint64) error {
 			select {
 			case <-r.done:
 			case <-ctx.Done():
-				return fmt.Errorf("wait for fsync of %s: %w", s.path, ctx.Err())
+				return fmt.Errorf("wait for fsync of %s: %w", flowsName(s.path), ctx.Err())
 			}
 			if r.upTo >= seq && r.err != nil {
 				return r.err
@@ -634,7 +642,7 @@ func (s *mirrorStream) waitSynced(ctx context.Context, seq uint64) error {
 		err := s.f.Sync()
 		s.rot.RUnlock()
 		if err != nil {
-			err = fmt.Errorf("sync %s: %w", s.path, err)
+			err = flowsError("sync", s.path, err)
 		}
 		s.smu.Lock()
 		r.err = err
@@ -680,10 +688,10 @@ func (s *mirrorStream) close() error {
 	if err == nil {
 		s.markSynced(s.written.Load())
 	} else {
-		err = fmt.Errorf("close %s: sync: %w", s.path, err)
+		err = flowsError("close: sync", s.path, err)
 	}
 	if cerr := s.f.Close(); cerr != nil {
-		err = errors.Join(err, fmt.Errorf("close %s: %w", s.path, cerr))
+		err = errors.Join(err, flowsError("close", s.path, cerr))
 	}
 	return err
 }
@@ -691,12 +699,13 @@ func (s *mirrorStream) close() error {
 // rotatedFile is <name>.<n>.jsonl.
 type rotatedFile struct {
 	n    int
-	path string
+	path string // relative to the flows directory
 }
 
-// rotatedFiles lists dir's rotated files of a direction in rotation order.
-func rotatedFiles(dir, name string) []rotatedFile {
-	ents, err := os.ReadDir(dir)
+// rotatedFiles lists the rotated files of a direction in the directory dir
+// of flows, in rotation order.
+func rotatedFiles(flows *os.Root, dir, name string) []rotatedFile {
+	ents, err := fs.ReadDir(flows.FS(), filepath.ToSlash(dir))
 	if err != nil {
 		return nil
 	}
@@ -720,20 +729,21 @@ func rotatedFiles(dir, name string) []rotatedFile {
 	return out
 }
 
-// mirrorFiles lists a run's files of one direction, oldest first.
-func mirrorFiles(flowsDir, runID, direction string) []string {
-	dir := filepath.Join(flowsDir, runID, "chat")
+// mirrorFiles lists a run's files of one direction, oldest first, by their
+// names in flows.
+func mirrorFiles(flows *os.Root, runID, direction string) []string {
+	dir := filepath.Join(runID, "chat")
 	var out []string
-	for _, r := range rotatedFiles(dir, direction) {
+	for _, r := range rotatedFiles(flows, dir, direction) {
 		out = append(out, r.path)
 	}
 	return append(out, filepath.Join(dir, direction+".jsonl"))
 }
 
-// ListRuns returns the run ids under flowsDir, oldest first. Directories
-// whose names are not run ids are not runs and are ignored.
-func ListRuns(flowsDir string) []string {
-	ents, err := os.ReadDir(flowsDir)
+// ListRuns returns the run ids in flows, oldest first. Directories whose
+// names are not run ids are not runs and are ignored.
+func ListRuns(flows *os.Root) []string {
+	ents, err := fs.ReadDir(flows.FS(), ".")
 	if err != nil {
 		return nil
 	}
@@ -745,4 +755,21 @@ func ListRuns(flowsDir string) []string {
 	}
 	slices.Sort(runs)
 	return runs
+}
+
+// flowsName is the name of the file name of the flows directory relative to
+// the state directory (flows/<run_id>/chat/inbound.jsonl), which is how
+// errors and logs name mirror files.
+func flowsName(name string) string { return filepath.Join(FlowsDir, name) }
+
+// flowsError is the error of op on the file name of the flows directory,
+// naming the file relative to the state directory: the host path an I/O
+// error carries is dropped, as errors of the mirror reach API callers, who
+// never see host paths (docs/security.md). errors.Is still finds the cause.
+func flowsError(op, name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &fs.PathError{Op: op, Path: flowsName(name), Err: err}
 }

@@ -75,8 +75,8 @@ func TestMirrorAppendAll(t *testing.T) {
 			var mu sync.Mutex
 			files := map[string]*scriptedFile{}
 			opts := keepAll
-			opts.OpenFile = func(name string, flag int, perm os.FileMode) (MirrorFile, error) {
-				f, err := os.OpenFile(name, flag, perm)
+			opts.OpenFile = func(root *os.Root, name string, flag int, perm os.FileMode) (MirrorFile, error) {
+				f, err := root.OpenFile(name, flag, perm)
 				if err != nil {
 					return nil, err
 				}
@@ -143,8 +143,8 @@ func TestMirrorAppendAllInOrder(t *testing.T) {
 	var syncs int
 	var mu sync.Mutex
 	opts := keepAll
-	opts.OpenFile = func(name string, flag int, perm os.FileMode) (MirrorFile, error) {
-		f, err := os.OpenFile(name, flag, perm)
+	opts.OpenFile = func(root *os.Root, name string, flag int, perm os.FileMode) (MirrorFile, error) {
+		f, err := root.OpenFile(name, flag, perm)
 		if err != nil {
 			return nil, err
 		}

@@ -29,7 +29,8 @@ type MirrorFilter struct {
 	// (merged by timestamp).
 	Direction string
 	// OnBadLine is told about a line that is not a record, other than a
-	// torn last line of a file, which is skipped silently. nil skips.
+	// torn last line of a file, which is skipped silently, with the file's
+	// name relative to the state directory. nil skips.
 	OnBadLine func(path string, line int, err error)
 	// Clock paces FollowMirror's polling; default the real clock.
 	Clock clock.Clock
@@ -45,34 +46,34 @@ func (f MirrorFilter) directions() ([]string, error) {
 	return nil, fmt.Errorf("mirror direction %q is not %q, %q or empty for both", f.Direction, DirectionInbound, DirectionOutbound)
 }
 
-func (f MirrorFilter) runs(flowsDir string) ([]string, error) {
+func (f MirrorFilter) runs(flows *os.Root) ([]string, error) {
 	if f.RunID == "" {
-		return ListRuns(flowsDir), nil
+		return ListRuns(flows), nil
 	}
 	if _, err := ParseRunID(f.RunID); err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(filepath.Join(flowsDir, f.RunID)); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("run %s not found under %s: %w", f.RunID, flowsDir, fs.ErrNotExist)
+	if fi, err := flows.Lstat(f.RunID); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("run %s not found under %s: %w", f.RunID, FlowsDir, fs.ErrNotExist)
 	}
 	return []string{f.RunID}, nil
 }
 
-// ReadMirror calls fn for every record under flowsDir that f selects: runs
-// oldest first, and within a run the rotated files in order, then the
-// active one. Blank lines are skipped. An error from fn stops the walk and
-// is returned.
-func ReadMirror(flowsDir string, f MirrorFilter, fn func(MirrorRecord) error) error {
+// ReadMirror calls fn for every record in flows (the state directory's
+// flows/, opened by the caller) that f selects: runs oldest first, and
+// within a run the rotated files in order, then the active one. Blank lines
+// are skipped. An error from fn stops the walk and is returned.
+func ReadMirror(flows *os.Root, f MirrorFilter, fn func(MirrorRecord) error) error {
 	dirs, err := f.directions()
 	if err != nil {
 		return err
 	}
-	runs, err := f.runs(flowsDir)
+	runs, err := f.runs(flows)
 	if err != nil {
 		return err
 	}
 	for _, run := range runs {
-		if err := readRun(flowsDir, run, dirs, f.OnBadLine, fn); err != nil {
+		if err := readRun(flows, run, dirs, f.OnBadLine, fn); err != nil {
 			return err
 		}
 	}
@@ -81,11 +82,11 @@ func ReadMirror(flowsDir string, f MirrorFilter, fn func(MirrorRecord) error) er
 
 // readRun reads one run's records, merging the directions by timestamp
 // (inbound first on a tie).
-func readRun(flowsDir, run string, dirs []string, onBad func(string, int, error), fn func(MirrorRecord) error) error {
+func readRun(flows *os.Root, run string, dirs []string, onBad func(string, int, error), fn func(MirrorRecord) error) error {
 	readers := make([]*recordReader, len(dirs))
 	heads := make([]*MirrorRecord, len(dirs))
 	for i, d := range dirs {
-		readers[i] = &recordReader{files: mirrorFiles(flowsDir, run, d), onBad: onBad}
+		readers[i] = &recordReader{flows: flows, files: mirrorFiles(flows, run, d), onBad: onBad}
 		defer readers[i].close()
 	}
 	for {
@@ -118,7 +119,7 @@ func readRun(flowsDir, run string, dirs []string, onBad func(string, int, error)
 // TailMirror returns the last n records that f selects, oldest first. It
 // reads runs newest first and stops once it has n, holding at most n
 // records in memory.
-func TailMirror(flowsDir string, f MirrorFilter, n int) ([]MirrorRecord, error) {
+func TailMirror(flows *os.Root, f MirrorFilter, n int) ([]MirrorRecord, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -126,14 +127,14 @@ func TailMirror(flowsDir string, f MirrorFilter, n int) ([]MirrorRecord, error) 
 	if err != nil {
 		return nil, err
 	}
-	runs, err := f.runs(flowsDir)
+	runs, err := f.runs(flows)
 	if err != nil {
 		return nil, err
 	}
 	var out []MirrorRecord
 	for i := len(runs) - 1; i >= 0 && len(out) < n; i-- {
 		ring := newRing(n - len(out))
-		if err := readRun(flowsDir, runs[i], dirs, f.OnBadLine, func(r MirrorRecord) error {
+		if err := readRun(flows, runs[i], dirs, f.OnBadLine, func(r MirrorRecord) error {
 			ring.push(r)
 			return nil
 		}); err != nil {
@@ -181,8 +182,9 @@ type badLine struct {
 	err  error
 }
 
-// recordReader reads the records of a sequence of files.
+// recordReader reads the records of a sequence of files of flows.
 type recordReader struct {
+	flows   *os.Root
 	files   []string
 	onBad   func(string, int, error)
 	i       int
@@ -203,14 +205,14 @@ func (rr *recordReader) next() (MirrorRecord, bool, error) {
 			}
 			path := rr.files[rr.i]
 			rr.i++
-			f, err := os.Open(path)
+			f, err := rr.flows.Open(path)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
-				return MirrorRecord{}, false, fmt.Errorf("read mirror: %w", err)
+				return MirrorRecord{}, false, fmt.Errorf("read mirror: %w", flowsError("open", path, err))
 			}
-			rr.f, rr.r, rr.path, rr.line, rr.pending = f, bufio.NewReaderSize(f, 64<<10), path, 0, nil
+			rr.f, rr.r, rr.path, rr.line, rr.pending = f, bufio.NewReaderSize(f, 64<<10), flowsName(path), 0, nil
 		}
 		b, err := readLine(rr.r)
 		switch {
@@ -226,7 +228,7 @@ func (rr *recordReader) next() (MirrorRecord, bool, error) {
 		case err != nil && !errors.Is(err, io.EOF):
 			path := rr.path
 			rr.close()
-			return MirrorRecord{}, false, fmt.Errorf("read mirror %s: %w", path, err)
+			return MirrorRecord{}, false, fmt.Errorf("read mirror: %w", flowsError("read", path, err))
 		}
 		rr.line++
 		if len(bytes.TrimSpace(b)) == 0 {
@@ -300,12 +302,12 @@ func parseRecord(b []byte) (MirrorRecord, error) {
 	return rec, nil
 }
 
-// FollowMirror calls fn for each record appended under flowsDir from now on
+// FollowMirror calls fn for each record appended in flows from now on
 // until ctx ends (then it returns nil) or fn fails. It polls every
 // FollowPollInterval, follows rotation, and, when f.RunID is "", moves on to
 // a newer run as soon as one appears. Records already present when it
 // starts are not delivered; use TailMirror first for those.
-func FollowMirror(ctx context.Context, flowsDir string, f MirrorFilter, fn func(MirrorRecord) error) error {
+func FollowMirror(ctx context.Context, flows *os.Root, f MirrorFilter, fn func(MirrorRecord) error) error {
 	dirs, err := f.directions()
 	if err != nil {
 		return err
@@ -319,7 +321,7 @@ func FollowMirror(ctx context.Context, flowsDir string, f MirrorFilter, fn func(
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	fw := &follower{flowsDir: flowsDir, filter: f, dirs: dirs}
+	fw := &follower{flows: flows, filter: f, dirs: dirs}
 	defer fw.closeAll()
 	fw.pickRun(true)
 	for {
@@ -340,11 +342,11 @@ func FollowMirror(ctx context.Context, flowsDir string, f MirrorFilter, fn func(
 // follower is FollowMirror's state: the run it follows and one tail per
 // direction.
 type follower struct {
-	flowsDir string
-	filter   MirrorFilter
-	dirs     []string
-	run      string
-	tails    []*fileTail
+	flows  *os.Root
+	filter MirrorFilter
+	dirs   []string
+	run    string
+	tails  []*fileTail
 }
 
 // pickRun switches to the newest run (or the requested one) if it is not
@@ -353,7 +355,7 @@ type follower struct {
 func (fw *follower) pickRun(atEnd bool) bool {
 	want := fw.filter.RunID
 	if want == "" {
-		runs := ListRuns(fw.flowsDir)
+		runs := ListRuns(fw.flows)
 		if len(runs) == 0 {
 			return false
 		}
@@ -362,15 +364,15 @@ func (fw *follower) pickRun(atEnd bool) bool {
 	if want == fw.run {
 		return false
 	}
-	if _, err := os.Stat(filepath.Join(fw.flowsDir, want)); err != nil {
+	if _, err := fw.flows.Lstat(want); err != nil {
 		return false
 	}
 	fw.closeAll()
 	fw.run = want
 	fw.tails = nil
 	for _, d := range fw.dirs {
-		dir := filepath.Join(fw.flowsDir, want, "chat")
-		t := &fileTail{dir: dir, name: d, path: filepath.Join(dir, d+".jsonl"), onBad: fw.filter.OnBadLine}
+		dir := filepath.Join(want, "chat")
+		t := &fileTail{flows: fw.flows, dir: dir, name: d, path: filepath.Join(dir, d+".jsonl"), onBad: fw.filter.OnBadLine}
 		if atEnd {
 			t.openAtEnd()
 		}
@@ -391,7 +393,7 @@ func (fw *follower) poll(fn func(MirrorRecord) error) error {
 		return err
 	}
 	if fw.filter.RunID == "" {
-		if runs := ListRuns(fw.flowsDir); len(runs) > 0 && runs[len(runs)-1] > fw.run {
+		if runs := ListRuns(fw.flows); len(runs) > 0 && runs[len(runs)-1] > fw.run {
 			// Finish the old run (its writer may have added a last record)
 			// before moving on.
 			more, err := fw.drain()
@@ -438,7 +440,8 @@ func (fw *follower) closeAll() {
 // file open, so data written just before a rotation is still read from the
 // renamed file.
 type fileTail struct {
-	dir, name, path string
+	flows           *os.Root
+	dir, name, path string // names in flows
 	cur             string // the file f reads (path, or a rotated name)
 	onBad           func(string, int, error)
 	f               *os.File
@@ -448,7 +451,7 @@ type fileTail struct {
 }
 
 func (t *fileTail) openAtEnd() {
-	f, err := os.Open(t.path)
+	f, err := t.flows.Open(t.path)
 	if err != nil {
 		return // not created yet: it will be read from the start
 	}
@@ -459,20 +462,16 @@ func (t *fileTail) openAtEnd() {
 	}
 	t.f, t.cur = f, t.path
 	// Count lines so that bad-line reports carry real line numbers.
-	if c, err := countLines(t.path, n); err == nil {
+	if c, err := countLines(f, n); err == nil {
 		t.line = c
 	}
 }
 
-func countLines(path string, upTo int64) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
+// countLines counts the newlines in the first upTo bytes of f.
+func countLines(f *os.File, upTo int64) (int, error) {
 	n := 0
 	buf := make([]byte, 64<<10)
-	r := io.LimitReader(f, upTo)
+	r := io.NewSectionReader(f, 0, upTo)
 	for {
 		k, err := r.Read(buf)
 		n += bytes.Count(buf[:k], []byte{'\n'})
@@ -497,13 +496,13 @@ func (t *fileTail) poll() ([]MirrorRecord, error) {
 		return nil, err
 	}
 	// Rotated? The path now names a different file.
-	cur, err := os.Stat(t.path)
+	cur, err := t.flows.Stat(t.path)
 	if err != nil {
 		return recs, nil // mid-rotation; look again next time
 	}
 	mine, err := t.f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("follow %s: %w", t.path, err)
+		return nil, fmt.Errorf("follow: %w", flowsError("stat", t.path, err))
 	}
 	if os.SameFile(cur, mine) {
 		return recs, nil
@@ -514,9 +513,9 @@ func (t *fileTail) poll() ([]MirrorRecord, error) {
 		return nil, err
 	}
 	held := -1
-	rotated := rotatedFiles(t.dir, t.name)
+	rotated := rotatedFiles(t.flows, t.dir, t.name)
 	for _, r := range rotated {
-		if fi, err := os.Stat(r.path); err == nil && os.SameFile(fi, mine) {
+		if fi, err := t.flows.Stat(r.path); err == nil && os.SameFile(fi, mine) {
 			held = r.n
 		}
 	}
@@ -526,7 +525,7 @@ func (t *fileTail) poll() ([]MirrorRecord, error) {
 			if r.n <= held {
 				continue
 			}
-			f, err := os.Open(r.path)
+			f, err := t.flows.Open(r.path)
 			if err != nil {
 				continue
 			}
@@ -548,7 +547,7 @@ func (t *fileTail) poll() ([]MirrorRecord, error) {
 
 // reopen opens the active file from its start.
 func (t *fileTail) reopen() bool {
-	f, err := os.Open(t.path)
+	f, err := t.flows.Open(t.path)
 	if err != nil {
 		return false
 	}
@@ -589,7 +588,7 @@ func (t *fileTail) readAvailable(recs *[]MirrorRecord) error {
 			}
 			if perr != nil {
 				if t.onBad != nil {
-					t.onBad(t.cur, t.line, perr)
+					t.onBad(flowsName(t.cur), t.line, perr)
 				}
 				continue
 			}
@@ -599,7 +598,7 @@ func (t *fileTail) readAvailable(recs *[]MirrorRecord) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("follow %s: %w", t.cur, err)
+			return fmt.Errorf("follow: %w", flowsError("read", t.cur, err))
 		}
 	}
 }

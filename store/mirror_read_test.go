@@ -22,7 +22,7 @@ func TestTailMirrorHugeNAllocatesByRecords(t *testing.T) {
 	for _, n := range []int{1_000_000_000, 1 << 62} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		recs, err := TailMirror(flows, MirrorFilter{}, n)
+		recs, err := TailMirror(openRoot(t, flows), MirrorFilter{}, n)
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)

@@ -32,7 +32,7 @@ var keepAll = MirrorOptions{}
 
 func openMirror(t testing.TB, flows, runID string, opts MirrorOptions) *Mirror {
 	t.Helper()
-	m, err := OpenMirror(flows, runID, opts)
+	m, err := OpenMirror(openRoot(t, flows), runID, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func out(text string) MirrorRecord {
 func readAll(t *testing.T, flows string, f MirrorFilter) []MirrorRecord {
 	t.Helper()
 	var recs []MirrorRecord
-	if err := ReadMirror(flows, f, func(r MirrorRecord) error { recs = append(recs, r); return nil }); err != nil {
+	if err := ReadMirror(openRoot(t, flows), f, func(r MirrorRecord) error { recs = append(recs, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return recs
@@ -83,7 +83,7 @@ func TestRunID(t *testing.T) {
 			t.Errorf("ParseRunID(%q) accepted", bad)
 		}
 	}
-	if _, err := OpenMirror(t.TempDir(), "../escape", MirrorOptions{}); err == nil {
+	if _, err := OpenMirror(openRoot(t, t.TempDir()), "../escape", MirrorOptions{}); err == nil {
 		t.Error("OpenMirror accepted a bad run id")
 	}
 }
@@ -205,8 +205,8 @@ func TestMirrorGroupCommit(t *testing.T) {
 	flows := t.TempDir()
 	gated := &gatedFile{gate: make(chan struct{}), entered: make(chan struct{})}
 	opts := keepAll
-	opts.OpenFile = func(name string, flag int, perm os.FileMode) (MirrorFile, error) {
-		f, err := os.OpenFile(name, flag, perm)
+	opts.OpenFile = func(root *os.Root, name string, flag int, perm os.FileMode) (MirrorFile, error) {
+		f, err := root.OpenFile(name, flag, perm)
 		if err != nil || filepath.Base(name) != "inbound.jsonl" {
 			return f, err
 		}
@@ -323,8 +323,8 @@ func TestMirrorRotation(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(flows, run1, "chat")
-	rot := rotatedFiles(dir, DirectionInbound)
+	dir := filepath.Join(run1, "chat")
+	rot := rotatedFiles(openRoot(t, flows), dir, DirectionInbound)
 	if len(rot) < 3 {
 		t.Fatalf("%d rotated files, want several", len(rot))
 	}
@@ -332,7 +332,7 @@ func TestMirrorRotation(t *testing.T) {
 		if r.n != i+1 {
 			t.Errorf("rotated files numbered %v", rot)
 		}
-		if fi, _ := os.Stat(r.path); fi.Size() > opts.RotateBytes {
+		if fi, _ := os.Stat(filepath.Join(flows, r.path)); fi.Size() > opts.RotateBytes {
 			t.Errorf("%s has %d bytes, over %d", r.path, fi.Size(), opts.RotateBytes)
 		}
 	}
@@ -356,7 +356,7 @@ func TestMirrorRotation(t *testing.T) {
 	if len(got) != 60 || got[59][:3] != "059" {
 		t.Errorf("after reopening: %d records", len(got))
 	}
-	if rot2 := rotatedFiles(dir, DirectionInbound); len(rot2) <= len(rot) || rot2[len(rot)].n != len(rot)+1 {
+	if rot2 := rotatedFiles(openRoot(t, flows), dir, DirectionInbound); len(rot2) <= len(rot) || rot2[len(rot)].n != len(rot)+1 {
 		t.Errorf("rotation after reopening: %v", rot2)
 	}
 }
@@ -409,7 +409,8 @@ func TestReadMirrorSkipsTornLastLine(t *testing.T) {
 	if !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("records %v", got)
 	}
-	if want := []bad{{path, 5}, {path, 8}}; !slices.Equal(bads, want) {
+	shown := filepath.Join(FlowsDir, run1, "chat", "inbound.jsonl") // as the state directory names it
+	if want := []bad{{shown, 5}, {shown, 8}}; !slices.Equal(bads, want) {
 		t.Errorf("bad lines %v, want %v (the torn line and \"null\"; \"5\" is last)", bads, want)
 	}
 }
@@ -449,8 +450,8 @@ func TestMirrorWriteErrorRecovers(t *testing.T) {
 	flows := t.TempDir()
 	flaky := &flakyFile{failAfter: -1}
 	opts := keepAll
-	opts.OpenFile = func(name string, flag int, perm os.FileMode) (MirrorFile, error) {
-		f, err := os.OpenFile(name, flag, perm)
+	opts.OpenFile = func(root *os.Root, name string, flag int, perm os.FileMode) (MirrorFile, error) {
+		f, err := root.OpenFile(name, flag, perm)
 		if err != nil || filepath.Base(name) != "inbound.jsonl" {
 			return f, err
 		}
@@ -459,7 +460,6 @@ func TestMirrorWriteErrorRecovers(t *testing.T) {
 	}
 	m := openMirror(t, flows, run1, opts)
 	ctx := context.Background()
-	path := filepath.Join(flows, run1, "chat", "inbound.jsonl")
 	steps := []struct {
 		text      string
 		failAfter int
@@ -484,8 +484,10 @@ func TestMirrorWriteErrorRecovers(t *testing.T) {
 		if !errors.Is(err, st.wantErr) || (err == nil) != (st.wantErr == nil) {
 			t.Fatalf("%s: %v, want %v", st.text, err, st.wantErr)
 		}
-		if err != nil && !strings.Contains(err.Error(), path) {
-			t.Errorf("%s: error %q does not name the file", st.text, err)
+		// Errors reach API callers: they name the file relative to the
+		// state directory, never by its host path.
+		if shown := filepath.Join(FlowsDir, run1, "chat", "inbound.jsonl"); err != nil && (!strings.Contains(err.Error(), shown) || strings.Contains(err.Error(), flows)) {
+			t.Errorf("%s: error %q does not name the file as %s, or names its host path", st.text, err, shown)
 		}
 	}
 	if err := m.Close(); err != nil {
@@ -540,11 +542,12 @@ func TestReadAndTailMirror(t *testing.T) {
 	if !slices.Equal(all, want) {
 		t.Fatalf("ReadMirror = %v, want %v", all, want)
 	}
-	if got := ListRuns(flows); !slices.Equal(got, []string{run1, run2, run3}) {
+	if got := ListRuns(openRoot(t, flows)); !slices.Equal(got, []string{run1, run2, run3}) {
 		t.Errorf("ListRuns = %v", got)
 	}
-	if ListRuns(filepath.Join(flows, "missing")) != nil {
-		t.Error("ListRuns of a missing directory")
+	empty := openRoot(t, filepath.Join(flows, run1, "chat"))
+	if ListRuns(empty) != nil {
+		t.Error("ListRuns of a directory without runs")
 	}
 
 	tests := []struct {
@@ -562,7 +565,7 @@ func TestReadAndTailMirror(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			recs, err := TailMirror(flows, tt.f, tt.n)
+			recs, err := TailMirror(openRoot(t, flows), tt.f, tt.n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -572,18 +575,18 @@ func TestReadAndTailMirror(t *testing.T) {
 		})
 	}
 
-	if _, err := TailMirror(flows, MirrorFilter{RunID: "20990101T000000Z-ffff"}, 3); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := TailMirror(openRoot(t, flows), MirrorFilter{RunID: "20990101T000000Z-ffff"}, 3); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("unknown run: %v", err)
 	}
-	if _, err := TailMirror(flows, MirrorFilter{RunID: "../x"}, 3); err == nil {
+	if _, err := TailMirror(openRoot(t, flows), MirrorFilter{RunID: "../x"}, 3); err == nil {
 		t.Error("bad run id accepted")
 	}
-	if err := ReadMirror(flows, MirrorFilter{Direction: "both"}, func(MirrorRecord) error { return nil }); err == nil {
+	if err := ReadMirror(openRoot(t, flows), MirrorFilter{Direction: "both"}, func(MirrorRecord) error { return nil }); err == nil {
 		t.Error("bad direction accepted")
 	}
 	stop := errors.New("stop")
 	n := 0
-	if err := ReadMirror(flows, MirrorFilter{}, func(MirrorRecord) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+	if err := ReadMirror(openRoot(t, flows), MirrorFilter{}, func(MirrorRecord) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
 		t.Errorf("fn's error: %v after %d records", err, n)
 	}
 }
@@ -649,7 +652,7 @@ func TestFollowMirror(t *testing.T) {
 	fctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- FollowMirror(fctx, flows, MirrorFilter{Clock: fake, OnBadLine: func(string, int, error) { bads.Add(1) }},
+		done <- FollowMirror(fctx, openRoot(t, flows), MirrorFilter{Clock: fake, OnBadLine: func(string, int, error) { bads.Add(1) }},
 			func(r MirrorRecord) error { ch <- r; return nil })
 	}()
 	poll := func() {
@@ -665,9 +668,9 @@ func TestFollowMirror(t *testing.T) {
 	}
 
 	// Several rotations between two polls.
-	before := len(rotatedFiles(filepath.Join(flows, run1, "chat"), DirectionInbound))
+	before := len(rotatedFiles(openRoot(t, flows), filepath.Join(run1, "chat"), DirectionInbound))
 	want = appendN(m1, "b", 30)
-	if after := len(rotatedFiles(filepath.Join(flows, run1, "chat"), DirectionInbound)); after-before < 2 {
+	if after := len(rotatedFiles(openRoot(t, flows), filepath.Join(run1, "chat"), DirectionInbound)); after-before < 2 {
 		t.Fatalf("only %d rotations; the test needs several", after-before)
 	}
 	poll()
@@ -709,7 +712,7 @@ func TestFollowMirrorWaitsForFirstRun(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- FollowMirror(ctx, flows, MirrorFilter{Clock: fake, Direction: DirectionOutbound}, func(r MirrorRecord) error { ch <- r; return nil })
+		done <- FollowMirror(ctx, openRoot(t, flows), MirrorFilter{Clock: fake, Direction: DirectionOutbound}, func(r MirrorRecord) error { ch <- r; return nil })
 	}()
 	waitArmed(t, fake)
 	m := openMirror(t, flows, run1, keepAll)
@@ -741,8 +744,8 @@ func BenchmarkMirrorAppend(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			var syncs atomic.Int64
 			opts := keepAll
-			opts.OpenFile = func(name string, flag int, perm os.FileMode) (MirrorFile, error) {
-				f, err := os.OpenFile(name, flag, perm)
+			opts.OpenFile = func(root *os.Root, name string, flag int, perm os.FileMode) (MirrorFile, error) {
+				f, err := root.OpenFile(name, flag, perm)
 				if err != nil {
 					return nil, err
 				}

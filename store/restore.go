@@ -103,7 +103,7 @@ func RestoreBackup(r io.Reader, dir string, opts RestoreOptions) (m BackupManife
 	if err := syncTree(root); err != nil {
 		return BackupManifest{}, fmt.Errorf("restore: %w", err)
 	}
-	if err := checkRestoredDB(filepath.Join(dir, DBFile)); err != nil {
+	if err := checkRestoredDB(root, DBFile); err != nil {
 		return BackupManifest{}, err
 	}
 	return m, nil
@@ -354,11 +354,12 @@ func emptyRoot(root *os.Root) error {
 
 // checkRestoredDB refuses a hub.db bbolt would misread or finds
 // inconsistent.
-func checkRestoredDB(path string) error {
-	if err := checkDBFile(path); err != nil {
+func checkRestoredDB(root *os.Root, name string) error {
+	if err := checkDBFile(root, name); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	path := name
+	db, err := OpenBolt(root, name, 0o600, bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		return fmt.Errorf("restore: open %s: %w", path, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -66,9 +65,11 @@ type RunInfo struct {
 // PruneItem is one removal and why.
 type PruneItem struct {
 	RunInfo
-	// Path is the entry under the flows directory that goes: the run's
-	// directory, or for an incomplete run what it left.
+	// Path is the entry of the flows directory that goes, named from the
+	// state directory (flows/<run_id>): the run's directory, or for an
+	// incomplete run what it left.
 	Path   string `json:"path"`
+	entry  string // Path's name in the flows directory
 	Reason string `json:"reason"` // PruneAge, PruneCount, PruneSize, PruneIncomplete
 	Why    string `json:"why"`
 }
@@ -81,12 +82,12 @@ type PrunePlan struct {
 	Remove []PruneItem `json:"remove"`
 }
 
-// ListRunInfo describes every run under flowsDir, oldest first: its kind,
+// ListRunInfo describes every run in flows, oldest first: its kind,
 // start, size on disk and whether a process holds it open.
-func ListRunInfo(flowsDir string) ([]RunInfo, error) {
+func ListRunInfo(flows *os.Root) ([]RunInfo, error) {
 	var out []RunInfo
-	for _, id := range ListRuns(flowsDir) {
-		ri, err := runInfo(flowsDir, id)
+	for _, id := range ListRuns(flows) {
+		ri, err := runInfo(flows, id)
 		if err != nil {
 			return nil, err
 		}
@@ -95,15 +96,14 @@ func ListRunInfo(flowsDir string) ([]RunInfo, error) {
 	return out, nil
 }
 
-func runInfo(flowsDir, id string) (RunInfo, error) {
-	dir := filepath.Join(flowsDir, id)
+func runInfo(flows *os.Root, id string) (RunInfo, error) {
 	started, _ := ParseRunID(id) // ListRuns returns run ids only
-	kind, marked := readRunKind(dir)
-	size, err := dirBytes(dir)
+	kind, marked := readRunKind(flows, id)
+	size, err := dirBytes(flows, id)
 	if err != nil {
 		return RunInfo{}, fmt.Errorf("size of run %s: %w", id, err)
 	}
-	live, err := runLive(flowsDir, id)
+	live, err := runLive(flows, id)
 	if err != nil {
 		return RunInfo{}, err
 	}
@@ -112,11 +112,11 @@ func runInfo(flowsDir, id string) (RunInfo, error) {
 
 // runLive reports whether a process holds run id open. A run without a lock
 // file was written by a hub that kept none and is not open.
-func runLive(flowsDir, id string) (bool, error) {
+func runLive(flows *os.Root, id string) (bool, error) {
 	if !runLocks {
 		return true, nil
 	}
-	l, err := lockRun(flowsDir, id, false)
+	l, err := lockRun(flows, id, false)
 	switch {
 	case err == nil:
 		return false, l.release()
@@ -128,10 +128,10 @@ func runLive(flowsDir, id string) (bool, error) {
 	return false, fmt.Errorf("is run %s open: %w", id, err)
 }
 
-// dirBytes is the size of the regular files under dir.
-func dirBytes(dir string) (int64, error) {
+// dirBytes is the size of the regular files under dir in flows.
+func dirBytes(flows *os.Root, dir string) (int64, error) {
 	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(flows.FS(), dir, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) { // removed meanwhile
 				return nil
@@ -145,17 +145,20 @@ func dirBytes(dir string) (int64, error) {
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return n, flowsError("walk", dir, err)
+	}
+	return n, nil
 }
 
-// PlanPrune says which runs under flowsDir retention r removes at now, and
+// PlanPrune says which runs in flows retention r removes at now, and
 // why, without touching anything. Each kind is judged on its own runs:
 // first by age, then by count, then by size, the oldest first; the newest
 // MinRuns of a kind and every live run are never removed, though they count
 // towards keep_runs and keep_bytes. Leftovers of runs whose creation was cut
 // short go too, once no process holds their lock.
-func PlanPrune(flowsDir string, r Retention, now time.Time) (PrunePlan, error) {
-	runs, err := ListRunInfo(flowsDir)
+func PlanPrune(flows *os.Root, r Retention, now time.Time) (PrunePlan, error) {
+	runs, err := ListRunInfo(flows)
 	if err != nil {
 		return PrunePlan{}, err
 	}
@@ -167,9 +170,9 @@ func PlanPrune(flowsDir string, r Retention, now time.Time) (PrunePlan, error) {
 				of = append(of, ri)
 			}
 		}
-		plan.Remove = append(plan.Remove, planKind(flowsDir, of, kind, r.of(kind), now)...)
+		plan.Remove = append(plan.Remove, planKind(of, kind, r.of(kind), now)...)
 	}
-	left, err := leftovers(flowsDir)
+	left, err := leftovers(flows)
 	if err != nil {
 		return PrunePlan{}, err
 	}
@@ -185,14 +188,14 @@ func PlanPrune(flowsDir string, r Retention, now time.Time) (PrunePlan, error) {
 }
 
 // planKind applies k to the runs of one kind, oldest first.
-func planKind(flowsDir string, runs []RunInfo, kind RunKind, k KindRetention, now time.Time) []PruneItem {
+func planKind(runs []RunInfo, kind RunKind, k KindRetention, now time.Time) []PruneItem {
 	n := len(runs)
 	gone := make([]bool, n)
 	var out []PruneItem
 	keep := func(i int) bool { return runs[i].Live || i >= n-k.MinRuns }
 	drop := func(i int, reason, why string) {
 		gone[i] = true
-		out = append(out, PruneItem{RunInfo: runs[i], Path: filepath.Join(flowsDir, runs[i].ID), Reason: reason, Why: why})
+		out = append(out, PruneItem{RunInfo: runs[i], Path: flowsName(runs[i].ID), entry: runs[i].ID, Reason: reason, Why: why})
 	}
 	if k.KeepAge > 0 {
 		for i, ri := range runs {
@@ -238,15 +241,12 @@ func roundAge(d time.Duration) string {
 }
 
 // leftovers are what runs whose creation (or removal) was cut short left
-// in flowsDir: a .<run_id>.new directory, or a lock file without its run,
+// in flows: a .<run_id>.new directory, or a lock file without its run,
 // no process holding the lock.
-func leftovers(flowsDir string) ([]PruneItem, error) {
-	ents, err := os.ReadDir(flowsDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+func leftovers(flows *os.Root) ([]PruneItem, error) {
+	ents, err := fs.ReadDir(flows.FS(), ".")
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("list runs: %w", flowsError("read directory", ".", err))
 	}
 	var out []PruneItem
 	for _, e := range ents {
@@ -255,11 +255,11 @@ func leftovers(flowsDir string) ([]PruneItem, error) {
 			if id = runOfLock(e.Name()); id == "" {
 				continue
 			}
-			if _, err := os.Lstat(filepath.Join(flowsDir, id)); err == nil {
+			if _, err := flows.Lstat(id); err == nil {
 				continue // the lock of a run that exists
 			}
 		}
-		live, err := runLive(flowsDir, id)
+		live, err := runLive(flows, id)
 		if err != nil {
 			return nil, err
 		}
@@ -269,7 +269,7 @@ func leftovers(flowsDir string) ([]PruneItem, error) {
 		started, _ := ParseRunID(id)
 		out = append(out, PruneItem{
 			RunInfo: RunInfo{ID: id, Started: started},
-			Path:    filepath.Join(flowsDir, e.Name()), Reason: PruneIncomplete,
+			Path:    flowsName(e.Name()), entry: e.Name(), Reason: PruneIncomplete,
 			Why: "left by a run whose creation or removal was cut short",
 		})
 	}
@@ -279,15 +279,15 @@ func leftovers(flowsDir string) ([]PruneItem, error) {
 // PruneRuns removes what PlanPrune plans now and returns that plan with
 // Remove narrowed to what it removed. A run found open when its turn comes
 // is left alone, and so is anything that fails to go (the error says what).
-func PruneRuns(flowsDir string, r Retention, now time.Time) (PrunePlan, error) {
-	plan, err := PlanPrune(flowsDir, r, now)
+func PruneRuns(flows *os.Root, r Retention, now time.Time) (PrunePlan, error) {
+	plan, err := PlanPrune(flows, r, now)
 	if err != nil {
 		return PrunePlan{}, err
 	}
 	removed := []PruneItem{}
 	var errs []error
 	for _, it := range plan.Remove {
-		ok, err := removeRun(flowsDir, it)
+		ok, err := removeRun(flows, it)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -303,8 +303,8 @@ func PruneRuns(flowsDir string, r Retention, now time.Time) (PrunePlan, error) {
 // since: it takes the run's lock first, so no writer can hold it meanwhile
 // (a writer never reopens a finished run, and a new one cannot take its
 // id while the lock file exists), removes the entry, then the lock file.
-func removeRun(flowsDir string, it PruneItem) (bool, error) {
-	l, err := lockRun(flowsDir, it.ID, false)
+func removeRun(flows *os.Root, it PruneItem) (bool, error) {
+	l, err := lockRun(flows, it.ID, false)
 	switch {
 	case errors.Is(err, ErrRunOpen):
 		return false, nil
@@ -313,10 +313,10 @@ func removeRun(flowsDir string, it PruneItem) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("remove run %s: %w", it.ID, err)
 	}
-	if it.Path != RunLockPath(flowsDir, it.ID) {
-		if err := os.RemoveAll(it.Path); err != nil {
+	if it.entry != RunLockName(it.ID) {
+		if err := flows.RemoveAll(it.entry); err != nil {
 			l.release()
-			return false, fmt.Errorf("remove run %s: %w", it.ID, err)
+			return false, fmt.Errorf("remove run %s: %w", it.ID, flowsError("remove", it.entry, err))
 		}
 	}
 	if l == nil {
@@ -325,9 +325,9 @@ func removeRun(flowsDir string, it PruneItem) (bool, error) {
 	if err := l.release(); err != nil {
 		return true, fmt.Errorf("remove run %s: %w", it.ID, err)
 	}
-	if _, err := os.Lstat(filepath.Join(flowsDir, it.ID)); errors.Is(err, fs.ErrNotExist) {
-		if err := os.Remove(RunLockPath(flowsDir, it.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return true, fmt.Errorf("remove run %s: %w", it.ID, err)
+	if _, err := flows.Lstat(it.ID); errors.Is(err, fs.ErrNotExist) {
+		if err := flows.Remove(RunLockName(it.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return true, fmt.Errorf("remove run %s: %w", it.ID, flowsError("remove", RunLockName(it.ID), err))
 		}
 	}
 	return true, nil

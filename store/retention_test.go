@@ -22,7 +22,13 @@ const holdRunEnv = "STORE_TEST_HOLD_RUN"
 
 func holdRun(spec string) int {
 	flows, id, _ := strings.Cut(spec, "\n")
-	m, err := OpenMirror(flows, id, MirrorOptions{Kind: RunCLI})
+	root, err := os.OpenRoot(flows)
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	defer root.Close()
+	m, err := OpenMirror(root, id, MirrorOptions{Kind: RunCLI})
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
@@ -76,7 +82,7 @@ func makeRun(t *testing.T, flows, id string, kind RunKind, size int) {
 			t.Fatal(err)
 		}
 	} else {
-		m, err := OpenMirror(flows, id, MirrorOptions{Kind: kind})
+		m, err := OpenMirror(openRoot(t, flows), id, MirrorOptions{Kind: kind})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,15 +120,15 @@ func TestPruneCountsKindsApart(t *testing.T) {
 		cli = append(cli, id)
 	}
 	three := KindRetention{KeepRuns: 3}
-	removed, err := PruneRuns(flows, Retention{Serve: three, CLI: three}, retentionNow)
+	removed, err := PruneRuns(openRoot(t, flows), Retention{Serve: three, CLI: three}, retentionNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(removed.Remove); !slices.Equal(got, cli[:1]) {
 		t.Fatalf("removed %v, want only the oldest CLI run %s", got, cli[0])
 	}
-	if !slices.Contains(ListRuns(flows), s1) || !slices.Contains(ListRuns(flows), s2) {
-		t.Fatalf("a serve run went: %v", ListRuns(flows))
+	if !slices.Contains(ListRuns(openRoot(t, flows)), s1) || !slices.Contains(ListRuns(openRoot(t, flows)), s2) {
+		t.Fatalf("a serve run went: %v", ListRuns(openRoot(t, flows)))
 	}
 	for i := range 50 {
 		makeRun(t, flows, runAt(time.Duration(40*60-i)*time.Minute, fmt.Sprintf("d%03x", i)), RunCLI, 100)
@@ -131,16 +137,16 @@ func TestPruneCountsKindsApart(t *testing.T) {
 		Serve: KindRetention{KeepAge: 720 * time.Hour, KeepRuns: 50, MinRuns: 3},
 		CLI:   KindRetention{KeepAge: 720 * time.Hour, KeepRuns: 1000, KeepBytes: 256 << 20},
 	}
-	if removed, err := PruneRuns(flows, def, retentionNow); err != nil || len(removed.Remove) != 0 {
+	if removed, err := PruneRuns(openRoot(t, flows), def, retentionNow); err != nil || len(removed.Remove) != 0 {
 		t.Fatalf("defaults removed %v (%v)", ids(removed.Remove), err)
 	}
 	// Even 50 serve runs' worth of CLI runs under the older single count.
 	fifty := KindRetention{KeepRuns: 50}
-	if _, err := PruneRuns(flows, Retention{Serve: fifty, CLI: fifty}, retentionNow); err != nil {
+	if _, err := PruneRuns(openRoot(t, flows), Retention{Serve: fifty, CLI: fifty}, retentionNow); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(ListRuns(flows), s1) || !slices.Contains(ListRuns(flows), s2) {
-		t.Fatalf("a serve run went: %v", ListRuns(flows))
+	if !slices.Contains(ListRuns(openRoot(t, flows)), s1) || !slices.Contains(ListRuns(openRoot(t, flows)), s2) {
+		t.Fatalf("a serve run went: %v", ListRuns(openRoot(t, flows)))
 	}
 }
 
@@ -180,7 +186,7 @@ func TestPruneRules(t *testing.T) {
 			// Not runs: never touched.
 			os.Mkdir(filepath.Join(flows, "notes"), 0o700)
 			os.WriteFile(filepath.Join(flows, "20200101T000000Z-dead"), nil, 0o600)
-			removed, err := PruneRuns(flows, tt.r, retentionNow)
+			removed, err := PruneRuns(openRoot(t, flows), tt.r, retentionNow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +202,7 @@ func TestPruneRules(t *testing.T) {
 				if _, err := os.Lstat(filepath.Join(flows, it.ID)); !os.IsNotExist(err) {
 					t.Errorf("%s is still there", it.ID)
 				}
-				if _, err := os.Lstat(RunLockPath(flows, it.ID)); !os.IsNotExist(err) {
+				if _, err := os.Lstat(filepath.Join(flows, RunLockName(it.ID))); !os.IsNotExist(err) {
 					t.Errorf("the lock file of %s is still there", it.ID)
 				}
 			}
@@ -205,7 +211,7 @@ func TestPruneRules(t *testing.T) {
 					t.Errorf("%s was removed", keep)
 				}
 			}
-			plan, err := PlanPrune(flows, Retention{}, retentionNow)
+			plan, err := PlanPrune(openRoot(t, flows), Retention{}, retentionNow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,14 +231,14 @@ func TestPruneNeverRemovesAnOpenRun(t *testing.T) {
 	flows := t.TempDir()
 	held, open, last := runAt(90*24*time.Hour, "0001"), runAt(80*24*time.Hour, "0002"), runAt(time.Hour, "0003")
 	holdRunInChild(t, flows, held)
-	m, err := OpenMirror(flows, open, MirrorOptions{Kind: RunCLI})
+	m, err := OpenMirror(openRoot(t, flows), open, MirrorOptions{Kind: RunCLI})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	makeRun(t, flows, last, RunCLI, 10)
 	r := Retention{CLI: KindRetention{KeepAge: 24 * time.Hour, KeepRuns: 1, KeepBytes: 1 << 20}}
-	plan, err := PlanPrune(flows, r, retentionNow)
+	plan, err := PlanPrune(openRoot(t, flows), r, retentionNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +247,7 @@ func TestPruneNeverRemovesAnOpenRun(t *testing.T) {
 			t.Errorf("%s live %v, want %v", ri.ID, ri.Live, want)
 		}
 	}
-	removed, err := PruneRuns(flows, r, retentionNow)
+	removed, err := PruneRuns(openRoot(t, flows), r, retentionNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +257,11 @@ func TestPruneNeverRemovesAnOpenRun(t *testing.T) {
 	if err := m.Append(t.Context(), in("still writing"), true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenMirror(flows, held, MirrorOptions{Kind: RunCLI}); !errors.Is(err, ErrRunOpen) {
+	if _, err := OpenMirror(openRoot(t, flows), held, MirrorOptions{Kind: RunCLI}); !errors.Is(err, ErrRunOpen) {
 		t.Fatalf("opening a run another process holds: %v", err)
 	}
 	m.Close()
-	removed, err = PruneRuns(flows, r, retentionNow)
+	removed, err = PruneRuns(openRoot(t, flows), r, retentionNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,10 +279,10 @@ func TestPlanPruneChangesNothing(t *testing.T) {
 	}
 	// Leftovers of a creation cut short.
 	os.Mkdir(filepath.Join(flows, "."+runAt(time.Hour, "0f01")+".new"), 0o700)
-	os.WriteFile(RunLockPath(flows, runAt(time.Hour, "0f02")), nil, 0o600)
+	os.WriteFile(filepath.Join(flows, RunLockName(runAt(time.Hour, "0f02"))), nil, 0o600)
 	r := Retention{Serve: KindRetention{KeepAge: 35 * 24 * time.Hour}, CLI: KindRetention{KeepRuns: 1}}
 	before := snapshot(t, flows)
-	plan, err := PlanPrune(flows, r, retentionNow)
+	plan, err := PlanPrune(openRoot(t, flows), r, retentionNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +292,7 @@ func TestPlanPruneChangesNothing(t *testing.T) {
 	if len(plan.Remove) == 0 || len(plan.Runs) != 6 {
 		t.Fatalf("plan %+v", plan)
 	}
-	done, err := PruneRuns(flows, r, retentionNow)
+	done, err := PruneRuns(openRoot(t, flows), r, retentionNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +302,7 @@ func TestPlanPruneChangesNothing(t *testing.T) {
 	var reasons []string
 	for _, it := range done.Remove {
 		reasons = append(reasons, it.Reason)
-		if _, err := os.Lstat(it.Path); !os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(filepath.Dir(flows), it.Path)); !os.IsNotExist(err) {
 			t.Errorf("%s is still there", it.Path)
 		}
 	}
@@ -326,14 +332,14 @@ func snapshot(t *testing.T, dir string) []string {
 // its lock held, and no temporary directory is left.
 func TestOpenMirrorMarksAndLocksTheRun(t *testing.T) {
 	flows := t.TempDir()
-	m, err := OpenMirror(flows, run1, MirrorOptions{Kind: RunCLI})
+	m, err := OpenMirror(openRoot(t, flows), run1, MirrorOptions{Kind: RunCLI})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kind, marked := readRunKind(filepath.Join(flows, run1)); kind != RunCLI || !marked {
+	if kind, marked := readRunKind(openRoot(t, flows), run1); kind != RunCLI || !marked {
 		t.Fatalf("kind %q marked %v", kind, marked)
 	}
-	if live, err := runLive(flows, run1); err != nil || !live {
+	if live, err := runLive(openRoot(t, flows), run1); err != nil || !live {
 		t.Fatalf("live %v %v", live, err)
 	}
 	ents, _ := os.ReadDir(flows)
@@ -344,20 +350,20 @@ func TestOpenMirrorMarksAndLocksTheRun(t *testing.T) {
 	if !slices.Equal(names, []string{run1, run1 + ".lock"}) {
 		t.Fatalf("flows holds %v", names)
 	}
-	if _, err := OpenMirror(flows, run1, MirrorOptions{}); !errors.Is(err, ErrRunOpen) {
+	if _, err := OpenMirror(openRoot(t, flows), run1, MirrorOptions{}); !errors.Is(err, ErrRunOpen) {
 		t.Fatalf("a second writer: %v", err)
 	}
 	m.Close()
-	if live, err := runLive(flows, run1); err != nil || live {
+	if live, err := runLive(openRoot(t, flows), run1); err != nil || live {
 		t.Fatalf("closed: live %v %v", live, err)
 	}
 	// Reopened, it keeps its kind.
-	m, err = OpenMirror(flows, run1, MirrorOptions{Kind: RunServe})
+	m, err = OpenMirror(openRoot(t, flows), run1, MirrorOptions{Kind: RunServe})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Close()
-	if kind, _ := readRunKind(filepath.Join(flows, run1)); kind != RunCLI {
+	if kind, _ := readRunKind(openRoot(t, flows), run1); kind != RunCLI {
 		t.Fatalf("reopened as %q", kind)
 	}
 }

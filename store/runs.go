@@ -49,10 +49,8 @@ type runMarker struct {
 	PID     int     `json:"pid"`
 }
 
-// RunLockPath is the lock file of run runID under flowsDir.
-func RunLockPath(flowsDir, runID string) string {
-	return filepath.Join(flowsDir, runID+runLockSuffix)
-}
+// RunLockName is the name of run runID's lock file in the flows directory.
+func RunLockName(runID string) string { return runID + runLockSuffix }
 
 // validKind reports whether k is a kind this hub knows.
 func validKind(k RunKind) bool { return k == RunServe || k == RunCLI }
@@ -78,12 +76,12 @@ var ErrRunOpen = errors.New("the run is open in another process")
 // lockRun opens (creating with create) and locks the lock file of runID
 // without waiting. It returns ErrRunOpen when someone holds it and an error
 // matching fs.ErrNotExist when the file is missing and create is false.
-func lockRun(flowsDir, runID string, create bool) (*runLock, error) {
+func lockRun(flows *os.Root, runID string, create bool) (*runLock, error) {
 	flag := os.O_RDWR
 	if create {
 		flag |= os.O_CREATE
 	}
-	f, err := os.OpenFile(RunLockPath(flowsDir, runID), flag, 0o600)
+	f, err := flows.OpenFile(RunLockName(runID), flag, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -101,14 +99,11 @@ func lockRun(flowsDir, runID string, create bool) (*runLock, error) {
 // run that is being written without its lock. An existing run is reopened
 // (its kind is kept; one without a marker gets one) unless another writer
 // holds it.
-func openRun(flowsDir, runID string, kind RunKind) (_ *runLock, err error) {
+func openRun(flows *os.Root, runID string, kind RunKind) (_ *runLock, err error) {
 	if !validKind(kind) {
 		return nil, fmt.Errorf("open run %s: kind %q is not %q or %q", runID, kind, RunServe, RunCLI)
 	}
-	if err := os.MkdirAll(flowsDir, 0o700); err != nil {
-		return nil, fmt.Errorf("open run %s: %w", runID, err)
-	}
-	lock, err := lockRun(flowsDir, runID, true)
+	lock, err := lockRun(flows, runID, true)
 	if err != nil {
 		if errors.Is(err, ErrRunOpen) {
 			return nil, fmt.Errorf("open run %s: %w", runID, err)
@@ -120,68 +115,82 @@ func openRun(flowsDir, runID string, kind RunKind) (_ *runLock, err error) {
 			lock.release()
 		}
 	}()
-	dir := filepath.Join(flowsDir, runID)
-	if fi, err := os.Lstat(dir); err == nil {
+	if fi, err := flows.Lstat(runID); err == nil {
 		if !fi.IsDir() {
-			return nil, fmt.Errorf("open run %s: %s is not a directory", runID, dir)
+			return nil, fmt.Errorf("open run %s: %s is not a directory", runID, flowsName(runID))
 		}
-		return lock, reopenRun(dir, kind)
+		return lock, reopenRun(flows, runID, kind)
 	}
-	tmp := filepath.Join(flowsDir, runNewPrefix+runID+runNewSuffix)
-	if err := os.RemoveAll(tmp); err != nil { // left by a creation that failed; we hold the lock
+	tmp := runNewPrefix + runID + runNewSuffix
+	if err := flows.RemoveAll(tmp); err != nil { // left by a creation that failed; we hold the lock
+		return nil, fmt.Errorf("open run %s: %w", runID, flowsError("remove", tmp, err))
+	}
+	if err := buildRun(flows, tmp, kind); err != nil {
+		flows.RemoveAll(tmp)
 		return nil, fmt.Errorf("open run %s: %w", runID, err)
 	}
-	if err := buildRun(tmp, kind); err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("open run %s: %w", runID, err)
+	if err := flows.Rename(tmp, runID); err != nil {
+		flows.RemoveAll(tmp)
+		return nil, fmt.Errorf("open run %s: %w", runID, flowsError("rename", tmp, err))
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("open run %s: %w", runID, err)
-	}
-	if err := SyncDir(flowsDir); err != nil {
-		return nil, fmt.Errorf("open run %s: %w", runID, err)
+	if err := SyncDir(flows, "."); err != nil {
+		return nil, fmt.Errorf("open run %s: %w", runID, flowsError("sync directory", ".", err))
 	}
 	return lock, nil
 }
 
-// buildRun creates dir with chat/ and the marker, durably.
-func buildRun(dir string, kind RunKind) error {
-	if err := os.MkdirAll(filepath.Join(dir, "chat"), 0o700); err != nil {
+// buildRun creates dir in flows with chat/ and the marker, durably.
+func buildRun(flows *os.Root, dir string, kind RunKind) error {
+	chat := filepath.Join(dir, "chat")
+	if err := flows.MkdirAll(chat, 0o700); err != nil {
+		return flowsError("create", chat, err)
+	}
+	if err := writeMarker(flows, dir, kind); err != nil {
 		return err
 	}
-	if err := writeMarker(dir, kind); err != nil {
-		return err
+	if err := SyncDir(flows, dir); err != nil {
+		return flowsError("sync directory", dir, err)
 	}
-	return SyncDir(dir)
+	return nil
 }
 
-// reopenRun makes sure an existing run has chat/ and a marker.
-func reopenRun(dir string, kind RunKind) error {
-	if err := os.MkdirAll(filepath.Join(dir, "chat"), 0o700); err != nil {
-		return fmt.Errorf("open run %s: %w", filepath.Base(dir), err)
+// reopenRun makes sure the existing run dir in flows has chat/ and a
+// marker.
+func reopenRun(flows *os.Root, dir string, kind RunKind) error {
+	chat := filepath.Join(dir, "chat")
+	if err := flows.MkdirAll(chat, 0o700); err != nil {
+		return fmt.Errorf("open run %s: %w", dir, flowsError("create", chat, err))
 	}
-	if _, err := os.Lstat(filepath.Join(dir, RunMarkerFile)); errors.Is(err, fs.ErrNotExist) {
-		if err := writeMarker(dir, kind); err != nil {
-			return fmt.Errorf("open run %s: %w", filepath.Base(dir), err)
+	marker := filepath.Join(dir, RunMarkerFile)
+	if _, err := flows.Lstat(marker); errors.Is(err, fs.ErrNotExist) {
+		if err := writeMarker(flows, dir, kind); err != nil {
+			return fmt.Errorf("open run %s: %w", dir, err)
 		}
 	}
-	return SyncDir(dir)
+	if err := SyncDir(flows, dir); err != nil {
+		return fmt.Errorf("open run %s: %w", dir, flowsError("sync directory", dir, err))
+	}
+	return nil
 }
 
-func writeMarker(dir string, kind RunKind) error {
+func writeMarker(flows *os.Root, dir string, kind RunKind) error {
 	b, err := marshalFile(runMarker{Version: runMarkerVersion, Kind: kind, PID: os.Getpid()})
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, RunMarkerFile), b, 0o600)
+	name := filepath.Join(dir, RunMarkerFile)
+	if err := WriteFileAtomic(flows, name, b, 0o600); err != nil {
+		return flowsError("write", name, err)
+	}
+	return nil
 }
 
-// readRunKind is the kind a run's marker records. A run without a readable
-// marker of a known kind (made before kinds were recorded, or damaged) is
-// taken as a serve run, whose retention keeps the most: marked is false.
-func readRunKind(dir string) (kind RunKind, marked bool) {
-	b, err := os.ReadFile(filepath.Join(dir, RunMarkerFile))
+// readRunKind is the kind the marker of run dir in flows records. A run
+// without a readable marker of a known kind (made before kinds were
+// recorded, or damaged) is taken as a serve run, whose retention keeps the
+// most: marked is false.
+func readRunKind(flows *os.Root, dir string) (kind RunKind, marked bool) {
+	b, err := flows.ReadFile(filepath.Join(dir, RunMarkerFile))
 	if err != nil {
 		return RunServe, false
 	}

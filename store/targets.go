@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,9 +38,13 @@ type targetEntry struct {
 // fan-out destinations and, per target, the last turn delivered there. It is
 // loaded once and kept in memory; every mutation is written atomically
 // before it becomes visible. Targets never consult the channel directory.
-// All methods are safe for concurrent use.
+// Every key it takes or loads is normalized first (Normalize), so a target
+// is one target however it is spelled. All methods are safe for concurrent
+// use.
 type Targets struct {
-	path  string
+	root  *os.Root
+	name  string
+	path  string // for messages
 	clock clock.Clock
 
 	mu        sync.Mutex
@@ -49,12 +54,14 @@ type Targets struct {
 	stamp     fileStamp // the file as last loaded or written
 }
 
-// OpenTargets loads the delivery targets file at path. A missing file is an
-// empty set (created on the first change). A file that does not parse or
-// holds an invalid target is a *CorruptFileError, and a file from a newer
-// hub wraps ErrFileTooNew; either way the file is left untouched.
-func OpenTargets(path string) (*Targets, error) {
-	t := &Targets{path: path, clock: clock.Real{}}
+// OpenTargets loads the delivery targets file name (DeliveryTargetsFile)
+// of the state directory state, and reads and writes it through state only.
+// A missing file is an empty set (created on the first change). A file that
+// does not parse or holds an invalid target is a *CorruptFileError, and a
+// file from a newer hub wraps ErrFileTooNew; either way the file is left
+// untouched.
+func OpenTargets(state *os.Root, name string) (*Targets, error) {
+	t := &Targets{root: state, name: name, path: filepath.Join(state.Name(), name), clock: clock.Real{}}
 	if err := t.load(); err != nil {
 		return nil, err
 	}
@@ -63,11 +70,11 @@ func OpenTargets(path string) (*Targets, error) {
 
 // load reads the file into t; the caller holds t.mu (or owns t).
 func (t *Targets) load() error {
-	stamp, err := stampOf(t.path)
+	stamp, err := stampOf(t.root, t.name)
 	if err != nil {
 		return err
 	}
-	data, ok, err := readFileData(t.path)
+	data, ok, err := readFileData(t.root, t.name)
 	if err != nil {
 		return err
 	}
@@ -85,13 +92,11 @@ func (t *Targets) load() error {
 			if err != nil {
 				return entryError(t.path, data, "targets", i, err)
 			}
-			if !slices.Contains(keys, k) { // a duplicate line adds nothing
+			if k = t.Normalize(k); !slices.Contains(keys, k) { // a duplicate adds nothing
 				keys = append(keys, k)
 			}
 		}
-		for k, v := range f.LastDeliveryByTarget {
-			last[k] = v
-		}
+		last = t.normalLast(f.LastDeliveryByTarget)
 		updatedAt = f.UpdatedAt
 	}
 	t.keys, t.last, t.updatedAt, t.stamp = keys, last, updatedAt, stamp
@@ -102,7 +107,7 @@ func (t *Targets) load() error {
 // loaded or written, so that a hand edit is never silently overwritten. A
 // corrupt file makes the pending mutation fail.
 func (t *Targets) refresh() error {
-	now, err := stampOf(t.path)
+	now, err := stampOf(t.root, t.name)
 	if err != nil {
 		return err
 	}
@@ -168,6 +173,34 @@ func validTarget(k chat.Key) error {
 	return nil
 }
 
+// Normalize returns k as the targets store it (chat.Key.Normalized: a
+// local path cleaned, and relative when it lies in the state directory).
+func (t *Targets) Normalize(k chat.Key) chat.Key { return k.Normalized(t.root.Name()) }
+
+// normalLast returns the delivery bookkeeping of a file with its keys
+// normalized. Where several spellings of one target were recorded, the
+// canonical spelling's turn wins, else the greatest turn id (turn ids of one
+// kind sort by time). Keys that do not parse are kept as they are.
+func (t *Targets) normalLast(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	canonical := map[string]bool{}
+	for _, s := range slices.Sorted(maps.Keys(m)) {
+		k, err := chat.ParseKey(s)
+		if err != nil {
+			out[s] = m[s]
+			continue
+		}
+		n := t.Normalize(k).String()
+		switch {
+		case n == s:
+			out[n], canonical[n] = m[s], true
+		case !canonical[n] && m[s] > out[n]:
+			out[n] = m[s]
+		}
+	}
+	return out
+}
+
 // Path is the file the targets live in.
 func (t *Targets) Path() string { return t.path }
 
@@ -181,6 +214,7 @@ func (t *Targets) List() []chat.Key {
 // Add appends k to the targets. It reports false, without writing, when k
 // is already a target.
 func (t *Targets) Add(k chat.Key) (added bool, err error) {
+	k = t.Normalize(k)
 	if err := validTarget(k); err != nil {
 		return false, fmt.Errorf("add delivery target: %w", err)
 	}
@@ -200,6 +234,7 @@ func (t *Targets) Add(k chat.Key) (added bool, err error) {
 // Remove drops k and its delivery bookkeeping. It reports false, without
 // writing, when k is not a target.
 func (t *Targets) Remove(k chat.Key) (removed bool, err error) {
+	k = t.Normalize(k)
 	err = t.mutate(func(keys []chat.Key, last map[string]string) ([]chat.Key, bool) {
 		i := slices.Index(keys, k)
 		if i < 0 {
@@ -240,6 +275,7 @@ func (t *Targets) UpdatedAt() string {
 
 // LastDelivery returns the id of the last turn delivered to k, or "".
 func (t *Targets) LastDelivery(k chat.Key) string {
+	k = t.Normalize(k)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last[k.String()]
@@ -257,8 +293,10 @@ func (t *Targets) RecordDelivery(turnID string, keys []chat.Key) error {
 			return fmt.Errorf("record delivery: turn id %q has a control character", turnID)
 		}
 	}
-	for _, k := range keys {
-		if err := validTarget(k); err != nil {
+	keys = slices.Clone(keys)
+	for i, k := range keys {
+		keys[i] = t.Normalize(k)
+		if err := validTarget(keys[i]); err != nil {
 			return fmt.Errorf("record delivery of %s: %w", turnID, err)
 		}
 	}
@@ -319,15 +357,15 @@ func (t *Targets) mutate(fn func(keys []chat.Key, last map[string]string) ([]cha
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", t.path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+	if err := t.root.MkdirAll(filepath.Dir(t.name), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", t.path, err)
 	}
-	if err := WriteFileAtomic(t.path, data, 0o600); err != nil {
+	if err := WriteFileAtomic(t.root, t.name, data, 0o600); err != nil {
 		return err
 	}
 	// If the stat fails, the zero stamp makes the next mutation reload what
 	// was just written, which is harmless.
-	stamp, _ := stampOf(t.path)
+	stamp, _ := stampOf(t.root, t.name)
 	t.keys, t.last, t.updatedAt, t.stamp = keys, last, updatedAt, stamp
 	return nil
 }

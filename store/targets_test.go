@@ -26,7 +26,7 @@ var seedUpdatedAt = time.Date(2026, 2, 26, 10, 0, 0, 0, time.UTC)
 
 func openTargetsAt(t *testing.T, path string, now time.Time) (*Targets, *clock.Fake) {
 	t.Helper()
-	tg, err := OpenTargets(path)
+	tg, err := OpenTargets(rootFile(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestTargetsAddRemoveClear(t *testing.T) {
 		if !slices.Equal(tg.List(), st.list) {
 			t.Fatalf("step %d: List %v, want %v", i, tg.List(), st.list)
 		}
-		reloaded, err := OpenTargets(path)
+		reloaded, err := OpenTargets(rootFile(t, path))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestTargetsDeliveryBookkeeping(t *testing.T) {
 	if got := tg.PendingFor("turn_2"); !slices.Equal(got, seedTargets) {
 		t.Errorf("PendingFor(turn_2) = %v, want all", got)
 	}
-	reloaded, err := OpenTargets(path)
+	reloaded, err := OpenTargets(rootFile(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestTargetsInvalidEntryInFile(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "delivery_targets.json")
 			content := "{\n  \"version\": 1,\n  \"targets\": [\n    {\"kind\": \"web\"},\n    " + tt.entry + "\n  ]\n}\n"
 			unchanged := frozenFile(t, path, content)
-			_, err := OpenTargets(path)
+			_, err := OpenTargets(rootFile(t, path))
 			var ce *CorruptFileError
 			if !errors.As(err, &ce) {
 				t.Fatalf("got %v, want *CorruptFileError", err)
@@ -298,7 +298,7 @@ func TestTargetsCorruptFileUntouched(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "pma", "delivery_targets.json")
 			unchanged := frozenFile(t, path, tt.content)
-			_, err := OpenTargets(path)
+			_, err := OpenTargets(rootFile(t, path))
 			var ce *CorruptFileError
 			if !errors.As(err, &ce) {
 				t.Fatalf("got %v, want *CorruptFileError", err)
@@ -358,7 +358,7 @@ func TestTargetsHandEditIsKept(t *testing.T) {
 func TestTargetsVersionTooNew(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "delivery_targets.json")
 	unchanged := frozenFile(t, path, `{"version": 2, "targets": [{"kind": "pigeon"}]}`)
-	_, err := OpenTargets(path)
+	_, err := OpenTargets(rootFile(t, path))
 	if !errors.Is(err, ErrFileTooNew) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("got %v, want ErrFileTooNew naming the file", err)
 	}
@@ -368,7 +368,7 @@ func TestTargetsVersionTooNew(t *testing.T) {
 func TestTargetsDuplicateEntriesCollapse(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "delivery_targets.json")
 	frozenFile(t, path, `{"version": 1, "targets": [{"kind": "web"}, {"kind": "web"}]}`)
-	tg, err := OpenTargets(path)
+	tg, err := OpenTargets(rootFile(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestTargetsDuplicateEntriesCollapse(t *testing.T) {
 
 func TestTargetsConcurrentMutations(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "delivery_targets.json")
-	tg, err := OpenTargets(path)
+	tg, err := OpenTargets(rootFile(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestTargetsConcurrentMutations(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	reloaded, err := OpenTargets(path)
+	reloaded, err := OpenTargets(rootFile(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}

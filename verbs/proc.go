@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -106,23 +105,27 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	if err != nil {
 		return res, err
 	}
-	outDir, err := s.outputDir(ctx, turn)
+	state, err := s.stateRoot()
+	if err != nil {
+		return res, err
+	}
+	outDir, err := s.outputDir(ctx, state, turn)
 	if err != nil {
 		return res, err
 	}
 	res.OutputID = turn
-	stdout, err := s.newCapture(filepath.Join(outDir, "stdout.txt"))
+	stdout, err := s.newCapture(state, filepath.Join(outDir, "stdout.txt"))
 	if err != nil {
 		return res, err
 	}
 	defer stdout.f.Close()
-	stderr, err := s.newCapture(filepath.Join(outDir, "stderr.txt"))
+	stderr, err := s.newCapture(state, filepath.Join(outDir, "stderr.txt"))
 	if err != nil {
 		return res, err
 	}
 	defer stderr.f.Close()
-	res.StdoutPath = s.statePath(stdout.f.Name())
-	res.StderrPath = s.statePath(stderr.f.Name())
+	res.StdoutPath = filepath.ToSlash(stdout.name)
+	res.StderrPath = filepath.ToSlash(stderr.name)
 	// Both streams also feed the progress reports, in arrival order.
 	recent := &recentOutput{}
 	stdout.also, stderr.also = recent, recent
@@ -236,7 +239,7 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 
 	for _, c := range []*capture{stdout, stderr} {
 		if err := c.finish(); err != nil {
-			return res, s.stateError("write output of "+a.Executable+" to", c.f.Name(), err)
+			return res, s.stateError("write output of "+a.Executable+" to", c.name, err)
 		}
 	}
 	res.StdoutBytes, res.StderrBytes = stdout.total, stderr.total
@@ -282,7 +285,7 @@ func (s *Set) runElsewhere(ctx, runCtx context.Context, r Runner, spec RunSpec, 
 	res.DurationMs = s.opts.Clock.Now().Sub(start).Milliseconds()
 	for _, c := range []*capture{stdout, stderr} {
 		if err := c.finish(); err != nil {
-			return *res, s.stateError("write output of "+spec.Executable+" to", c.f.Name(), err)
+			return *res, s.stateError("write output of "+spec.Executable+" to", c.name, err)
 		}
 	}
 	res.StdoutBytes, res.StderrBytes = stdout.total, stderr.total
@@ -439,26 +442,17 @@ func validTurnID(id string) error {
 	return nil
 }
 
-// statePath names p relative to the state root, with '/' separators, or
-// absolutely when p lies outside it.
-func (s *Set) statePath(p string) string {
-	rel, err := filepath.Rel(s.opts.StateDir, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return filepath.ToSlash(p)
-	}
-	return path.Clean(filepath.ToSlash(rel))
-}
-
-// stateError reports a failure on a file in the state directory, naming it
-// relative to the state root rather than by its host path.
-func (s *Set) stateError(op, p string, err error) error {
-	return &executor.Error{Code: executor.CodeIOError, Err: err, Message: fmt.Sprintf("Cannot %s %s: %s", op, s.statePath(p), hostless(err))}
+// stateError reports a failure on the file name of the state directory,
+// naming it relative to the state root rather than by its host path.
+func (s *Set) stateError(op, name string, err error) error {
+	return &executor.Error{Code: executor.CodeIOError, Err: err, Message: fmt.Sprintf("Cannot %s %s: %s", op, filepath.ToSlash(name), hostless(err))}
 }
 
 // capture is a child's stdout or stderr: it streams to a file up to a cap,
 // counts everything, and keeps the last bytes for the result.
 type capture struct {
 	mu      sync.Mutex
+	name    string // the file's name in the state directory
 	f       *os.File
 	limit   int64
 	written int64 // bytes in the file
@@ -469,12 +463,13 @@ type capture struct {
 	also    *recentOutput // also hears every write; nil: no one
 }
 
-func (s *Set) newCapture(name string) (*capture, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, 0o600)
+// newCapture creates the output file name of the state directory root.
+func (s *Set) newCapture(root *os.Root, name string) (*capture, error) {
+	f, err := createOutput(root, name)
 	if err != nil {
 		return nil, s.stateError("create", name, err)
 	}
-	return &capture{f: f, limit: s.opts.MaxOutputBytes, tailMax: s.opts.TailBytes}, nil
+	return &capture{name: name, f: f, limit: s.opts.MaxOutputBytes, tailMax: s.opts.TailBytes}, nil
 }
 
 // Write never fails towards the child: a write error is kept for finish,

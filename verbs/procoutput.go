@@ -3,6 +3,7 @@ package verbs
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,11 +21,14 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
-// The output of a proc.run call lives in <ProcDir>/<outputId>/: stdout.txt,
-// stderr.txt and owner.json, which records who ran the call (the caller's
-// identity and session) and when; it is written before the program starts.
-// proc.output reads a page of lines of either stream, for the caller who ran
-// the call only, opening files through an os.Root of the proc directory.
+// The output of a proc.run call lives in proc/<outputId>/ of the state
+// directory: stdout.txt, stderr.txt and owner.json, which records who ran
+// the call (the caller's identity and session) and when; it is written
+// before the program starts. Every file is created, read and removed
+// through the state directory's os.Root (Options.State), and created
+// afresh (never through a symbolic link left in its place). proc.output
+// reads a page of lines of either stream, for the caller who ran the call
+// only.
 // Nothing is removed unless a sweeper runs (RunOutputSweeper, which the hub
 // runs with verbs.proc.keep_output): it removes the output of calls that
 // started longer ago than that.
@@ -39,6 +43,8 @@ const (
 	DefaultKeepOutput = 168 * time.Hour
 
 	ownerFile = "owner.json"
+	// procDir is the directory of the output in the state directory.
+	procDir = "proc"
 )
 
 // outputOwner is the content of owner.json.
@@ -48,20 +54,50 @@ type outputOwner struct {
 	Started  time.Time `json:"started"`
 }
 
-// outputDir creates the output directory of turn and records the caller of
-// ctx as its owner. A directory that another caller owns is refused: its
-// output is not overwritten.
-func (s *Set) outputDir(ctx context.Context, turn string) (string, error) {
-	outDir := filepath.Join(s.opts.ProcDir, turn)
-	if err := os.MkdirAll(s.opts.ProcDir, 0o700); err != nil {
-		return "", s.stateError("create", s.opts.ProcDir, err)
+// stateRoot is the state directory: Options.State, or StateDir opened once.
+func (s *Set) stateRoot() (*os.Root, error) {
+	if s.opts.State != nil {
+		return s.opts.State, nil
 	}
-	if err := os.Mkdir(outDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	if s.state == nil {
+		root, err := openState(s.opts.StateDir)
+		if err != nil {
+			return nil, &executor.Error{Code: executor.CodeIOError, Err: err, Message: "Cannot open the state directory: " + hostless(err)}
+		}
+		s.state = root
+	}
+	return s.state, nil
+}
+
+// openState creates the state directory dir, owner-only, when it is
+// missing, and opens it.
+func openState(dir string) (*os.Root, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenRoot(dir)
+}
+
+// outputDir creates the output directory of turn in the state directory
+// root and records the caller of ctx as its owner; it returns the
+// directory's name in root. A directory that another caller owns is
+// refused: its output is not overwritten.
+func (s *Set) outputDir(ctx context.Context, root *os.Root, turn string) (string, error) {
+	outDir := filepath.Join(procDir, turn)
+	if err := root.MkdirAll(procDir, 0o700); err != nil {
+		return "", s.stateError("create", procDir, err)
+	}
+	if err := root.Mkdir(outDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", s.stateError("create", outDir, err)
+	}
+	if fi, err := root.Lstat(outDir); err != nil || !fi.IsDir() {
+		return "", s.stateError("create", outDir, cmp.Or(err, errors.New("something other than a directory is in its place")))
 	}
 	call := executor.CallFrom(ctx)
 	name := filepath.Join(outDir, ownerFile)
-	if data, err := os.ReadFile(name); err == nil {
+	if data, err := root.ReadFile(name); err == nil {
 		var prev outputOwner
 		if json.Unmarshal(data, &prev) != nil || prev.Identity != call.Identity {
 			return "", executor.Errorf(executor.CodeForbidden,
@@ -72,7 +108,7 @@ func (s *Set) outputDir(ctx context.Context, turn string) (string, error) {
 	if err != nil {
 		return "", executor.Errorf(executor.CodeInternal, "Cannot record the owner of turn %s: %v", turn, err)
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNoFollow, 0o600)
+	f, err := createOutput(root, name)
 	if err != nil {
 		return "", s.stateError("create", name, err)
 	}
@@ -84,6 +120,33 @@ func (s *Set) outputDir(ctx context.Context, turn string) (string, error) {
 		return "", s.stateError("write", name, err)
 	}
 	return outDir, nil
+}
+
+// createOutput creates the file name of root afresh, owner-only: a file
+// already there is removed first, and a symbolic link put in its place
+// meanwhile is refused, never followed (O_EXCL).
+func createOutput(root *os.Root, name string) (*os.File, error) {
+	if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+}
+
+// openProc opens the state directory's proc/ for reading; ok is false when
+// there is none.
+func (s *Set) openProc() (proc *os.Root, ok bool, err error) {
+	state, err := s.stateRoot()
+	if err != nil {
+		return nil, false, err
+	}
+	proc, err = state.OpenRoot(procDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, s.stateError("open", procDir, err)
+	}
+	return proc, true, nil
 }
 
 // validOutputID checks an outputId the way turn ids are checked, with a
@@ -153,12 +216,12 @@ func (s *Set) ProcOutput(ctx context.Context, a ProcOutputArgs) (ProcOutputResul
 		return res, executor.Errorf(executor.CodeForbidden, "proc.output shows a call's output only to the caller who ran it, and this call has no caller identity")
 	}
 
-	root, err := os.OpenRoot(s.opts.ProcDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return res, outputNotFound(a.OutputID)
-	}
+	root, ok, err := s.openProc()
 	if err != nil {
-		return res, s.stateError("open", s.opts.ProcDir, err)
+		return res, err
+	}
+	if !ok {
+		return res, outputNotFound(a.OutputID)
 	}
 	defer root.Close()
 	owner, err := readOwner(root, a.OutputID)
@@ -304,18 +367,15 @@ func readLineCapped(r *bufio.Reader, dst *bytes.Buffer, limit int) (ok, cut bool
 // of a running call is never removed.
 func (s *Set) SweepOutput(now time.Time, keep time.Duration) (int, error) {
 	keep = max(keep, s.opts.MaxTimeout+time.Minute)
-	entries, err := os.ReadDir(s.opts.ProcDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, s.stateError("list", s.opts.ProcDir, err)
-	}
-	root, err := os.OpenRoot(s.opts.ProcDir)
-	if err != nil {
-		return 0, s.stateError("open", s.opts.ProcDir, err)
+	root, ok, err := s.openProc()
+	if err != nil || !ok {
+		return 0, err
 	}
 	defer root.Close()
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return 0, s.stateError("list", procDir, err)
+	}
 	removed := 0
 	var errs []error
 	for _, e := range entries {
@@ -333,8 +393,8 @@ func (s *Set) SweepOutput(now time.Time, keep time.Duration) (int, error) {
 		if now.Sub(started) < keep {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(s.opts.ProcDir, e.Name())); err != nil {
-			errs = append(errs, s.stateError("remove", filepath.Join(s.opts.ProcDir, e.Name()), err))
+		if err := root.RemoveAll(e.Name()); err != nil {
+			errs = append(errs, s.stateError("remove", filepath.Join(procDir, e.Name()), err))
 			continue
 		}
 		removed++

@@ -3,7 +3,9 @@ package verbs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/clock"
@@ -32,9 +34,12 @@ type Options struct {
 	// StateDir is the hub's state root; result paths such as stdoutPath are
 	// relative to it.
 	StateDir string
-	// ProcDir holds proc.run's output, one directory per turn; it defaults
-	// to <StateDir>/proc.
-	ProcDir string
+	// State is the state directory StateDir, opened once by the caller and
+	// held open (store.StateDir.Root). proc.run's output is written, read
+	// and removed through it, in its proc/, one directory per turn, so a
+	// symbolic link there never leads out of it. nil: the Set opens
+	// StateDir itself when it first needs it.
+	State *os.Root
 	// EnvAllow names the environment variables copied from the hub's
 	// environment into a child process.
 	EnvAllow []string
@@ -65,7 +70,6 @@ type Options struct {
 func DefaultOptions(stateDir string) Options {
 	return Options{
 		StateDir:       stateDir,
-		ProcDir:        filepath.Join(stateDir, "proc"),
 		EnvAllow:       append([]string(nil), DefaultEnvAllow...),
 		DefaultTimeout: DefaultTimeout,
 		MaxTimeout:     DefaultMaxTimeout,
@@ -79,9 +83,6 @@ func DefaultOptions(stateDir string) Options {
 func (o Options) validate() (Options, error) {
 	if o.StateDir == "" {
 		return o, errors.New("verbs: Options.StateDir is empty")
-	}
-	if o.ProcDir == "" {
-		o.ProcDir = filepath.Join(o.StateDir, "proc")
 	}
 	if o.EnvAllow == nil {
 		o.EnvAllow = append([]string(nil), DefaultEnvAllow...)
@@ -117,9 +118,6 @@ func (o Options) validate() (Options, error) {
 	if o.StateDir, err = filepath.Abs(o.StateDir); err != nil {
 		return o, fmt.Errorf("verbs: state dir: %w", err)
 	}
-	if o.ProcDir, err = filepath.Abs(o.ProcDir); err != nil {
-		return o, fmt.Errorf("verbs: proc dir: %w", err)
-	}
 	return o, nil
 }
 
@@ -129,6 +127,9 @@ type Set struct {
 	src   WorkspaceSource
 	opts  Options
 	lines *lineCache // line counts of files, for fs.lineCount and fs.readRange
+
+	stateMu sync.Mutex
+	state   *os.Root // StateDir, opened when opts.State was not given
 }
 
 // NewSet returns the verbs acting in the workspaces src hands out.

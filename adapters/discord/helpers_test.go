@@ -218,7 +218,7 @@ func (e *testEnv) waitReply(m channelMsg) fakeMessage {
 // readMirror calls fn for every mirror record of this run.
 func (e *testEnv) readMirror(fn func(store.MirrorRecord)) {
 	e.t.Helper()
-	err := store.ReadMirror(e.rt.State.Path(store.FlowsDir), store.MirrorFilter{RunID: e.rt.RunID}, func(r store.MirrorRecord) error {
+	err := store.ReadMirror(e.rt.State.Flows(), store.MirrorFilter{RunID: e.rt.RunID}, func(r store.MirrorRecord) error {
 		fn(r)
 		return nil
 	})
@@ -246,12 +246,12 @@ func (e *testEnv) waitMirror(what string, cond func(store.MirrorRecord) bool) {
 
 // flakyMirror opens mirror files whose writes fail with ENOSPC while full
 // is true (nil: plain files).
-func flakyMirror(full *atomic.Bool) func(string, int, os.FileMode) (store.MirrorFile, error) {
+func flakyMirror(full *atomic.Bool) func(*os.Root, string, int, os.FileMode) (store.MirrorFile, error) {
 	if full == nil {
 		return nil
 	}
-	return func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
-		f, err := os.OpenFile(name, flag, perm)
+	return func(root *os.Root, name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
+		f, err := root.OpenFile(name, flag, perm)
 		if err != nil {
 			return nil, err
 		}

@@ -32,12 +32,18 @@ func stdioEnv(t *testing.T, identity string) (*hubtest.Env, *mcp.ClientSession) 
 // Logger are filled in) and the client's.
 func stdioEnvWith(t *testing.T, o mcpsurface.Options, co *mcp.ClientOptions) (*hubtest.Env, *mcp.ClientSession) {
 	t.Helper()
+	return stdioEnvHub(t, hubtest.Options{}, o, co)
+}
+
+// stdioEnvHub is stdioEnvWith over a hub runtime opened with ho.
+func stdioEnvHub(t *testing.T, ho hubtest.Options, o mcpsurface.Options, co *mcp.ClientOptions) (*hubtest.Env, *mcp.ClientSession) {
+	t.Helper()
 	cfg := hubtest.Config(t, "", "")
 	cfg.Access = config.Access{
 		Roles:  map[string]config.Role{"admin": {Verbs: []string{"*"}}},
 		Grants: map[string][]string{"agent:local": {"admin"}, "agent:reader": {"reader"}},
 	}
-	env := hubtest.Open(t, cfg, hubtest.Options{})
+	env := hubtest.Open(t, cfg, ho)
 	o.Intake, o.Version, o.Logger = env.Runtime.Hub, "test", testkit.Discard()
 	srv, err := mcpsurface.New(o)
 	if err != nil {

@@ -342,7 +342,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	res, err := s.hub.Handle(context.WithoutCancel(r.Context()), in)
 	if err != nil {
 		s.log.Error("web turn failed", "turn", in.TurnID, "err", err)
-		admin.WriteError(w, http.StatusInternalServerError, "turn %s: %v", in.TurnID, err)
+		admin.WriteError(w, http.StatusInternalServerError, "%v", err) // it names the turn
 		return
 	}
 	out := MessageResponse{TurnID: res.TurnID, Status: string(res.Status), Outbox: res.Outbox}

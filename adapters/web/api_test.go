@@ -288,11 +288,11 @@ func TestAdminEndpoints(t *testing.T) {
 		contains           string
 	}{
 		{"GET", "/api/targets", "", 200, `"targets":[]`},
-		{"POST", "/api/targets", `{"target":"local:deliveries/out.jsonl"}`, 200, `"changed":true`},
+		{"POST", "/api/targets", `{"target":"local:pma/deliveries/out.jsonl"}`, 200, `"changed":true`},
 		{"POST", "/api/targets", `{"target":"nonsense:1"}`, 400, "accepted"},
-		{"GET", "/api/targets", "", 200, "local:deliveries/out.jsonl"},
-		{"POST", "/api/deliver", `{"text":"hello targets","turn_id":"send-1"}`, 200, "pma:send-1:local:deliveries/out.jsonl:0"},
-		{"DELETE", "/api/targets?target=local:deliveries/out.jsonl", "", 200, `"changed":true`},
+		{"GET", "/api/targets", "", 200, "local:pma/deliveries/out.jsonl"},
+		{"POST", "/api/deliver", `{"text":"hello targets","turn_id":"send-1"}`, 200, "pma:send-1:local:pma/deliveries/out.jsonl:0"},
+		{"DELETE", "/api/targets?target=local:pma/deliveries/out.jsonl", "", 200, `"changed":true`},
 		{"POST", "/api/targets", `{"target":"web"}`, 200, `"changed":true`},
 		{"POST", "/api/targets/clear", "", 200, `"count":1`},
 		{"GET", "/api/channels", "", 200, "["},

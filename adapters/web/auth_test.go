@@ -174,7 +174,7 @@ func TestOriginCheck(t *testing.T) {
 		c.Web.PublicURL = "https://hub.example.org"
 	}})
 	c := e.login(t)
-	body := `{"target":"local:out.jsonl"}`
+	body := `{"target":"local:pma/out.jsonl"}`
 	cases := []struct {
 		name   string
 		bearer string

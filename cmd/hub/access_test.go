@@ -138,7 +138,7 @@ access:
 	tgSend(42, "/fs_listdir .")
 	testkit.WaitFor(t, "the revoked identity's message mirrored as denied", func() bool {
 		n := 0
-		store.ReadMirror(filepath.Join(dir, ".hub", store.FlowsDir), store.MirrorFilter{}, func(r store.MirrorRecord) error {
+		store.ReadMirror(flowsRoot(t, filepath.Join(dir, ".hub", store.FlowsDir)), store.MirrorFilter{}, func(r store.MirrorRecord) error {
 			if r.Actor == "telegram:42" && r.Kind == store.KindDenied {
 				n++
 			}
@@ -184,3 +184,15 @@ access:
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// flowsRoot opens the mirrors' directory flows for reading, closed at the
+// end of the test.
+func flowsRoot(t testing.TB, flows string) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(flows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}

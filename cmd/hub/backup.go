@@ -126,7 +126,12 @@ func writeArchive(path string, r io.Reader, gz bool) (m store.BackupManifest, si
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return m, 0, fmt.Errorf("write %s: %w", path, err)
 	}
-	return m, fi.Size(), store.SyncDir(dir)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return m, 0, fmt.Errorf("write %s: sync directory: %w", path, err)
+	}
+	defer root.Close()
+	return m, fi.Size(), store.SyncDir(root, ".")
 }
 
 const restoreUsage = `hub restore FILE [--state DIR] [--config FILE] [--max-bytes SIZE]

@@ -118,7 +118,7 @@ func TestBackupSurvivesAKilledHub(t *testing.T) {
 		t.Fatalf("restore of the offline backup: %s %s", out, errOut)
 	}
 	after := false
-	store.ReadMirror(filepath.Join(dir, "r3", store.FlowsDir), store.MirrorFilter{}, func(r store.MirrorRecord) error {
+	store.ReadMirror(flowsRoot(t, filepath.Join(dir, "r3", store.FlowsDir)), store.MirrorFilter{}, func(r store.MirrorRecord) error {
 		after = after || r.Text == "sent after the backup"
 		return nil
 	})
@@ -162,7 +162,7 @@ func TestBackupSurvivesAKilledHub(t *testing.T) {
 		t.Errorf("restored pending outbox: %s", out)
 	}
 	var mirrored strings.Builder
-	store.ReadMirror(filepath.Join(r1, store.FlowsDir), store.MirrorFilter{}, func(r store.MirrorRecord) error {
+	store.ReadMirror(flowsRoot(t, filepath.Join(r1, store.FlowsDir)), store.MirrorFilter{}, func(r store.MirrorRecord) error {
 		fmt.Fprintf(&mirrored, "%s %s %s\n", r.Platform, r.MessageID, r.Text)
 		return nil
 	})

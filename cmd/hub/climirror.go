@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
 
 	"github.com/a6afc2ce/hermes-hub/admin"
@@ -33,7 +32,8 @@ const (
 // starts, and `hub mirror prune` when asked); CLI runs are kept by their
 // own retention (mirror.retention.cli), so they never make the hub's go.
 type cliMirror struct {
-	flows string
+	state string // the state directory, opened with the first record
+	dir   *store.StateDir
 	opts  store.MirrorOptions
 	all   bool
 	clk   clock.Clock
@@ -49,7 +49,7 @@ func newCLIMirror(cfg *config.Config) *cliMirror {
 	}
 	clk := clock.Real{}
 	return &cliMirror{
-		flows: filepath.Join(cfg.StateDir, store.FlowsDir),
+		state: cfg.StateDir,
 		opts:  store.MirrorOptions{RotateBytes: int64(cfg.Mirror.RotateBytes), Kind: store.RunCLI, Clock: clk},
 		all:   cfg.Mirror.CLI == config.MirrorCLIAll,
 		clk:   clk,
@@ -85,11 +85,9 @@ func (c *cliMirror) record(ctx context.Context, direction, turnID, text string, 
 // loses nothing, one of the machine may).
 func (c *cliMirror) append(ctx context.Context, direction, turnID, text string, meta map[string]string, durable bool) error {
 	if c.m == nil {
-		m, err := c.open()
-		if err != nil {
+		if err := c.open(); err != nil {
 			return fmt.Errorf("mirror the CLI call: %w", err)
 		}
-		c.m = m
 	}
 	all := map[string]string{"user_name": c.user, "uid": c.uid, "turn_id": turnID}
 	for k, v := range meta {
@@ -108,16 +106,6 @@ func (c *cliMirror) append(ctx context.Context, direction, turnID, text string, 
 // openTries bounds how many run ids open tries: another invocation may
 // have started in the same second with the same random suffix.
 const openTries = 8
-
-// open starts this invocation's run under a fresh run id.
-func (c *cliMirror) open() (*store.Mirror, error) {
-	for i := 1; ; i++ {
-		m, err := store.OpenMirror(c.flows, store.NewRunID(c.clk.Now()), c.opts)
-		if err == nil || !errors.Is(err, store.ErrRunOpen) || i == openTries {
-			return m, err
-		}
-	}
-}
 
 // cliCall is what call decided for one verb call: whether it is mirrored,
 // and whether its records are fsynced.
@@ -153,12 +141,42 @@ func (c *cliMirror) result(ctx context.Context, cc cliCall, o *executor.Outcome,
 	}, cc.durable)
 }
 
-// Close closes the run's files, if any were opened.
+// open opens the state directory and starts the invocation's run in it,
+// under a fresh run id.
+func (c *cliMirror) open() error {
+	if c.dir == nil {
+		dir, err := store.OpenStateDir(c.state)
+		if err != nil {
+			return err
+		}
+		c.dir = dir
+	}
+	for i := 1; ; i++ {
+		m, err := store.OpenMirror(c.dir.Flows(), store.NewRunID(c.clk.Now()), c.opts)
+		if err == nil {
+			c.m = m
+			return nil
+		}
+		if !errors.Is(err, store.ErrRunOpen) || i == openTries {
+			return err
+		}
+	}
+}
+
+// Close closes the run's files and the state directory, if they were
+// opened.
 func (c *cliMirror) Close() error {
-	if c == nil || c.m == nil {
+	if c == nil {
 		return nil
 	}
-	return c.m.Close()
+	var errs []error
+	if c.m != nil {
+		errs = append(errs, c.m.Close())
+	}
+	if c.dir != nil {
+		errs = append(errs, c.dir.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // deliver mirrors a delivery made from the CLI (hub send, hub exec

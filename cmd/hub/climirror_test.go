@@ -75,8 +75,8 @@ func TestCLIMirrorDurability(t *testing.T) {
 			defer tc2.Close()
 			counts := &syncCounter{lines: map[string]int{}, durableLines: map[string]int{}}
 			mir := newCLIMirror(cfg)
-			mir.opts.OpenFile = func(name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
-				f, err := os.OpenFile(name, flag, perm)
+			mir.opts.OpenFile = func(root *os.Root, name string, flag int, perm os.FileMode) (store.MirrorFile, error) {
+				f, err := root.OpenFile(name, flag, perm)
 				if err != nil {
 					return nil, err
 				}

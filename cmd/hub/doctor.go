@@ -195,7 +195,7 @@ func doctorState(r *doctorReport, cfg *config.Config) (running bool) {
 	} else {
 		r.ok("database", filepath.Join(abs, store.DBFile))
 	}
-	if d, err := store.OpenDirectory(st.Path(store.ChannelDirectory), store.DirectoryOptions{}); err != nil {
+	if d, err := store.OpenDirectory(st.Root(), store.ChannelDirectory, store.DirectoryOptions{}); err != nil {
 		r.fail("channels", err.Error(), "run hub channels rebuild (the directory is rebuilt from the mirrors)")
 	} else {
 		d.Close()
@@ -206,14 +206,20 @@ func doctorState(r *doctorReport, cfg *config.Config) (running bool) {
 
 // doctorTargets checks the delivery targets file (plain JSON, readable
 // while a hub runs) and that every local: target stays where it may write:
-// inside the state directory or a directory outbox.local_roots lists.
+// under the state directory's pma/ (never on a file the hub keeps there) or
+// in a directory outbox.local_roots lists.
 func doctorTargets(r *doctorReport, cfg *config.Config) {
 	abs, _ := filepath.Abs(cfg.StateDir)
-	path := filepath.Join(abs, store.DeliveryTargetsFile)
-	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+	root, err := os.OpenRoot(abs)
+	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
-	t, err := store.OpenTargets(path)
+	if err != nil {
+		r.fail("targets", err.Error(), "")
+		return
+	}
+	defer root.Close()
+	t, err := store.OpenTargets(root, store.DeliveryTargetsFile)
 	if err != nil {
 		r.fail("targets", err.Error(), "repair the file, or move it aside and add the targets again with hub targets add")
 		return

@@ -179,14 +179,15 @@ func runNodes(env *cliEnv, args []string) error {
 }
 
 // openNodes starts the hub's end of the remote nodes from the
-// configuration.
-func openNodes(ctx context.Context, cfg *config.Config, clk clock.Clock, logger *slog.Logger) (*nodes.Hub, error) {
+// configuration, its NATS state kept through the state directory state
+// (nil: opened from the configuration's state_dir).
+func openNodes(ctx context.Context, cfg *config.Config, state *os.Root, clk clock.Clock, logger *slog.Logger) (*nodes.Hub, error) {
 	keys := map[string]string{}
 	for name, n := range cfg.Nodes {
 		keys[name] = n.NKey
 	}
 	return nodes.OpenHub(ctx, nodes.HubOptions{
-		StateDir: cfg.StateDir, Embedded: cfg.NATS.Embedded, Listen: cfg.NATS.ListenAddress(),
+		StateDir: cfg.StateDir, State: state, Embedded: cfg.NATS.Embedded, Listen: cfg.NATS.ListenAddress(),
 		CertFile: cfg.NATS.CertFile, KeyFile: cfg.NATS.KeyFile, URL: cfg.NATS.URL,
 		Nodes: keys, CallTimeout: cfg.NATS.Timeout(), Clock: clk, Logger: logger,
 	})

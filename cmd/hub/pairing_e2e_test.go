@@ -191,7 +191,7 @@ func (e *tgEmulator) waitMessages(chat int64, n int) []string {
 func mirrored(t *testing.T, stateDir, identity, kind string) int {
 	t.Helper()
 	n := 0
-	err := store.ReadMirror(filepath.Join(stateDir, store.FlowsDir), store.MirrorFilter{}, func(r store.MirrorRecord) error {
+	err := store.ReadMirror(flowsRoot(t, filepath.Join(stateDir, store.FlowsDir)), store.MirrorFilter{}, func(r store.MirrorRecord) error {
 		if r.Direction == store.DirectionInbound && r.Actor == identity && r.Kind == kind {
 			n++
 		}

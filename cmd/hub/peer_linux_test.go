@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // peerChildEnv makes this test binary a client of the admin socket it
@@ -31,9 +33,20 @@ const (
 // accepts, until stdin closes.
 const peerListenEnv = "HUB_TEST_PEER_LISTEN"
 
+// listenAdminAt serves the admin socket sock, whose directory is taken as
+// the state directory; the state directory is closed with the listener's
+// process.
+func listenAdminAt(sock string) (net.Listener, error) {
+	state, err := store.OpenStateDir(filepath.Dir(sock))
+	if err != nil {
+		return nil, err
+	}
+	return listenAdmin(state)
+}
+
 func standInAdmin(sock string) {
 	harden()
-	ln, err := listenAdmin(sock)
+	ln, err := listenAdminAt(sock)
 	if err != nil {
 		os.Stdout.WriteString("error: " + err.Error() + "\n")
 		os.Exit(1)
@@ -132,7 +145,7 @@ func TestAdminSocketRefusesOtherNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "hub.sock")
-	ln, err := listenAdmin(sock)
+	ln, err := listenAdminAt(sock)
 	if err != nil {
 		t.Fatal(err)
 	}

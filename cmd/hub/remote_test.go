@@ -66,7 +66,7 @@ func newRemoteRig(t *testing.T) *remoteRig {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	nh, err := openNodes(context.Background(), cfg, nil, testkit.Discard())
+	nh, err := openNodes(context.Background(), cfg, nil, nil, testkit.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

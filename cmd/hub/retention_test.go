@@ -49,7 +49,7 @@ func serveRun(t *testing.T, dir, cfg, text string) string {
 	var run string
 	flows := filepath.Join(dir, ".hub", "flows")
 	waitUntil(t, "the hub's run mirrors the delivery", func() bool {
-		for _, r := range store.ListRuns(flows) {
+		for _, r := range listRuns(flows) {
 			b, _ := os.ReadFile(filepath.Join(flows, r, "chat", "outbound.jsonl"))
 			if strings.Contains(string(b), text) && strings.Contains(string(b), `"platform":"local"`) {
 				run = r
@@ -154,7 +154,7 @@ func TestServeNeverPrunesAnOpenRun(t *testing.T) {
 	flows := filepath.Join(dir, ".hub", "flows")
 	write, end := startStdio(t, dir, "--config", cfg)
 	write("live1.txt")
-	runs := store.ListRuns(flows)
+	runs := listRuns(flows)
 	if len(runs) != 1 {
 		t.Fatalf("runs %v", runs)
 	}
@@ -171,7 +171,7 @@ func TestServeNeverPrunesAnOpenRun(t *testing.T) {
 	end()
 	b, err := os.ReadFile(filepath.Join(flows, live, "chat", "inbound.jsonl"))
 	if err != nil || !strings.Contains(string(b), "live1.txt") || !strings.Contains(string(b), "live2.txt") {
-		t.Fatalf("the open run %s: %v %s (runs left: %v)", live, err, b, store.ListRuns(flows))
+		t.Fatalf("the open run %s: %v %s (runs left: %v)", live, err, b, listRuns(flows))
 	}
 }
 
@@ -206,7 +206,7 @@ mirror:
 	write, end := startStdio(t, dir, "--config", cfg)
 	write("live1.txt")
 	var liveRun string
-	for _, r := range store.ListRuns(flows) {
+	for _, r := range listRuns(flows) {
 		if !slices.Contains([]string{serve100, legacy95, serve90, cli60}, r) {
 			liveRun = r
 		}
@@ -216,14 +216,14 @@ mirror:
 		if _, errOut, code := runHub(t, dir, "", "exec", "--config", cfg, fmt.Sprintf(`{"verb":"fs.writeFile","arguments":{"path":"n%d.txt","content":"x"}}`, i)); code != 0 {
 			t.Fatal(errOut)
 		}
-		for _, r := range store.ListRuns(flows) {
+		for _, r := range listRuns(flows) {
 			if !slices.Contains([]string{serve100, legacy95, serve90, cli60, liveRun}, r) && !slices.Contains(newer, r) {
 				newer = append(newer, r)
 			}
 		}
 	}
 	if liveRun == "" || len(newer) != 2 {
-		t.Fatalf("runs %v", store.ListRuns(flows))
+		t.Fatalf("runs %v", listRuns(flows))
 	}
 
 	prune := func(args ...string) admin.PruneView {
@@ -267,7 +267,7 @@ mirror:
 	if got := removals(done); done.DryRun || !slices.Equal(got, want) {
 		t.Fatalf("removed %v, the dry run listed %v", got, want)
 	}
-	left := store.ListRuns(flows)
+	left := listRuns(flows)
 	if want := []string{serve90, liveRun}; !slices.Equal(left, want) {
 		t.Fatalf("left %v, want %v", left, want)
 	}
@@ -290,11 +290,11 @@ mirror:
 			own = ri.ID
 		}
 	}
-	if own == "" || !slices.Contains(store.ListRuns(flows), own) {
+	if own == "" || !slices.Contains(listRuns(flows), own) {
 		t.Fatalf("the running hub's run: %+v", v.Runs)
 	}
-	if wantLeft := slices.Sorted(slices.Values([]string{liveRun, own})); len(v.Remove) != 0 || !slices.Equal(store.ListRuns(flows), wantLeft) {
-		t.Fatalf("through the hub: removed %v, left %v", v.Remove, store.ListRuns(flows))
+	if wantLeft := slices.Sorted(slices.Values([]string{liveRun, own})); len(v.Remove) != 0 || !slices.Equal(listRuns(flows), wantLeft) {
+		t.Fatalf("through the hub: removed %v, left %v", v.Remove, listRuns(flows))
 	}
 }
 

@@ -94,7 +94,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if cfg.NATS.Enabled() {
 		// The remote nodes' transport: queues, results and liveness. The
 		// remote destination of named workspaces calls it.
-		nh, err := openNodes(ctx, cfg, clk, logger)
+		nh, err := openNodes(ctx, cfg, st.Root(), clk, logger)
 		if err != nil {
 			return err
 		}
@@ -177,7 +177,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if err := rt.Start(ctx); err != nil {
 		return err
 	}
-	sock, err := listenAdmin(filepath.Join(rt.State.Dir(), store.SocketFile))
+	sock, err := listenAdmin(rt.State.StateDir)
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}}))
 	defer func() {
 		adminSrv.Close()
-		os.Remove(sock.Addr().String())
+		rt.State.Root().Remove(store.SocketFile)
 	}()
 
 	var wg sync.WaitGroup
@@ -285,19 +285,29 @@ func waitListening(ctx context.Context, s *web.Server) {
 	}
 }
 
-// listenAdmin opens the admin socket, owner-only. A stale socket left by a
-// hub that died is replaced; a live one means another hub runs, which the
-// database lock has already ruled out.
-func listenAdmin(path string) (net.Listener, error) {
+// listenAdmin opens the admin socket hub.sock in the state directory,
+// owner-only, through the directory opened at start (store.DirPath): never
+// by a path a symbolic link or a renamed parent could redirect. A stale
+// socket left by a hub that died is replaced; a live one means another hub
+// runs, which the database lock has already ruled out. The caller removes
+// the socket (through the state directory) when it is done.
+func listenAdmin(state *store.StateDir) (net.Listener, error) {
 	if err := peerCheckSupported(); err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(path); err == nil {
+	shown := state.Path(store.SocketFile)
+	dir, release, err := store.DirPath(state.Root(), ".")
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	defer release()
+	path := filepath.Join(dir, store.SocketFile)
+	if _, err := state.Root().Lstat(store.SocketFile); err == nil {
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("admin socket %s is answered by another process", path)
+			return nil, fmt.Errorf("admin socket %s is answered by another process", shown)
 		}
-		if err := os.Remove(path); err != nil {
+		if err := state.Root().Remove(store.SocketFile); err != nil {
 			return nil, fmt.Errorf("remove stale admin socket: %w", err)
 		}
 	}
@@ -306,10 +316,14 @@ func listenAdmin(path string) (net.Listener, error) {
 	// namespaces (peerTrusted).
 	ln, err := net.Listen("unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("admin socket: %w", err)
+		return nil, fmt.Errorf("admin socket %s: %w", shown, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	// Closing the listener would remove the socket by the path it was
+	// bound with, which names a descriptor released above.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := state.Root().Chmod(store.SocketFile, 0o600); err != nil {
 		ln.Close()
+		state.Root().Remove(store.SocketFile)
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
 	return &ownerListener{Listener: ln, uid: os.Getuid()}, nil

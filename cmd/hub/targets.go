@@ -13,9 +13,10 @@ const targetsUsage = `hub targets list|add TARGET|rm TARGET|clear [--json]
 Delivery targets receive hub-level output (hub send, hub exec --deliver,
 POST /api/deliver). TARGET is one of:
   web
-  local:<path>                       (relative to the state directory, inside
-                                     it; an absolute path only inside the
-                                     state directory or outbox.local_roots)
+  local:<path>                       (a file under pma/ of the state
+                                     directory, such as pma/out.jsonl; an
+                                     absolute path only there or in
+                                     outbox.local_roots)
   telegram:<chat_id>[:<thread_id>]   or chat:telegram:<chat_id>[:<thread_id>]
   discord:<channel_id>               or chat:discord:<channel_id>`
 

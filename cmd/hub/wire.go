@@ -106,8 +106,10 @@ func openWorkspaces(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(st
 }
 
 // newToolchain opens the named workspaces and registers every verb over
-// them (the vfs verbs over their session workspaces).
-func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(string) string, withMounts bool, protect []config.ProtectedFile, logger *slog.Logger) (*toolchain, error) {
+// them (the vfs verbs over their session workspaces). The verbs write in
+// the state directory through state (the opened state root); when it is
+// nil, the state directory is opened here and closed with the toolchain.
+func newToolchain(cfg *config.Config, meta verbs.FileMeta, state *store.StateDir, sessionsDir func(string) string, withMounts bool, protect []config.ProtectedFile, logger *slog.Logger) (*toolchain, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -119,8 +121,17 @@ func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(stri
 	if err != nil {
 		return nil, err
 	}
+	tc := &toolchain{set: set}
+	if state == nil {
+		if state, err = store.OpenStateDir(cfg.StateDir); err != nil {
+			set.Close()
+			return nil, err
+		}
+		tc.cleanup = append(tc.cleanup, state.Close)
+	}
 	vopts := verbs.DefaultOptions(cfg.StateDir)
 	vopts.User = runAs.user
+	vopts.State = state.Root()
 	vopts.EnvAllow = cfg.Verbs.Proc.EnvAllow
 	vopts.DefaultTimeout = cfg.Verbs.Proc.DefaultTimeout.D()
 	vopts.MaxTimeout = cfg.Verbs.Proc.MaxTimeout.D()
@@ -129,12 +140,13 @@ func newToolchain(cfg *config.Config, meta verbs.FileMeta, sessionsDir func(stri
 	vopts.MaxMemory = int64(cfg.Verbs.Proc.MaxMemory)
 	vopts.MaxCPUSeconds = cfg.Verbs.Proc.MaxCPUSeconds
 	reg := executor.NewRegistry()
-	vs, err := set.Register(reg, vopts)
-	if err != nil {
-		set.Close()
+	if tc.verbs, err = set.Register(reg, vopts); err != nil {
+		tc.Close()
 		return nil, err
 	}
-	return &toolchain{exec: executor.New(reg, executor.Options{Logger: logger}), set: set, verbs: vs, runAs: runAs}, nil
+	tc.exec = executor.New(reg, executor.Options{Logger: logger})
+	tc.runAs = runAs
+	return tc, nil
 }
 
 // buildExecutor is the toolchain of the commands that run verbs without a
@@ -148,7 +160,7 @@ func buildExecutor(cfg *config.Config, logger *slog.Logger, protect ...config.Pr
 		return nil, err
 	}
 	dirs := func(name string) string { return filepath.Join(tmp, "sessions-"+name) }
-	tc, err := newToolchain(cfg, verbs.NewMemoryMeta(), dirs, false, protect, logger)
+	tc, err := newToolchain(cfg, verbs.NewMemoryMeta(), nil, dirs, false, protect, logger)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
@@ -198,7 +210,7 @@ func openStack(cfg *config.Config, logger *slog.Logger, lockTimeout time.Duratio
 		st.Close()
 		return nil, err
 	}
-	tc, err := newToolchain(cfg, meta, nil, true, nil, logger)
+	tc, err := newToolchain(cfg, meta, st.StateDir, nil, true, nil, logger)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -122,7 +122,7 @@ func New(cfg *config.Config, o Options) (e *Env, err error) {
 			o.Runtime.Destinations = e.Workspaces
 		}
 	default:
-		e.Workspace, err = RealVerbs(reg, cfg)
+		e.Workspace, err = realVerbs(reg, cfg, e.State.Root())
 	}
 	if err != nil {
 		return nil, err
@@ -139,6 +139,12 @@ func New(cfg *config.Config, o Options) (e *Env, err error) {
 // protects them (the state created first, so that its identity is known),
 // and returns the workspace.
 func RealVerbs(reg *executor.Registry, cfg *config.Config) (*verbs.Workspace, error) {
+	return realVerbs(reg, cfg, nil)
+}
+
+// realVerbs is RealVerbs with the verbs writing through the opened state
+// directory state (nil: they open it themselves).
+func realVerbs(reg *executor.Registry, cfg *config.Config, root *os.Root) (*verbs.Workspace, error) {
 	state, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -152,7 +158,9 @@ func RealVerbs(reg *executor.Registry, cfg *config.Config) (*verbs.Workspace, er
 	if err != nil {
 		return nil, err
 	}
-	if err := verbs.Register(reg, ws, verbs.DefaultOptions(cfg.StateDir)); err != nil {
+	vopts := verbs.DefaultOptions(cfg.StateDir)
+	vopts.State = root
+	if err := verbs.Register(reg, ws, vopts); err != nil {
 		ws.Close()
 		return nil, err
 	}
@@ -178,7 +186,9 @@ func OpenWorkspaces(reg *executor.Registry, cfg *config.Config, st *store.State,
 	if err != nil {
 		return nil, err
 	}
-	if _, err := set.Register(reg, verbs.DefaultOptions(cfg.StateDir)); err != nil {
+	vopts := verbs.DefaultOptions(cfg.StateDir)
+	vopts.State = st.Root()
+	if _, err := set.Register(reg, vopts); err != nil {
 		set.Close()
 		return nil, err
 	}
