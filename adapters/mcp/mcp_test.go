@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,12 +44,13 @@ func stdioEnvWith(t *testing.T, o mcpsurface.Options, co *mcp.ClientOptions) (*h
 	if err != nil {
 		t.Fatal(err)
 	}
-	ct, st := mcp.NewInMemoryTransports()
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.RunStdio(ctx, st) }()
+	go func() { done <- srv.RunStdio(ctx, sr, sw) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, co)
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,10 +3,8 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,55 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// RunStdio serves one MCP connection over t (mcp.StdioTransport for `hub
-// mcp`) until the client hangs up or ctx ends. Its calls are turns of the
-// session stdio-<random>.
-func (s *Server) RunStdio(ctx context.Context, t mcp.Transport) error {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	s.stdio.Store("stdio-" + hex.EncodeToString(b[:]))
-	s.report("running", "stdio")
-	err := s.srv.Run(ctx, &idTransport{Transport: t})
-	s.report("stopped", "")
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
-}
-
-func (s *Server) report(state, detail string) {
-	if s.opts.Status != nil {
-		s.opts.Status.Report(state, detail)
-	}
-}
-
-// idTransport hands each tools/call's JSON-RPC id to the handler, in the
-// params' _meta.
-type idTransport struct{ mcp.Transport }
-
-func (t *idTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &idConn{Connection: c}, nil
-}
-
-type idConn struct{ mcp.Connection }
-
-func (c *idConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == "tools/call" && req.ID.IsValid() {
-		if p, ok := withRequestID(req.Params, req.ID.Raw()); ok {
-			req.Params = p
-		}
-	}
-	return msg, err
-}
 
 // withRequestID sets _meta[requestIDMeta] = id in the params of a
 // tools/call.

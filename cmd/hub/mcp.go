@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpsurface "github.com/a6afc2ce/hermes-hub/adapters/mcp"
 	"github.com/a6afc2ce/hermes-hub/adapters/web"
@@ -83,6 +80,7 @@ func runMCP(env *cliEnv, args []string) error {
 	srv, err := mcpsurface.New(mcpsurface.Options{
 		Intake: rt.Hub, Identity: *identity, Version: hubVersion(),
 		ProcDir: filepath.Join(rt.State.Dir(), "proc"), Logger: logger,
+		MaxLineBytes: int(cfg.Web.MaxBodyBytes),
 	})
 	if err != nil {
 		return err
@@ -90,12 +88,8 @@ func runMCP(env *cliEnv, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger.Info("serving MCP on stdio", "identity", *identity, "state", rt.State.Dir(), "workspace", tc.set.Default().Dir(), "run_id", rt.RunID)
-	return srv.RunStdio(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}})
+	return srv.RunStdio(ctx, env.stdin, env.stdout)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // mountMCP serves /mcp on the web listener (mcp.enabled): the web token
 // as the identity web, each agent's token as agent:<name>.
