@@ -91,8 +91,10 @@ func runMCP(env *cliEnv, args []string) error {
 	return srv.RunStdio(ctx, env.stdin, env.stdout)
 }
 
-// mountMCP serves /mcp on the web listener (mcp.enabled): the web token
-// as the identity web, each agent's token as agent:<name>.
+// mountMCP serves /mcp on the web listener (mcp.enabled): each agent's
+// token as agent:<name>; the web token as the identity web only with
+// mcp.accept_web_token. Wrong tokens count against the listener's
+// throttle.
 func mountMCP(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *slog.Logger) error {
 	srv, err := mcpsurface.New(mcpsurface.Options{
 		Intake: rt.Hub, Version: hubVersion(), ProcDir: filepath.Join(rt.State.Dir(), "proc"),
@@ -101,14 +103,7 @@ func mountMCP(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *s
 	if err != nil {
 		return err
 	}
-	tokens := []mcpsurface.Token{{Identity: web.Identity, Secret: webSrv.Token()}}
-	for name, a := range cfg.MCP.Agents {
-		tokens = append(tokens, mcpsurface.Token{Identity: "agent:" + name, Secret: a.Token.Reveal()})
-	}
-	h, err := srv.Handler(mcpsurface.HTTPOptions{
-		Tokens: tokens, PublicURL: cfg.Web.PublicURL, AllowOrigins: cfg.Web.AllowOrigins,
-		SessionTimeout: cfg.MCP.SessionTimeout.D(), MaxBodyBytes: int64(cfg.Web.MaxBodyBytes),
-	})
+	h, err := srv.Handler(mcpsurface.ConfigOptions(cfg.MCP, cfg.Web, web.Identity, webSrv.Token(), webSrv))
 	if err != nil {
 		return err
 	}
