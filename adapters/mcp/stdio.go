@@ -77,6 +77,9 @@ func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) { retur
 //     written out, marks it done);
 //   - each tools/call's JSON-RPC id is handed to the tool handler in the
 //     params' _meta.
+//
+// The hub asks the client nothing (no sampling, elicitation or roots), so
+// no request in progress waits on a line the bound keeps unread.
 type stdioConn struct {
 	out     io.Writer
 	wmu     sync.Mutex // one message per write
