@@ -99,11 +99,25 @@ type MCP struct {
 	// Enabled mounts /mcp on the web listener.
 	Enabled bool `yaml:"enabled"`
 	// Agents are the callers, each with its own bearer token and the
-	// identity agent:<name> for access grants. The web token also works,
-	// as the identity web.
+	// identity agent:<name> for access grants.
 	Agents map[string]MCPAgent `yaml:"agents"`
-	// SessionTimeout closes MCP sessions idle this long; 0 keeps them.
+	// SessionTimeout closes MCP sessions that received no request for
+	// this long (default 1h).
 	SessionTimeout Duration `yaml:"session_timeout"`
+	// AcceptWebToken lets the web token in on /mcp, as the identity web;
+	// without it /mcp refuses the web token (an agent has its own).
+	AcceptWebToken bool `yaml:"accept_web_token"`
+	// MaxSessions and MaxSessionsPerAgent cap the sessions open at once,
+	// in all and per identity (defaults 256 and 32).
+	MaxSessions         int `yaml:"max_sessions"`
+	MaxSessionsPerAgent int `yaml:"max_sessions_per_agent"`
+	// MaxStreamsPerAgent caps the requests one identity has open at once
+	// on /mcp: standalone SSE streams and POSTs whose answers are still
+	// coming (default 64).
+	MaxStreamsPerAgent int `yaml:"max_streams_per_agent"`
+	// StreamIdleTimeout closes a standalone SSE stream on which nothing
+	// was written for this long (default 5m).
+	StreamIdleTimeout Duration `yaml:"stream_idle_timeout"`
 }
 
 // Metrics configures where the Prometheus metrics (docs/metrics.md) are
@@ -619,6 +633,11 @@ func (c *Config) ApplyDefaults() {
 	defD(&c.Web.BodyTimeout, "60s")
 	defD(&c.Web.WriteTimeout, "60s")
 	defD(&c.Web.IdleTimeout, "120s")
+	defD(&c.MCP.SessionTimeout, "1h")
+	defI(&c.MCP.MaxSessions, 256)
+	defI(&c.MCP.MaxSessionsPerAgent, 32)
+	defI(&c.MCP.MaxStreamsPerAgent, 64)
+	defD(&c.MCP.StreamIdleTimeout, "5m")
 	def(&c.Telegram.APIEndpoint, "https://api.telegram.org")
 	def(&c.Telegram.Mode, "polling")
 	defD(&c.Telegram.PollTimeout, "30s")
@@ -1012,6 +1031,10 @@ func (c *Config) validateMCP(bad func(format string, args ...any)) {
 	if !*c.Web.Enabled {
 		bad("mcp.enabled is true but web.enabled is false: /mcp is served on the web listener")
 	}
+	if len(c.MCP.Agents) == 0 && !c.MCP.AcceptWebToken {
+		bad("mcp.enabled is true but mcp.agents is empty: give each agent its own token under mcp.agents (docs/mcp.md), or set mcp.accept_web_token: true to let the web token in as the identity web")
+	}
+	c.validateMCPLimits(bad)
 	for name, a := range c.MCP.Agents {
 		if err := validAgentName(name); err != nil {
 			bad("mcp.agents: %v", err)
@@ -1036,6 +1059,31 @@ func (c *Config) validateMCP(bad func(format string, args ...any)) {
 		seen[a.Token.Reveal()] = name
 	}
 }
+
+// validateMCPLimits checks the caps and timeouts of /mcp.
+func (c *Config) validateMCPLimits(bad func(format string, args ...any)) {
+	m := c.MCP
+	for _, t := range []struct {
+		key string
+		d   Duration
+	}{{"mcp.session_timeout", m.SessionTimeout}, {"mcp.stream_idle_timeout", m.StreamIdleTimeout}} {
+		if t.d.D() < time.Second || t.d.D() > 24*time.Hour {
+			bad("%s: %s is out of range (accepted: 1s to 24h)", t.key, t.d)
+		}
+	}
+	if m.MaxSessions < 1 || m.MaxSessions > MaxMCPSessions {
+		bad("mcp.max_sessions: %d is out of range (accepted: 1 to %d sessions)", m.MaxSessions, MaxMCPSessions)
+	}
+	if m.MaxSessionsPerAgent < 1 || m.MaxSessionsPerAgent > m.MaxSessions {
+		bad("mcp.max_sessions_per_agent: %d is out of range (accepted: 1 to mcp.max_sessions, %d)", m.MaxSessionsPerAgent, m.MaxSessions)
+	}
+	if m.MaxStreamsPerAgent <= m.MaxSessionsPerAgent || m.MaxStreamsPerAgent > MaxMCPSessions {
+		bad("mcp.max_streams_per_agent: %d is out of range (accepted: more than mcp.max_sessions_per_agent, %d, so an agent whose every session holds a stream can still call, up to %d)", m.MaxStreamsPerAgent, m.MaxSessionsPerAgent, MaxMCPSessions)
+	}
+}
+
+// MaxMCPSessions bounds mcp.max_sessions and mcp.max_streams_per_agent.
+const MaxMCPSessions = 65536
 
 // validAgentName checks the <name> of an agent:<name> identity.
 func validAgentName(name string) error {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -309,6 +310,40 @@ func TestStateDirPlacement(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Fatalf("got %v, want a message with %q", err, want)
 				}
+			}
+		})
+	}
+}
+
+// TestMCPLimits: the caps and timeouts of /mcp have defaults (idle
+// sessions expire, the web token is refused) and ranges, each error naming
+// the key and what is accepted; /mcp needs an agent unless the web token is
+// let in.
+func TestMCPLimits(t *testing.T) {
+	d := Default().MCP
+	if d.SessionTimeout.D() != time.Hour || d.StreamIdleTimeout.D() != 5*time.Minute || d.MaxSessions != 256 ||
+		d.MaxSessionsPerAgent != 32 || d.MaxStreamsPerAgent != 64 || d.AcceptWebToken {
+		t.Fatalf("mcp defaults: %+v", d)
+	}
+	const agent = "mcp:\n  enabled: true\n  agents:\n    claude:\n      token: 0123456789abcdef00\n"
+	for _, tc := range []struct{ name, yml, want string }{
+		{"no agent", "mcp:\n  enabled: true\n", "mcp.enabled is true but mcp.agents is empty: give each agent its own token under mcp.agents (docs/mcp.md), or set mcp.accept_web_token: true"},
+		{"the web token let in", "web:\n  token: 0123456789abcdef00\nmcp:\n  enabled: true\n  accept_web_token: true\n", ""},
+		{"session timeout", agent + "  session_timeout: 500ms\n", "mcp.session_timeout: 500ms is out of range (accepted: 1s to 24h)"},
+		{"stream idle timeout", agent + "  stream_idle_timeout: 48h\n", "mcp.stream_idle_timeout: 48h0m0s is out of range (accepted: 1s to 24h)"},
+		{"sessions", agent + "  max_sessions: 70000\n", "mcp.max_sessions: 70000 is out of range (accepted: 1 to 65536 sessions)"},
+		{"per agent over all", agent + "  max_sessions: 10\n  max_sessions_per_agent: 11\n", "mcp.max_sessions_per_agent: 11 is out of range (accepted: 1 to mcp.max_sessions, 10)"},
+		{"streams not over sessions", agent + "  max_sessions_per_agent: 8\n  max_streams_per_agent: 8\n", "mcp.max_streams_per_agent: 8 is out of range (accepted: more than mcp.max_sessions_per_agent, 8,"},
+		{"all set", agent + "  session_timeout: 10m\n  stream_idle_timeout: 1s\n  max_sessions: 4\n  max_sessions_per_agent: 2\n  max_streams_per_agent: 3\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "hub.yml")
+			if err := os.WriteFile(p, []byte(tc.yml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadWith(p, env(nil))
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
 	}

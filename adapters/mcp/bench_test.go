@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	mcpsurface "github.com/a6afc2ce/hermes-hub/adapters/mcp"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
@@ -71,7 +69,7 @@ func BenchmarkToolCall(b *testing.B) {
 	sr, cw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.RunStdio(ctx, &mcp.IOTransport{Reader: sr, Writer: sw}) }()
+	go func() { done <- srv.RunStdio(ctx, sr, sw) }()
 	b.Cleanup(func() {
 		cw.Close()
 		cancel()

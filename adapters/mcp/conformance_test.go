@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
@@ -117,8 +119,12 @@ type scenarioCheck struct {
 // of scenarios that fail: conformanceExpectedFailures.
 func TestConformance(t *testing.T) {
 	node, cli := conformanceTools(t)
-	_, target, token, _ := httpHub(t)
-	mcpURL := tokenProxy(t, target, token)
+	// The suite's scenarios leave their sessions open (no DELETE): room
+	// for all of them.
+	target, _ := webHub(t, clock.Real{}, func(c *config.Config) {
+		c.MCP.MaxSessionsPerAgent, c.MCP.MaxStreamsPerAgent = 128, 256
+	})
+	mcpURL := tokenProxy(t, target, adminToken)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

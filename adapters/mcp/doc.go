@@ -9,4 +9,10 @@
 // is mirrored like any API call, under the turn id
 // mcp.<session>.<request>. A tools/list shows the tools the caller's
 // identity may run.
+//
+// Over stdio the package frames lines itself (stdio.go): a line that is
+// not a message is answered with an error and skipped, and no line is read
+// while DefaultMaxPending messages are in progress. Over HTTP (http.go)
+// wrong tokens count against the web listener's throttle and no identity
+// holds more than its share of sessions and open requests (limits.go).
 package mcp

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	mcpsurface "github.com/a6afc2ce/hermes-hub/adapters/mcp"
-	"github.com/a6afc2ce/hermes-hub/adapters/web"
-	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
@@ -132,38 +129,10 @@ func TestMCPClientE2E(t *testing.T) {
 }
 
 // httpHub runs a hub runtime with the web listener on httptest and /mcp
-// mounted as cmd/hub mounts it: the web token (identity web, admin) and an
-// agent token (agent:reader, the reader role).
+// mounted as `hub serve` mounts it (webHub): an agent with every verb
+// (token) and one with the reader role (limited, agent:reader).
 func httpHub(t *testing.T) (env *hubtest.Env, url, token, limited string) {
 	t.Helper()
-	cfg := hubtest.Config(t, "", "")
-	token, limited = "web-token-0123456789abcdef", "reader-token-0123456789abcdef"
-	cfg.Web.Token = config.NewSecret(token)
-	cfg.Access = config.Access{
-		Roles:  map[string]config.Role{"admin": {Verbs: []string{"*"}}},
-		Grants: map[string][]string{"web": {"admin"}, "agent:reader": {"reader"}},
-	}
-	env = hubtest.Open(t, cfg, hubtest.Options{})
-	env.Start(t)
-	webSrv, err := web.New(web.Options{Intake: env.Runtime.Hub, Config: cfg.Web, Logger: testkit.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := mcpsurface.New(mcpsurface.Options{
-		Intake: env.Runtime.Hub, ProcDir: filepath.Join(cfg.StateDir, "proc"),
-		ProgressInterval: 300 * time.Millisecond, Logger: testkit.Discard(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := srv.Handler(mcpsurface.HTTPOptions{Tokens: []mcpsurface.Token{
-		{Identity: web.Identity, Secret: token}, {Identity: "agent:reader", Secret: limited},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	webSrv.Mount("/mcp", h)
-	ts := httptest.NewServer(webSrv.Handler())
-	t.Cleanup(ts.Close)
-	return env, ts.URL + "/mcp", token, limited
+	url, env = webHub(t, clock.Real{}, nil)
+	return env, url, adminToken, readerToken
 }

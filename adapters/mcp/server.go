@@ -60,9 +60,15 @@ type Options struct {
 	ProcDir string
 	// ProgressInterval paces progress notifications; default 1 s.
 	ProgressInterval time.Duration
-	Status           StatusReporter
-	Clock            clock.Clock
-	Logger           *slog.Logger
+	// MaxLineBytes bounds one message over stdio; default
+	// DefaultMaxLineBytes.
+	MaxLineBytes int
+	// MaxPending bounds the stdio messages in progress; default
+	// DefaultMaxPending.
+	MaxPending int
+	Status     StatusReporter
+	Clock      clock.Clock
+	Logger     *slog.Logger
 }
 
 // DefaultIdentity is the identity of stdio callers when Options names none.

@@ -61,12 +61,10 @@ func (s *Server) apiHandler() http.Handler {
 		if method == authNone && !public && attempted(r) {
 			// Wrong credentials on an authenticated endpoint. Login counts
 			// its own; the right token or a valid cookie is never refused.
-			client := s.clientAddr(r)
-			if d := s.throttled(client); d > 0 {
-				tooMany(w, client, d)
+			if client, secs := s.WrongCredentials(r); secs > 0 {
+				tooMany(w, client, secs)
 				return
 			}
-			s.failed(client)
 		}
 		if stateChanging(r.Method) {
 			ok, present := s.originOK(r)
@@ -182,12 +180,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.auth.checkToken(req.Token) {
-		client := s.clientAddr(r)
-		if d := s.throttled(client); d > 0 {
-			tooMany(w, client, d)
+		if client, secs := s.WrongCredentials(r); secs > 0 {
+			tooMany(w, client, secs)
 			return
 		}
-		s.failed(client)
 		admin.WriteError(w, http.StatusUnauthorized, "wrong token: use the token of web.token (or web.token_file), or the one `hub serve` printed when it generated one")
 		return
 	}

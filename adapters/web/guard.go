@@ -144,24 +144,27 @@ func (s *Server) trustedProxy(addr string) bool {
 	return false
 }
 
-// throttled returns how long client must wait before its credentials are
-// looked at again: its own backoff, or the global budget's when that is
-// spent. Zero when it may try now.
-func (s *Server) throttled(client string) time.Duration {
-	return max(s.guards.perClient.wait(client), s.guards.global.wait(globalKey))
-}
-
-// failed records wrong credentials from client.
-func (s *Server) failed(client string) {
+// WrongCredentials counts a request that carries wrong credentials, and
+// returns the client it counts under. When that client, or everyone
+// together, has failed too often lately (its own backoff, or the global
+// budget's), it counts nothing and returns the whole seconds the client
+// must wait, at least 1: the caller answers 429 with that Retry-After.
+// The API, the metrics and the handlers mounted on the listener (/mcp)
+// share this one budget.
+func (s *Server) WrongCredentials(r *http.Request) (client string, retryAfter int) {
+	client = s.clientAddr(r)
+	if d := max(s.guards.perClient.wait(client), s.guards.global.wait(globalKey)); d > 0 {
+		return client, max(int(d.Round(time.Second)/time.Second), 1)
+	}
 	s.guards.perClient.fail(client)
 	s.guards.global.fail(globalKey)
+	return client, 0
 }
 
 const globalKey = "*"
 
 // tooMany answers 429 with Retry-After.
-func tooMany(w http.ResponseWriter, client string, d time.Duration) {
-	secs := max(int(d.Round(time.Second)/time.Second), 1)
+func tooMany(w http.ResponseWriter, client string, secs int) {
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	admin.WriteError(w, http.StatusTooManyRequests, "too many wrong tokens or login cookies from %s (or from everyone): try again in %d s; the right token is always accepted", client, secs)
 }

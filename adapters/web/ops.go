@@ -32,12 +32,10 @@ func (s *Server) ops(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("Cache-Control", "no-store")
 		if s.auth.method(r) == authNone {
 			if attempted(r) {
-				client := s.clientAddr(r)
-				if d := s.throttled(client); d > 0 {
-					tooMany(w, client, d)
+				if client, secs := s.WrongCredentials(r); secs > 0 {
+					tooMany(w, client, secs)
 					return true
 				}
-				s.failed(client)
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hub"`)
 			admin.WriteError(w, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>")

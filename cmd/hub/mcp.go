@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -12,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpsurface "github.com/a6afc2ce/hermes-hub/adapters/mcp"
 	"github.com/a6afc2ce/hermes-hub/adapters/web"
@@ -83,6 +80,7 @@ func runMCP(env *cliEnv, args []string) error {
 	srv, err := mcpsurface.New(mcpsurface.Options{
 		Intake: rt.Hub, Identity: *identity, Version: hubVersion(),
 		ProcDir: filepath.Join(rt.State.Dir(), "proc"), Logger: logger,
+		MaxLineBytes: int(cfg.Web.MaxBodyBytes),
 	})
 	if err != nil {
 		return err
@@ -90,15 +88,13 @@ func runMCP(env *cliEnv, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger.Info("serving MCP on stdio", "identity", *identity, "state", rt.State.Dir(), "workspace", tc.set.Default().Dir(), "run_id", rt.RunID)
-	return srv.RunStdio(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.stdin), Writer: nopWriteCloser{env.stdout}})
+	return srv.RunStdio(ctx, env.stdin, env.stdout)
 }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
-// mountMCP serves /mcp on the web listener (mcp.enabled): the web token
-// as the identity web, each agent's token as agent:<name>.
+// mountMCP serves /mcp on the web listener (mcp.enabled): each agent's
+// token as agent:<name>; the web token as the identity web only with
+// mcp.accept_web_token. Wrong tokens count against the listener's
+// throttle.
 func mountMCP(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *slog.Logger) error {
 	srv, err := mcpsurface.New(mcpsurface.Options{
 		Intake: rt.Hub, Version: hubVersion(), ProcDir: filepath.Join(rt.State.Dir(), "proc"),
@@ -107,14 +103,7 @@ func mountMCP(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *s
 	if err != nil {
 		return err
 	}
-	tokens := []mcpsurface.Token{{Identity: web.Identity, Secret: webSrv.Token()}}
-	for name, a := range cfg.MCP.Agents {
-		tokens = append(tokens, mcpsurface.Token{Identity: "agent:" + name, Secret: a.Token.Reveal()})
-	}
-	h, err := srv.Handler(mcpsurface.HTTPOptions{
-		Tokens: tokens, PublicURL: cfg.Web.PublicURL, AllowOrigins: cfg.Web.AllowOrigins,
-		SessionTimeout: cfg.MCP.SessionTimeout.D(), MaxBodyBytes: int64(cfg.Web.MaxBodyBytes),
-	})
+	h, err := srv.Handler(mcpsurface.ConfigOptions(cfg.MCP, cfg.Web, web.Identity, webSrv.Token(), webSrv))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,398 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The bounds of `hub mcp` (docs/mcp.md): what one line may hold and how far
+// the hub reads ahead of its answers.
+const (
+	// DefaultMaxLineBytes bounds one line, one message, when Options names
+	// no bound (the SDK's bound of a request body over HTTP).
+	DefaultMaxLineBytes = mcp.DefaultMaxRequestBodyBytes
+	// DefaultMaxPending bounds the messages read and not yet done (a
+	// request until it is answered, a notification until it was handled)
+	// when Options names no bound. Past it no line is read until one is
+	// done: the client's writes wait in the pipe.
+	DefaultMaxPending = 32
+	// StdioReadAhead is the most the hub reads of its input beyond the
+	// lines it has taken (its read buffer).
+	StdioReadAhead = 16 << 10
+)
+
+// RunStdio serves one MCP connection over in and out, one JSON-RPC message
+// per line (`hub mcp`), until the client hangs up or ctx ends. Its calls
+// are turns of the session stdio-<random>. A line that is not a JSON-RPC
+// message is answered with an error and skipped; at most
+// Options.MaxPending messages are in progress at once.
+func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	s.stdio.Store("stdio-" + hex.EncodeToString(b[:]))
+	s.report("running", "stdio")
+	conn := newStdioConn(in, out, s.opts.MaxLineBytes, s.opts.MaxPending)
+	err := s.srv.Run(ctx, stdioTransport{conn})
+	s.report("stopped", "")
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) report(state, detail string) {
+	if s.opts.Status != nil {
+		s.opts.Status.Report(state, detail)
+	}
+}
+
+// stdioTransport hands the SDK its one connection.
+type stdioTransport struct{ c *stdioConn }
+
+func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// stdioConn is the line framing of `hub mcp`, in place of the SDK's
+// (which ends the connection on the first line that does not decode, and
+// reads ahead without bound):
+//
+//   - a line that is not JSON is answered with a parse error (-32700, id
+//     null), one that is JSON but not a JSON-RPC message, a batch or a line
+//     over the bound with an invalid-request error (-32600, with the
+//     request's id when it has one), and the next line is read;
+//   - a line is read only while fewer than maxPending messages are in
+//     progress: a request is in progress until its answer is written, a
+//     notification until the handler queue has passed it (a ping of the
+//     hub's own, a fence, follows each notification and its answer, never
+//     written out, marks it done);
+//   - each tools/call's JSON-RPC id is handed to the tool handler in the
+//     params' _meta.
+//
+// The hub asks the client nothing (no sampling, elicitation or roots), so
+// no request in progress waits on a line the bound keeps unread.
+type stdioConn struct {
+	out     io.Writer
+	wmu     sync.Mutex // one message per write
+	maxLine int
+
+	want   chan struct{}  // asks the reader for the next line
+	lines  chan lineOrErr // the reader's answer
+	slots  chan struct{}  // a token per message in progress
+	closed chan struct{}
+	once   sync.Once
+
+	fenceBase string
+	mu        sync.Mutex
+	pending   map[jsonrpc.ID]bool // requests handed on and unanswered: true for a fence
+	fence     *jsonrpc.Request    // the fence to hand on at the next Read
+	fences    uint64
+}
+
+type lineOrErr struct {
+	line []byte
+	err  error
+}
+
+func newStdioConn(in io.Reader, out io.Writer, maxLine, maxPending int) *stdioConn {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLineBytes
+	}
+	if maxPending <= 0 {
+		maxPending = DefaultMaxPending
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	c := &stdioConn{
+		out: out, maxLine: maxLine, want: make(chan struct{}), lines: make(chan lineOrErr),
+		slots: make(chan struct{}, maxPending), closed: make(chan struct{}),
+		fenceBase: "hub-fence-" + hex.EncodeToString(b[:]) + "-", pending: map[jsonrpc.ID]bool{},
+	}
+	go c.readLines(bufio.NewReaderSize(in, StdioReadAhead), maxLine)
+	return c
+}
+
+// readLines reads one line each time Read asks for one, so the input is
+// read no further ahead of the messages in progress than one line and the
+// read buffer (StdioReadAhead). It ends at the end
+// of the input, on a read error, or when the connection closes (a read
+// blocked on the input ends with the process, as with any stdin reader).
+func (c *stdioConn) readLines(r *bufio.Reader, maxLine int) {
+	for {
+		select {
+		case <-c.want:
+		case <-c.closed:
+			return
+		}
+		line, err := readLine(r, maxLine)
+		select {
+		case c.lines <- lineOrErr{line, err}:
+		case <-c.closed:
+			return
+		}
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			return
+		}
+	}
+}
+
+// errLineTooLong is a line over the bound; the rest of it was skipped.
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line without its end (\n or \r\n). A line
+// longer than maxLine is read to its end and dropped: errLineTooLong. A
+// last line without a newline is returned with a nil error; io.EOF comes
+// after it.
+func readLine(r *bufio.Reader, maxLine int) ([]byte, error) {
+	var line []byte
+	over := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !over && len(line)+len(chunk) > maxLine+2 { // room for \r\n
+			over, line = true, nil
+		}
+		if !over {
+			line = append(line, chunk...)
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && (len(line) == 0 && !over || !errors.Is(err, io.EOF)):
+			return nil, err
+		}
+		if over {
+			return nil, errLineTooLong
+		}
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if len(line) > maxLine {
+			return nil, errLineTooLong
+		}
+		return line, nil
+	}
+}
+
+// Read hands the SDK the next message: the fence due after a notification,
+// or the next line that holds a message, once a message in progress leaves
+// room for it.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if f := c.takeFence(); f != nil {
+		return f, nil
+	}
+	for {
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		}
+		l, err := c.nextLine(ctx)
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			c.done()
+			return nil, err
+		}
+		msg, keep := c.admit(l.line, err)
+		if !keep {
+			c.done()
+		}
+		if msg != nil {
+			return msg, nil
+		}
+	}
+}
+
+func (c *stdioConn) nextLine(ctx context.Context) (lineOrErr, error) {
+	select {
+	case c.want <- struct{}{}:
+	case <-ctx.Done():
+		return lineOrErr{}, ctx.Err()
+	case <-c.closed:
+		return lineOrErr{}, io.EOF
+	}
+	select {
+	case l := <-c.lines:
+		return l, l.err
+	case <-ctx.Done():
+		return lineOrErr{}, ctx.Err()
+	case <-c.closed:
+		return lineOrErr{}, io.EOF
+	}
+}
+
+// admit decodes a line and returns the message to hand on (nil for none)
+// and whether it stays in progress. A line that holds no message is
+// answered here.
+func (c *stdioConn) admit(line []byte, readErr error) (jsonrpc.Message, bool) {
+	if readErr != nil {
+		c.refuse(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: the line is longer than %d bytes, the most one message may hold (web.max_body_bytes)", c.maxLine))
+		return nil, false
+	}
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, false
+	}
+	if !json.Valid(line) {
+		c.refuse(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON; send one JSON-RPC 2.0 message per line")
+		return nil, false
+	}
+	switch line[0] {
+	case '{':
+	case '[':
+		c.refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: batches are not accepted over stdio; send one JSON-RPC 2.0 message per line")
+		return nil, false
+	default:
+		c.refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: a message is a JSON object; send one JSON-RPC 2.0 message per line")
+		return nil, false
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		c.refuse(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()+`; a line must be one JSON-RPC 2.0 request, notification or response ({"jsonrpc":"2.0",...})`)
+		return nil, false
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return msg, false // an answer to a request of the hub's: nothing waits on it
+	}
+	if !req.IsCall() {
+		c.setFence()
+		return req, true
+	}
+	c.mu.Lock()
+	_, dup := c.pending[req.ID]
+	if !dup {
+		c.pending[req.ID] = false
+	}
+	c.mu.Unlock()
+	if dup {
+		c.refuse(&req.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is already in use by a request in progress", req.ID.Raw()))
+		return nil, false
+	}
+	if req.Method == "tools/call" {
+		if p, ok := withRequestID(req.Params, req.ID.Raw()); ok {
+			req.Params = p
+		}
+	}
+	return req, true
+}
+
+// setFence makes the next Read hand on a fence: a ping of the hub's own,
+// answered once the SDK's handler queue has passed the notification before
+// it (notifications are handled one at a time, in order).
+func (c *stdioConn) setFence() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var id jsonrpc.ID
+	for {
+		c.fences++
+		id, _ = jsonrpc.MakeID(fmt.Sprint(c.fenceBase, c.fences))
+		if _, taken := c.pending[id]; !taken {
+			break
+		}
+	}
+	c.pending[id] = true
+	c.fence = &jsonrpc.Request{ID: id, Method: "ping"}
+}
+
+func (c *stdioConn) takeFence() *jsonrpc.Request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.fence
+	c.fence = nil
+	return f
+}
+
+// done frees the place of a message in progress.
+func (c *stdioConn) done() { <-c.slots }
+
+// Write sends a message on its own line. The answer to a request frees its
+// place once written; the answer to a fence frees the place of the
+// notification before it and is not written.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	resp, isResp := msg.(*jsonrpc.Response)
+	var fence, answers bool
+	if isResp {
+		c.mu.Lock()
+		fence, answers = c.pending[resp.ID]
+		delete(c.pending, resp.ID)
+		c.mu.Unlock()
+	}
+	if fence {
+		c.done()
+		return nil
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err == nil {
+		err = c.writeLine(data)
+	} else {
+		err = fmt.Errorf("encode a message: %w", err)
+	}
+	if answers {
+		c.done()
+	}
+	return err
+}
+
+func (c *stdioConn) writeLine(data []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.out.Write(append(data, '\n'))
+	return err
+}
+
+// refuse answers a line that holds no message: code and message, with the
+// request's id or null.
+func (c *stdioConn) refuse(id *jsonrpc.ID, code int64, message string) {
+	var raw any
+	if id != nil {
+		raw = id.Raw()
+	}
+	data, err := json.Marshal(errorAnswer{Version: "2.0", ID: raw, Error: jsonrpc.Error{Code: code, Message: message}})
+	if err == nil {
+		_ = c.writeLine(data) // a broken output ends the connection at its next answer
+	}
+}
+
+// errorAnswer is a JSON-RPC error response whose id may be null (the SDK's
+// encoding leaves a missing id out).
+type errorAnswer struct {
+	Version string        `json:"jsonrpc"`
+	ID      any           `json:"id"`
+	Error   jsonrpc.Error `json:"error"`
+}
+
+// idOf is the id of a JSON object that is not a valid message, when it has
+// a valid one.
+func idOf(line []byte) *jsonrpc.ID {
+	var m struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.ID == nil {
+		return nil
+	}
+	id, err := jsonrpc.MakeID(m.ID)
+	if err != nil || !id.IsValid() {
+		return nil
+	}
+	return &id
+}
+
+// Close ends the connection: Read returns io.EOF.
+func (c *stdioConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+// SessionID is empty: the stdio session is named by the Server.
+func (c *stdioConn) SessionID() string { return "" }

@@ -1,0 +1,95 @@
+package mcp_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	mcpsurface "github.com/a6afc2ce/hermes-hub/adapters/mcp"
+	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+)
+
+// TestStdioRefusesAnIDInUse: a request whose id is that of a request still
+// in progress is answered with an invalid-request error for that id (not
+// run, and not confused with the first); once the first is answered, the id
+// may be used again.
+func TestStdioRefusesAnIDInUse(t *testing.T) {
+	cfg := hubtest.Config(t, "", "")
+	cfg.Access = config.Access{
+		Roles:  map[string]config.Role{"admin": {Verbs: []string{"*"}}},
+		Grants: map[string][]string{"agent:local": {"admin"}},
+	}
+	env := hubtest.Open(t, cfg, hubtest.Options{})
+	srv, err := mcpsurface.New(mcpsurface.Options{Intake: env.Runtime.Hub, Logger: testkit.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.RunStdio(ctx, sr, sw) }()
+	t.Cleanup(func() {
+		cw.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunStdio: %v", err)
+		}
+	})
+	out := bufio.NewReader(cr)
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(cw, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type answer struct {
+		ID     any             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	read := func() answer {
+		t.Helper()
+		line, err := out.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a answer
+		if err := json.Unmarshal(line, &a); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		return a
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if a := read(); a.Error != nil {
+		t.Fatalf("initialize: %+v", a.Error)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ws := env.Config.Workspace
+	send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"proc_run","arguments":{"executable":"sh","arguments":["-c","touch started; while [ ! -e release ]; do sleep 0.05; done; echo done"]}}}`)
+	testkit.WaitFor(t, "the first call to run", func() bool {
+		_, err := os.Stat(filepath.Join(ws, "started"))
+		return err == nil
+	})
+	send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+	if a := read(); a.ID != float64(7) || a.Error == nil || a.Error.Code != -32600 || a.Error.Message != "invalid request: id 7 is already in use by a request in progress" {
+		t.Fatalf("the second request with id 7: %+v %+v", a, a.Error)
+	}
+	env.WriteFile(t, "release", "")
+	if a := read(); a.ID != float64(7) || a.Error != nil || !json.Valid(a.Result) || string(a.Result) == "{}" {
+		t.Fatalf("the first call's answer: %+v %s", a, a.Result)
+	}
+	send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+	if a := read(); a.ID != float64(7) || a.Error != nil || string(a.Result) != "{}" {
+		t.Fatalf("id 7 once free: %+v %s", a, a.Result)
+	}
+}
