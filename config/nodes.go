@@ -37,6 +37,78 @@ type NATS struct {
 	URL string `yaml:"url"`
 	// CallTimeout bounds the wait for a node's answer (default 10m).
 	CallTimeout Duration `yaml:"call_timeout"`
+	// NodeLimits bound what one node may make the hub's NATS store and the
+	// hub read (Limits gives them with their defaults).
+	NodeLimits NodeLimits `yaml:"node_limits"`
+}
+
+// Defaults of nats.node_limits.
+const (
+	DefaultMaxResultBytes       = 8 << 20
+	DefaultMaxStreamBytes       = 64 << 20
+	DefaultMaxStreamMessages    = 10000
+	DefaultMaxNodeConnections   = 4
+	DefaultMaxNodeSubscriptions = 100
+)
+
+// NodeLimits bound each node: what its answers may weigh, what its
+// streams may hold, and what its account on the embedded server may open.
+type NodeLimits struct {
+	// MaxResultBytes is the largest answer a node may publish: the
+	// largest message its account may send, the largest its results
+	// stream stores, and the largest the hub reads.
+	MaxResultBytes Size `yaml:"max_result_bytes"`
+	// MaxStreamBytes and MaxStreamMessages bound each of a node's two
+	// streams (its queued calls, its results not yet read): beyond them a
+	// new message is refused.
+	MaxStreamBytes    Size `yaml:"max_stream_bytes"`
+	MaxStreamMessages int  `yaml:"max_stream_messages"`
+	// MaxConnections and MaxSubscriptions bound the node's account on the
+	// embedded server (subscriptions per connection).
+	MaxConnections   int `yaml:"max_connections"`
+	MaxSubscriptions int `yaml:"max_subscriptions"`
+}
+
+// Limits is NodeLimits with the defaults of the keys left unset.
+func (n NATS) Limits() NodeLimits { return n.NodeLimits.WithDefaults() }
+
+// WithDefaults fills the limits left unset (zero) with their defaults.
+func (l NodeLimits) WithDefaults() NodeLimits {
+	setDefault(&l.MaxResultBytes, DefaultMaxResultBytes)
+	setDefault(&l.MaxStreamBytes, DefaultMaxStreamBytes)
+	setDefault(&l.MaxStreamMessages, DefaultMaxStreamMessages)
+	setDefault(&l.MaxConnections, DefaultMaxNodeConnections)
+	setDefault(&l.MaxSubscriptions, DefaultMaxNodeSubscriptions)
+	return l
+}
+
+func setDefault[T Size | int](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+// validateNodeLimits checks nats.node_limits, with the defaults of the
+// keys left unset.
+func (n NATS) validateNodeLimits(bad func(format string, args ...any)) {
+	l := n.Limits()
+	if l.MaxResultBytes < 64<<10 || l.MaxResultBytes > 32<<20 {
+		bad("nats.node_limits.max_result_bytes: %s is out of range (accepted: 64KiB to 32MiB; default 8MiB)", l.MaxResultBytes)
+	}
+	if l.MaxStreamBytes < 16<<20 || l.MaxStreamBytes > 1<<40 {
+		bad("nats.node_limits.max_stream_bytes: %s is out of range (accepted: 16MiB to 1TiB; default 64MiB)", l.MaxStreamBytes)
+	} else if l.MaxStreamBytes < 2*l.MaxResultBytes {
+		bad("nats.node_limits.max_stream_bytes: %s holds fewer than two answers of max_result_bytes (%s): set it to at least %s", l.MaxStreamBytes, l.MaxResultBytes, 2*l.MaxResultBytes)
+	}
+	if m := l.MaxStreamMessages; m < 100 || m > 10_000_000 {
+		bad("nats.node_limits.max_stream_messages: %d is out of range (accepted: 100 to 10000000; default 10000)", m)
+	}
+	if c := l.MaxConnections; c < 1 || c > 1000 {
+		bad("nats.node_limits.max_connections: %d is out of range (accepted: 1 to 1000; default 4)", c)
+	}
+	if s := l.MaxSubscriptions; s < 16 || s > 100_000 {
+		bad("nats.node_limits.max_subscriptions: %d is out of range (accepted: 16 to 100000; default 100)", s)
+	}
 }
 
 // Enabled reports whether the hub uses NATS at all.
@@ -105,6 +177,7 @@ func (c *Config) validateNodes(bad func(format string, args ...any)) {
 	} else if n.CallTimeout != 0 && n.CallTimeout.D() < time.Second {
 		bad("nats.call_timeout: %s is out of range (accepted: 1s to 24h; default 10m)", n.CallTimeout)
 	}
+	n.validateNodeLimits(bad)
 	if (n.CertFile == "") != (n.KeyFile == "") {
 		bad("nats.cert_file and nats.key_file must be set together")
 	}

@@ -24,6 +24,16 @@ func TestNodesValidation(t *testing.T) {
 		{"shared key", "nats: {embedded: true}\nnodes: {a: {nkey: " + testNKey + "}, b: {nkey: " + testNKey + "}}\n", "same nkey"},
 		{"unknown key", "nats: {embeded: true}\n", `unknown key "embeded"`},
 		{"short timeout", "nats: {embedded: true, call_timeout: 10ms}\n", "nats.call_timeout"},
+		{"tiny result", "nats: {embedded: true, node_limits: {max_result_bytes: 1KiB}}\n", "nats.node_limits.max_result_bytes: 1KiB is out of range (accepted: 64KiB to 32MiB"},
+		{"huge result", "nats: {embedded: true, node_limits: {max_result_bytes: 1GiB}}\n", "nats.node_limits.max_result_bytes: 1GiB is out of range"},
+		{"stream below two results", "nats: {embedded: true, node_limits: {max_result_bytes: 16MiB, max_stream_bytes: 20MiB}}\n",
+			"nats.node_limits.max_stream_bytes: 20MiB holds fewer than two answers of max_result_bytes (16MiB): set it to at least 32MiB"},
+		{"tiny stream", "nats: {embedded: true, node_limits: {max_stream_bytes: 1MiB}}\n", "nats.node_limits.max_stream_bytes: 1MiB is out of range (accepted: 16MiB to 1TiB"},
+		{"few messages", "nats: {embedded: true, node_limits: {max_stream_messages: 10}}\n", "nats.node_limits.max_stream_messages: 10 is out of range"},
+		{"no connection", "nats: {embedded: true, node_limits: {max_connections: -1}}\n", "nats.node_limits.max_connections: -1 is out of range (accepted: 1 to 1000"},
+		{"few subscriptions", "nats: {embedded: true, node_limits: {max_subscriptions: 2}}\n", "nats.node_limits.max_subscriptions: 2 is out of range (accepted: 16 to 100000"},
+		{"limits set", "nats: {embedded: true, node_limits: {max_result_bytes: 1MiB, max_stream_bytes: 16MiB, max_stream_messages: 500, max_connections: 2, max_subscriptions: 50}}\n", ""},
+		{"unknown limit", "nats: {embedded: true, node_limits: {max_bytes: 1MiB}}\n", `unknown key "max_bytes"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,12 +47,25 @@ func TestNodesValidation(t *testing.T) {
 				if cfg.NATS.Timeout() != DefaultCallTimeout {
 					t.Fatalf("timeout %s", cfg.NATS.Timeout())
 				}
+				if l := cfg.NATS.Limits(); l.MaxResultBytes == 0 || l.MaxStreamBytes == 0 || l.MaxStreamMessages == 0 || l.MaxConnections == 0 || l.MaxSubscriptions == 0 {
+					t.Fatalf("limits without defaults: %+v", l)
+				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Unset node limits take their defaults; set ones are kept.
+func TestNodeLimitsDefaults(t *testing.T) {
+	got := NATS{NodeLimits: NodeLimits{MaxStreamMessages: 500}}.Limits()
+	want := NodeLimits{MaxResultBytes: DefaultMaxResultBytes, MaxStreamBytes: DefaultMaxStreamBytes, MaxStreamMessages: 500,
+		MaxConnections: DefaultMaxNodeConnections, MaxSubscriptions: DefaultMaxNodeSubscriptions}
+	if got != want {
+		t.Fatalf("limits = %+v, want %+v", got, want)
 	}
 }
 

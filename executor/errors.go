@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrorCode is the machine-readable class of a failed verb. Clients branch on
@@ -28,16 +29,26 @@ const (
 	CodeInternal         ErrorCode = "internal"
 )
 
+// codes are the error codes a result may carry.
+var codes = []ErrorCode{
+	CodeUnknownVerb, CodeInvalidEnvelope, CodeInvalidArguments,
+	CodeNotFound, CodeAlreadyExists, CodeNotADirectory,
+	CodeIsADirectory, CodeForbiddenPath,
+	CodeTooLarge, CodeTimeout, CodeCanceled, CodeForbidden,
+	CodeIOError, CodeInternal,
+}
+
 // Codes lists every error code a result may carry.
 func Codes() []string {
-	return []string{
-		string(CodeUnknownVerb), string(CodeInvalidEnvelope), string(CodeInvalidArguments),
-		string(CodeNotFound), string(CodeAlreadyExists), string(CodeNotADirectory),
-		string(CodeIsADirectory), string(CodeForbiddenPath),
-		string(CodeTooLarge), string(CodeTimeout), string(CodeCanceled), string(CodeForbidden),
-		string(CodeIOError), string(CodeInternal),
+	out := make([]string, len(codes))
+	for i, c := range codes {
+		out[i] = string(c)
 	}
+	return out
 }
+
+// Known reports whether c is one of Codes.
+func (c ErrorCode) Known() bool { return slices.Contains(codes, c) }
 
 // Error is a verb failure with a code and a message meant for the person or
 // agent that sent the verb. Verbs return it (usually through Errorf) so the

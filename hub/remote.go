@@ -51,7 +51,8 @@ type RemoteCall struct {
 type RemoteAnswer struct {
 	Outcome *executor.Outcome
 	// Node is the node that answered (as the transport authenticated it),
-	// NodeVersion its version.
+	// NodeVersion its version, checked and bounded by the transport: both
+	// become mirror and reply meta.
 	Node, NodeVersion string
 }
 
@@ -99,8 +100,12 @@ func (h *Hub) remoteDestination(workspace string) (config.Destination, bool) {
 // callRemote sends a call for a remote workspace to its node; the outcome
 // stands for the local executor's. A call without an answer is a failed
 // outcome that says why.
+//
+// The outcome's verb is the registered name of the verb sent ("" for a
+// verb the hub does not know, as locally), never the node's claim: it
+// becomes a metrics label and mirror meta.
 func (h *Hub) callRemote(ctx context.Context, call executor.Call, d config.Destination, env executor.Envelope) (*executor.Outcome, answeredBy) {
-	verb := env.Verb
+	verb := ""
 	if info, ok := h.x.Registry().Lookup(env.Verb); ok {
 		verb = info.Name
 	}
@@ -128,10 +133,7 @@ func (h *Hub) callRemote(ctx context.Context, call executor.Call, d config.Desti
 		return &executor.Outcome{Verb: verb, ID: env.ID, Err: executor.Errorf(code, "%s", msg), Duration: h.opts.Clock.Now().Sub(start)}, answeredBy{}
 	}
 	out := ans.Outcome
-	out.ID = env.ID
-	if out.Verb == "" {
-		out.Verb = verb
-	}
+	out.ID, out.Verb = env.ID, verb
 	return out, answeredBy{node: ans.Node, version: ans.NodeVersion}
 }
 

@@ -38,18 +38,28 @@ type Board interface {
 	All() []hub.AdapterState
 }
 
+// Verbs tells the registered verbs (*executor.Registry satisfies it).
+type Verbs interface {
+	Lookup(name string) (executor.Info, bool)
+}
+
 // Options configure Metrics.
 type Options struct {
 	// Clock dates deliveries for their latency; default real.
 	Clock clock.Clock
+	// Verbs are the verb names a verb label may take: any other name is
+	// counted as "other" (all of them without Verbs), so a caller or a
+	// node cannot add series by naming verbs.
+	Verbs Verbs
 }
 
 // Metrics is the hub's registry. It implements hub.Observer and
 // outbox.Events; give it to hub.RuntimeOptions, then Watch the runtime's
 // outbox and state board.
 type Metrics struct {
-	reg *prometheus.Registry
-	clk clock.Clock
+	reg   *prometheus.Registry
+	clk   clock.Clock
+	verbs Verbs
 
 	turns       *prometheus.CounterVec
 	verbCalls   *prometheus.CounterVec
@@ -72,15 +82,16 @@ func New(opts Options) (*Metrics, error) {
 		opts.Clock = clock.Real{}
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		clk: opts.Clock,
+		reg:   prometheus.NewRegistry(),
+		clk:   opts.Clock,
+		verbs: opts.Verbs,
 		turns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "turns_total",
 			Help: "Turns the hub handled, by surface (telegram, discord, web, api) and status (executed, builtin, rejected, forbidden, denied, duplicate, notice, ignored, error).",
 		}, []string{"surface", "status"}),
 		verbCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "verb_calls_total",
-			Help: "Verb calls, by verb (unknown for an unknown verb) and outcome (ok, or the error code).",
+			Help: "Verb calls, by verb (unknown for an unknown verb, other for a name that is not a registered verb's) and outcome (ok, or the error code; other for an unknown code).",
 		}, []string{"verb", "outcome"}),
 		verbSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "verb_duration_seconds",
@@ -160,18 +171,33 @@ func (m *Metrics) Turn(surface string, status hub.Status) {
 	m.turns.WithLabelValues(surface, string(status)).Inc()
 }
 
-// Verb counts a verb call and its duration (hub.Observer).
+// Verb counts a verb call and its duration (hub.Observer). Its labels
+// take only known values: registered verb names and error codes.
 func (m *Metrics) Verb(out *executor.Outcome) {
-	verb := out.Verb
-	if verb == "" {
-		verb = "unknown"
-	}
+	verb := m.verbLabel(out.Verb)
 	outcome := "ok"
 	if out.Err != nil {
-		outcome = string(out.Err.Code)
+		outcome = "other"
+		if out.Err.Code.Known() {
+			outcome = string(out.Err.Code)
+		}
 	}
 	m.verbCalls.WithLabelValues(verb, outcome).Inc()
 	m.verbSeconds.WithLabelValues(verb).Observe(out.Duration.Seconds())
+}
+
+// verbLabel is the verb label of a call of name: "unknown" for no verb,
+// the name when it is a registered verb's, else "other".
+func (m *Metrics) verbLabel(name string) string {
+	if name == "" {
+		return "unknown"
+	}
+	if m.verbs != nil {
+		if info, ok := m.verbs.Lookup(name); ok && info.Name == name {
+			return name
+		}
+	}
+	return "other"
 }
 
 // Delivered observes a chunk's delivery latency (outbox.Events).

@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/web"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
@@ -30,11 +33,18 @@ type panel struct {
 
 func newPanel(t *testing.T) *panel {
 	t.Helper()
-	m, err := metrics.New(metrics.Options{})
+	cfg := hubtest.Config(t, "", "")
+	// The verbs the runtime registers too: the names a verb label may take.
+	verbs := executor.NewRegistry()
+	ws, err := hubtest.RealVerbs(verbs, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := hubtest.Config(t, "", "")
+	t.Cleanup(func() { ws.Close() })
+	m, err := metrics.New(metrics.Options{Verbs: verbs})
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Observer: m, OutboxEvents: m}})
 	rt := env.Runtime
 	if err := m.WatchMirror(rt.Mirror); err != nil {
@@ -238,5 +248,55 @@ func TestMetricsMove(t *testing.T) {
 	}
 	if v, ok := value(after, "hub_outbox_chunks", map[string]string{"platform": "web", "state": "pending"}); !ok || v != 0 {
 		t.Errorf(`hub_outbox_chunks{platform="web",state="pending"} = %v (present %v), want 0 after delivery`, v, ok)
+	}
+}
+
+// Verb names and error codes that are not the registry's or the
+// executor's (a node's answer, a caller's unknown verb) add no series:
+// fifty distinct ones are counted as "other".
+func TestVerbLabelsTakeKnownValuesOnly(t *testing.T) {
+	reg := executor.NewRegistry()
+	executor.MustRegister(reg, executor.Info{Name: "test.echo", ReadOnly: true}, executor.VerbFunc[struct{}, executor.Result](
+		func(context.Context, struct{}) (executor.Result, error) { return executor.Result{}, nil }))
+	m, err := metrics.New(metrics.Options{Verbs: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Verb(&executor.Outcome{Verb: "test.echo"})
+	m.Verb(&executor.Outcome{Verb: "test.echo", Err: &executor.Error{Code: executor.CodeNotFound}})
+	m.Verb(&executor.Outcome{})
+	for i := range 50 {
+		hostile := fmt.Sprintf("%d%s", i, strings.Repeat("x", 4096))
+		m.Verb(&executor.Outcome{Verb: hostile, Err: &executor.Error{Code: executor.ErrorCode(hostile)}})
+		m.Verb(&executor.Outcome{Verb: "test.echo", Err: &executor.Error{Code: executor.ErrorCode(hostile)}})
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	if strings.Contains(body, "xxxx") || len(body) > 64<<10 {
+		t.Fatalf("/metrics is %d bytes and carries the hostile names", len(body))
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		labels map[string]string
+		want   float64
+	}{
+		{map[string]string{"verb": "test.echo", "outcome": "ok"}, 1},
+		{map[string]string{"verb": "test.echo", "outcome": "not_found"}, 1},
+		{map[string]string{"verb": "test.echo", "outcome": "other"}, 50},
+		{map[string]string{"verb": "unknown", "outcome": "ok"}, 1},
+		{map[string]string{"verb": "other", "outcome": "other"}, 50},
+	}
+	for _, tt := range tests {
+		if v, _ := value(fams, "hub_verb_calls_total", tt.labels); v != tt.want {
+			t.Errorf("hub_verb_calls_total%v = %v, want %v", tt.labels, v, tt.want)
+		}
+	}
+	if n := len(fams["hub_verb_calls_total"].GetMetric()); n != len(tests) {
+		t.Errorf("hub_verb_calls_total has %d series, want %d", n, len(tests))
 	}
 }

@@ -14,6 +14,10 @@
 //
 // A node's user may publish and subscribe to nothing else, so it cannot
 // read another node's requests, answer as another node or reach the hub's
-// state. The hub trusts the subject a result arrives on (the server
-// enforces it), not the node name written in the result.
+// state. On the embedded server each node's user is in an account of its
+// own, bounded in connections, subscriptions and payload, importing only
+// those subjects from the hub's account (accounts.go); its streams are
+// bounded in bytes and messages. The hub trusts the subject a result
+// arrives on (the server enforces it), not the node name written in the
+// result, and reads nothing of an answer over the result limit.
 package nodes

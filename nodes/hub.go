@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
 // Defaults of HubOptions.
@@ -64,8 +67,11 @@ type HubOptions struct {
 	// life before the server redelivers it (default 30s; a running call
 	// extends it).
 	AckWait time.Duration
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	// Limits bound each node (its answers, its streams, its account on
+	// the embedded server); zero fields take their defaults.
+	Limits config.NodeLimits
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Hub is the hub's end of the remote nodes: it owns the embedded server (if
@@ -103,6 +109,7 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 	if opts.AckWait <= 0 {
 		opts.AckWait = ackWait
 	}
+	opts.Limits = opts.Limits.WithDefaults()
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
@@ -142,6 +149,10 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 	}
 	url := opts.URL
 	if opts.Embedded {
+		if err := h.removeLegacyStorage(); err != nil {
+			h.closeServer()
+			return nil, err
+		}
 		h.srv, err = startEmbedded(opts, h.state.dir, hubKey)
 		if err != nil {
 			h.closeServer()
@@ -180,11 +191,8 @@ func (h *Hub) setup(ctx context.Context) error {
 		return fmt.Errorf("remove the shared results stream of an earlier version: %w", err)
 	}
 	for _, n := range h.names {
-		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name: nodeStream(n), Subjects: []string{requestSubject(n)}, Storage: jetstream.FileStorage,
-			Retention: jetstream.WorkQueuePolicy, MaxAge: keep, Duplicates: h.opts.CallTimeout,
-		})
-		if err != nil {
+		requests, results := streamConfigs(n, keep, h.opts.CallTimeout, h.opts.Limits)
+		if _, err := js.CreateOrUpdateStream(ctx, requests); err != nil {
 			return fmt.Errorf("stream of node %s: %w", n, err)
 		}
 		_, err = js.CreateOrUpdateConsumer(ctx, nodeStream(n), jetstream.ConsumerConfig{
@@ -193,32 +201,60 @@ func (h *Hub) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("consumer of node %s: %w", n, err)
 		}
-		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name: resultsStream(n), Subjects: []string{resultSubject(n)}, Storage: jetstream.FileStorage,
-			Retention: jetstream.LimitsPolicy, MaxAge: keep, Duplicates: h.opts.CallTimeout,
-		})
-		if err != nil {
+		if _, err := js.CreateOrUpdateStream(ctx, results); err != nil {
 			return fmt.Errorf("results stream of node %s: %w", n, err)
 		}
-		cons, err := js.CreateOrUpdateConsumer(ctx, resultsStream(n), jetstream.ConsumerConfig{
-			Durable: resultsConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-		})
+		cc, err := h.consume(ctx, n)
 		if err != nil {
-			return fmt.Errorf("results consumer of node %s: %w", n, err)
-		}
-		cc, err := cons.Consume(h.onResult)
-		if err != nil {
-			return fmt.Errorf("consume the results of node %s: %w", n, err)
+			return err
 		}
 		h.cc = append(h.cc, cc)
 	}
 	h.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: statusBucket, TTL: h.opts.HeartbeatTTL, History: 1, Storage: jetstream.FileStorage,
+		MaxValueSize: maxHeartbeatBytes,
 	})
 	if err != nil {
 		return fmt.Errorf("status bucket: %w", err)
 	}
 	return nil
+}
+
+// streamConfigs are a node's two streams: its queue of calls and its
+// results, each bounded in bytes and messages and refusing a new message
+// beyond them (the node's own calls suffer, nobody else's). A result is
+// removed once the hub has read it, so the results stream holds only what
+// the hub has not read yet; a node cannot store an answer larger than
+// the result limit.
+func streamConfigs(node string, keep, dedupe time.Duration, l config.NodeLimits) (requests, results jetstream.StreamConfig) {
+	requests = jetstream.StreamConfig{
+		Name: nodeStream(node), Subjects: []string{requestSubject(node)}, Storage: jetstream.FileStorage,
+		Retention: jetstream.WorkQueuePolicy, MaxAge: keep, Duplicates: dedupe,
+		MaxBytes: int64(l.MaxStreamBytes), MaxMsgs: int64(l.MaxStreamMessages), Discard: jetstream.DiscardNew,
+	}
+	results = jetstream.StreamConfig{
+		Name: resultsStream(node), Subjects: []string{resultSubject(node)}, Storage: jetstream.FileStorage,
+		Retention: jetstream.InterestPolicy, MaxAge: keep, Duplicates: dedupe,
+		MaxBytes: int64(l.MaxStreamBytes), MaxMsgs: int64(l.MaxStreamMessages), Discard: jetstream.DiscardNew,
+		MaxMsgSize: int32(nodePayload(l)),
+	}
+	return requests, results
+}
+
+// consume reads node's results. What the hub holds at once is bounded in
+// bytes (two answers of the largest size), whatever the node publishes.
+func (h *Hub) consume(ctx context.Context, node string) (jetstream.ConsumeContext, error) {
+	cons, err := h.js.CreateOrUpdateConsumer(ctx, resultsStream(node), jetstream.ConsumerConfig{
+		Durable: resultsConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("results consumer of node %s: %w", node, err)
+	}
+	cc, err := cons.Consume(h.onResult, jetstream.PullMaxBytes(2*nodePayload(h.opts.Limits)))
+	if err != nil {
+		return nil, fmt.Errorf("consume the results of node %s: %w", node, err)
+	}
+	return cc, nil
 }
 
 // Close stops consuming, closes the connection and shuts the embedded
@@ -319,6 +355,9 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 		if err == nil {
 			break
 		}
+		if full(err) {
+			return Response{}, fmt.Errorf("node %s: its queue is full (%w; nats.node_limits bounds the calls waiting for a node): the call did not run", node, err)
+		}
 		h.log.Debug("queue call", "node", node, "call", id, "err", err.Error())
 		select {
 		case <-ctx.Done():
@@ -343,6 +382,17 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 	}
 }
 
+// errStoreFailed is the server's error code for a message a stream
+// refuses (it is full and discards new messages).
+const errStoreFailed jetstream.ErrorCode = 10077
+
+// full reports whether err is a stream refusing a message because it is
+// full: retrying soon does not help.
+func full(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errStoreFailed
+}
+
 func (h *Hub) known(node string) bool {
 	i := sort.SearchStrings(h.names, node)
 	return i < len(h.names) && h.names[i] == node
@@ -350,13 +400,22 @@ func (h *Hub) known(node string) bool {
 
 // onResult matches a result to the call waiting for it. The node is the
 // one the subject names (the server only lets a node publish its own);
-// anything else is dropped and logged.
+// anything else is dropped and logged. A result over the size limit is
+// not decoded: the call it names (by its message id) fails.
 func (h *Hub) onResult(m jetstream.Msg) {
 	defer m.Ack()
 	node, ok := nodeOfResult(m.Subject())
+	if !ok {
+		h.log.Warn("result on an unknown subject dropped", "bytes", len(m.Data()))
+		return
+	}
+	if n := len(m.Data()); n > int(h.opts.Limits.MaxResultBytes) {
+		h.dropOversized(node, m.Headers().Get(jetstream.MsgIDHeader), n)
+		return
+	}
 	var r resultMsg
-	if err := json.Unmarshal(m.Data(), &r); !ok || err != nil {
-		h.log.Warn("malformed result dropped", "subject", m.Subject(), "bytes", len(m.Data()))
+	if err := json.Unmarshal(m.Data(), &r); err != nil {
+		h.log.Warn("malformed result dropped", "node", node, "bytes", len(m.Data()))
 		return
 	}
 	h.mu.Lock()
@@ -364,23 +423,40 @@ func (h *Hub) onResult(m jetstream.Msg) {
 	switch {
 	case w == nil:
 		h.mu.Unlock()
-		h.log.Warn("result dropped: no call waits for it (never sent, or the wait ended)", "node", node, "call", r.CallID, "status", r.Status)
+		h.log.Warn("result dropped: no call waits for it (never sent, or the wait ended)", "node", node, "call", clip(r.CallID), "status", clip(r.Status))
 		return
 	case w.node != node:
 		h.mu.Unlock()
-		h.log.Warn("result dropped: it came from another node than the call was sent to", "call", r.CallID, "from", node, "sent_to", w.node)
+		h.log.Warn("result dropped: it came from another node than the call was sent to", "call", clip(r.CallID), "from", node, "sent_to", w.node)
 		return
 	case r.Node != node:
 		h.mu.Unlock()
-		h.log.Warn("result dropped: the node names itself differently from its key", "call", r.CallID, "from", node, "claims", r.Node)
+		h.log.Warn("result dropped: the node names itself differently from its key", "call", clip(r.CallID), "from", node, "claims", clip(r.Node))
 		return
 	}
 	delete(h.pending, r.CallID)
 	h.mu.Unlock()
 	w.ch <- Response{
 		Result: r.Result, Verb: r.Verb, Notes: r.Notes, Status: r.Status,
-		Node: node, NodeVersion: r.NodeVersion, Duration: time.Duration(r.DurationMS) * time.Millisecond,
+		Node: node, NodeVersion: Version(r.NodeVersion), Duration: time.Duration(r.DurationMS) * time.Millisecond,
 	}
+}
+
+// dropOversized answers the call a result too large to read was for, when
+// that call waits for this node; the result itself is never decoded.
+func (h *Hub) dropOversized(node, id string, size int) {
+	limit := h.opts.Limits.MaxResultBytes
+	h.log.Warn("result over the size limit dropped unread", "node", node, "call", clip(id), "bytes", size, "limit", int64(limit))
+	h.mu.Lock()
+	w := h.pending[id]
+	if w == nil || w.node != node {
+		h.mu.Unlock()
+		return
+	}
+	delete(h.pending, id)
+	h.mu.Unlock()
+	w.ch <- Response{Status: StatusDropped, Node: node, Result: failure(executor.CodeTooLarge, fmt.Sprintf(
+		"node %s's answer was %d bytes, over nats.node_limits.max_result_bytes (%s): the hub dropped it unread (the call may have run there)", node, size, limit))}
 }
 
 // NodeStatus is what the hub knows of a node's liveness.
@@ -429,6 +505,7 @@ func readStatus(ctx context.Context, kv jetstream.KeyValue, node string) (NodeSt
 	if err := json.Unmarshal(e.Value(), &hb); err != nil {
 		return st, nil // a beat that does not decode says nothing
 	}
+	hb = hb.bounded()
 	hb.Name = node // the key, which the server authorised, not the claim
 	st.Heartbeat, st.Online = &hb, true
 	return st, nil
@@ -475,6 +552,22 @@ func DialHub(url, stateDir, caFile string) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// removeLegacyStorage removes the streams earlier versions kept in the
+// embedded server's global account, before each node had an account of
+// its own: nothing reads them any more. What they held was for a hub
+// process that is gone (calls it queued, results it did not read).
+func (h *Hub) removeLegacyStorage() error {
+	name := filepath.Join(natsDir, server.JetStreamStoreDir, server.DEFAULT_GLOBAL_ACCOUNT)
+	if _, err := h.state.root.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := h.state.root.RemoveAll(name); err != nil {
+		return fmt.Errorf("remove the streams of an earlier version: %w", err)
+	}
+	h.log.Info("removed the streams of an earlier version (calls still queued for a node at the upgrade are dropped)", "dir", name)
+	return nil
+}
+
 // embedded is the in-process NATS server; it can be restarted on the same
 // address and storage (tests use that).
 type embedded struct {
@@ -499,26 +592,13 @@ func startEmbedded(o HubOptions, dir, hubKey string) (*embedded, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	names := make([]string, 0, len(o.Nodes))
-	for n := range o.Nodes {
-		names = append(names, n)
+	sopts, err := accountOptions(hubKey, o.Nodes, o.Limits)
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(names)
-	hpub, hsub := hubPermissions(names)
-	users := []*server.NkeyUser{{Nkey: hubKey, Permissions: &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: hpub}, Subscribe: &server.SubjectPermission{Allow: hsub},
-	}}}
-	for _, n := range names {
-		pub, sub := nodePermissions(n)
-		users = append(users, &server.NkeyUser{Nkey: o.Nodes[n], Permissions: &server.Permissions{
-			Publish: &server.SubjectPermission{Allow: pub}, Subscribe: &server.SubjectPermission{Allow: sub},
-		}})
-	}
-	sopts := &server.Options{
-		ServerName: "hub", Host: host, Port: port,
-		JetStream: true, StoreDir: dir, Nkeys: users,
-		NoLog: true, NoSigs: true, MaxPayload: maxPayload,
-	}
+	sopts.ServerName, sopts.Host, sopts.Port = "hub", host, port
+	sopts.JetStream, sopts.StoreDir = true, dir
+	sopts.NoLog, sopts.NoSigs, sopts.MaxPayload = true, true, serverPayload(o.Limits)
 	if tlsOn {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.CertFile, KeyFile: o.KeyFile})
 		if err != nil {

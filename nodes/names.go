@@ -37,19 +37,14 @@ func nodeOfResult(subject string) (string, bool) {
 	return n, ok && config.ValidNodeName(n) == nil
 }
 
-// nodePermissions are a node's only rights: consume its own queue, ack its
-// own messages, publish its own results and heartbeat, read its inboxes.
+// nodePermissions are a node's only rights: publish what its account
+// imports (consume its own queue, ack its own messages, publish its own
+// results and heartbeat) and read its inboxes.
 func nodePermissions(node string) (pub, sub []string) {
-	s := nodeStream(node)
-	pub = []string{
-		fmt.Sprintf("$JS.API.CONSUMER.INFO.%s.%s", s, workConsumer),
-		fmt.Sprintf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", s, workConsumer),
-		fmt.Sprintf("$JS.ACK.%s.%s.>", s, workConsumer),
-		resultSubject(node),
-		statusSubject(node),
+	for _, s := range nodeServices(node) {
+		pub = append(pub, s.subject)
 	}
-	sub = []string{inboxPrefix(node) + ".>"}
-	return pub, sub
+	return pub, []string{inboxPrefix(node) + ".>"}
 }
 
 // hubPermissions are the hub's own rights on the embedded server: the

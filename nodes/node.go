@@ -299,8 +299,7 @@ func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, r
 // while NATS is unreachable, until the call's deadline (a little after:
 // the hub may still take it) or the node stops.
 func (n *Node) answer(ctx context.Context, rq requestMsg, res resultMsg) bool {
-	res.CallID, res.Node, res.NodeVersion = rq.CallID, n.opts.Name, n.opts.Version
-	data, err := json.Marshal(res)
+	data, err := n.encode(rq, res)
 	if err != nil {
 		n.log.Error("encode result", "call", rq.CallID, "err", err.Error())
 		return false
@@ -323,6 +322,23 @@ func (n *Node) answer(ctx context.Context, rq requestMsg, res resultMsg) bool {
 		case <-after(n.clk, 250*time.Millisecond):
 		}
 	}
+}
+
+// encode writes the result of rq. A result larger than the hub takes
+// (the server's max payload for this node, less room for headers) is
+// replaced by a too_large failure that says so: the server would refuse
+// it, and retrying would not help.
+func (n *Node) encode(rq requestMsg, res resultMsg) ([]byte, error) {
+	res.CallID, res.Node, res.NodeVersion = rq.CallID, n.opts.Name, n.opts.Version
+	data, err := json.Marshal(res)
+	if limit := int(n.nc.MaxPayload()) - headerRoom; err == nil && len(data) > limit {
+		n.log.Warn("result too large for the hub replaced by an error", "call", rq.CallID, "bytes", len(data), "limit", limit)
+		res.Result, res.Notes = failure(executor.CodeTooLarge, fmt.Sprintf(
+			"The answer of node %s was %d bytes, over the %d bytes the hub takes from it (nats.node_limits.max_result_bytes): ask for less (fs.readRange, proc.output pages)",
+			n.opts.Name, len(data), limit)), nil
+		data, err = json.Marshal(res)
+	}
+	return data, err
 }
 
 // beat writes the node's heartbeat now and at every interval.

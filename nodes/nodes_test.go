@@ -212,7 +212,7 @@ func TestCallRoundTrip(t *testing.T) {
 				t.Fatalf("result = %s", resp.Result)
 			}
 			if tc.code == "" {
-				out := resp.Outcome(r.reg, json.RawMessage(`{"text":"`+tc.text+`"}`))
+				out := resp.Outcome(r.reg, "test.echo", json.RawMessage(`{"text":"`+tc.text+`"}`))
 				if !out.Succeeded() || out.Value.(*echoResult).Text != tc.text {
 					t.Fatalf("outcome = %+v", out)
 				}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
@@ -103,10 +105,44 @@ func TestNodeConfinedToItsSubjects(t *testing.T) {
 		{"another node's heartbeat", statusSubject("db-2"), false},
 		{"another node's consumer", "$JS.API.CONSUMER.MSG.NEXT.HUB_NODE_db-2.work", false},
 		{"the JetStream API", "$JS.API.STREAM.DELETE.HUB_RESULTS", false},
+		{"the hub's account info", jsAccountInfo, false},
 		{"the hub's requests", requestSubject("db-1"), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { expectViolation(t, nc, errs, tc.subject, tc.subscribe) })
+	}
+}
+
+// Each node's account on the embedded server has no JetStream and imports
+// only its own services from the hub's account, and no JetStream API from
+// the system account, which would answer the node's requests "not
+// enabled" in a race with the hub's.
+func TestNodeAccountsImportOnlyTheirOwnServices(t *testing.T) {
+	names := []string{"db-1", "db-2", "db-3"}
+	r := newRig(t, names, nil)
+	for _, n := range names {
+		az, err := r.hub.srv.current().Accountz(&server.AccountzOptions{Account: nodeAccount(n)})
+		if err != nil || az.Account == nil {
+			t.Fatalf("account of %s: %v", n, err)
+		}
+		want := map[string]bool{jsAccountInfo: true}
+		for _, s := range nodeServices(n) {
+			want[s.subject] = true
+		}
+		got := map[string]bool{}
+		for _, imp := range az.Account.Imports {
+			switch {
+			case imp.Account == hubAccount && !imp.Invalid:
+				got[string(imp.Subject)] = true
+			case strings.HasPrefix(string(imp.Subject), "$JS."):
+				// (The server's own account-scoped $SYS services stay;
+				// the node's permissions do not let it send to them.)
+				t.Errorf("%s imports %s from %s (invalid %v)", n, imp.Subject, imp.Account, imp.Invalid)
+			}
+		}
+		if az.Account.JetStream || !maps.Equal(got, want) {
+			t.Errorf("%s: jetstream %v, imports %v, want %v", n, az.Account.JetStream, got, want)
+		}
 	}
 }
 

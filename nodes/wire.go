@@ -2,8 +2,10 @@ package nodes
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
@@ -29,36 +31,52 @@ const (
 	StatusInterrupted = "interrupted" // a redelivery of a call the node had started: not run again
 	StatusExpired     = "expired"     // the call reached the node after its deadline: not run
 	StatusRejected    = "rejected"    // the node could not take the call (unknown workspace, bad request): not run
+	// StatusDropped is set by the hub, never by a node: the answer was
+	// over the size limit and dropped unread; Result says so.
+	StatusDropped = "dropped"
 )
 
 // Response is a node's answer to a call.
 type Response struct {
 	// Result is the executor's outcome JSON, exactly as a local call's.
 	Result []byte
-	// Verb is the canonical verb name ("" when unknown); Notes are the
-	// verb's remarks for people (not in Result).
+	// Verb is the verb the node says it ran (Outcome names the verb the
+	// hub sent instead); Notes are the verb's remarks for people (not in
+	// Result).
 	Verb   string
 	Notes  []string
 	Status string
 	// Node is the node that answered (from the subject the server
-	// authorised), NodeVersion its version.
+	// authorised), NodeVersion its version (checked by Version).
 	Node        string
 	NodeVersion string
 	Duration    time.Duration
 }
 
-// Outcome rebuilds the executor outcome from the response with reg, so a
-// remote call renders exactly as a local one.
-func (r Response) Outcome(reg *executor.Registry, args json.RawMessage) *executor.Outcome {
+// Outcome rebuilds the executor outcome of a call of verb with args from
+// the response with reg, so a remote call renders exactly as a local one.
+// The verb is the one the hub sent (its registered name, or "" when reg
+// does not know it), never the node's claim, and an error code outside
+// executor.Codes is internal: nothing the node writes becomes a verb name
+// or an error code the hub does not know.
+func (r Response) Outcome(reg *executor.Registry, verb string, args json.RawMessage) *executor.Outcome {
+	name := ""
+	if info, ok := reg.Lookup(verb); ok {
+		name = info.Name
+	}
 	var res executor.Result
 	if json.Unmarshal(r.Result, &res) == nil && !res.Succeeded {
-		return &executor.Outcome{Verb: r.Verb, Err: &executor.Error{Code: res.ErrorCode, Message: res.ErrorMessage}, Notes: r.Notes, Duration: r.Duration}
+		code := res.ErrorCode
+		if !code.Known() {
+			code = executor.CodeInternal
+		}
+		return &executor.Outcome{Verb: name, Err: &executor.Error{Code: code, Message: res.ErrorMessage}, Notes: r.Notes, Duration: r.Duration}
 	}
-	out, err := reg.DecodeOutcome(r.Verb, args, r.Result)
+	out, err := reg.DecodeOutcome(verb, args, r.Result)
 	if err != nil {
-		return &executor.Outcome{Verb: r.Verb, Err: executor.ErrorFrom(err), Notes: r.Notes, Duration: r.Duration}
+		return &executor.Outcome{Verb: name, Err: executor.ErrorFrom(err), Notes: r.Notes, Duration: r.Duration}
 	}
-	out.Notes, out.Duration = r.Notes, r.Duration
+	out.Verb, out.Notes, out.Duration = name, r.Notes, r.Duration
 	return out
 }
 
@@ -98,6 +116,60 @@ type Heartbeat struct {
 	Workspaces []string   `json:"workspaces"`
 	Load       [3]float64 `json:"load"`
 	Running    int        `json:"running"`
+}
+
+// What the hub keeps of a node's own words (its version, its workspaces'
+// names): bounded and checked, as they reach chats, mirrors and the panel.
+const (
+	maxVersionLen = 64
+	maxWorkspaces = 256
+	// unknownVersion stands for a version that is empty or not a version.
+	unknownVersion = "unknown"
+)
+
+// Version is a node's version as the hub shows and records it: its first
+// 64 characters when they are letters, digits and . + - _ ~ (as `hub
+// version` prints), else "unknown".
+func Version(v string) string {
+	if len(v) > maxVersionLen {
+		v = v[:maxVersionLen]
+	}
+	if v == "" {
+		return unknownVersion
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(".+-_~", c) >= 0) {
+			return unknownVersion
+		}
+	}
+	return v
+}
+
+// bounded is the heartbeat as the hub shows it: its version checked, and
+// at most maxWorkspaces workspace names, each a valid name.
+func (hb Heartbeat) bounded() Heartbeat {
+	hb.Version = Version(hb.Version)
+	ws := make([]string, 0, min(len(hb.Workspaces), maxWorkspaces))
+	for _, w := range hb.Workspaces {
+		if len(ws) == maxWorkspaces {
+			break
+		}
+		if config.ValidNodeName(w) == nil {
+			ws = append(ws, w)
+		}
+	}
+	hb.Workspaces = ws
+	return hb
+}
+
+// clip bounds a string a node wrote for a log line.
+func clip(s string) string {
+	const n = 128
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 // failure is the result JSON of a call that did not run (or whose fate is

@@ -189,6 +189,6 @@ func openNodes(ctx context.Context, cfg *config.Config, state *os.Root, clk cloc
 	return nodes.OpenHub(ctx, nodes.HubOptions{
 		StateDir: cfg.StateDir, State: state, Embedded: cfg.NATS.Embedded, Listen: cfg.NATS.ListenAddress(),
 		CertFile: cfg.NATS.CertFile, KeyFile: cfg.NATS.KeyFile, URL: cfg.NATS.URL,
-		Nodes: keys, CallTimeout: cfg.NATS.Timeout(), Clock: clk, Logger: logger,
+		Nodes: keys, CallTimeout: cfg.NATS.Timeout(), Limits: cfg.NATS.Limits(), Clock: clk, Logger: logger,
 	})
 }

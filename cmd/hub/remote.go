@@ -34,7 +34,7 @@ func (r remoteNodes) Call(ctx context.Context, node string, c hub.RemoteCall) (h
 	if err != nil {
 		return hub.RemoteAnswer{}, err
 	}
-	return hub.RemoteAnswer{Outcome: resp.Outcome(r.reg, c.Envelope.Arguments), Node: resp.Node, NodeVersion: resp.NodeVersion}, nil
+	return hub.RemoteAnswer{Outcome: resp.Outcome(r.reg, c.Envelope.Verb, c.Envelope.Arguments), Node: resp.Node, NodeVersion: resp.NodeVersion}, nil
 }
 
 func (r remoteNodes) Nodes(ctx context.Context) ([]hub.NodeStatus, error) {

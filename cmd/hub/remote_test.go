@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,10 +19,13 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+	"github.com/a6afc2ce/hermes-hub/metrics"
 	"github.com/a6afc2ce/hermes-hub/nodes"
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // remoteRig is a hub runtime whose workspace db1-logs is the workspace
@@ -29,6 +34,7 @@ import (
 type remoteRig struct {
 	env     *hubtest.Env
 	rec     *hubtest.Recorder
+	mx      *metrics.Metrics
 	nodes   *nodes.Hub
 	keys    map[string]nkeys.KeyPair
 	nodeDir string
@@ -73,13 +79,22 @@ func newRemoteRig(t *testing.T) *remoteRig {
 	t.Cleanup(func() { nh.Close() })
 	r.nodes = nh
 	remote := &remoteNodes{nodes: nh}
-	r.env = hubtest.Open(t, cfg, hubtest.Options{Workspaces: true, Runtime: hub.RuntimeOptions{Remote: remote}})
+	r.mx, err = metrics.New(metrics.Options{Verbs: laterVerbs(func() *executor.Registry { return r.env.Runtime.Hub.Registry() })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.env = hubtest.Open(t, cfg, hubtest.Options{Workspaces: true, Runtime: hub.RuntimeOptions{Remote: remote, Observer: r.mx}})
 	remote.reg = r.env.Runtime.Hub.Registry()
 	r.rec = hubtest.NewRecorder()
 	r.rec.HandleAll(t, r.env.Runtime)
 	r.env.Start(t)
 	return r
 }
+
+// laterVerbs are the verbs of the runtime opened after the metrics.
+type laterVerbs func() *executor.Registry
+
+func (f laterVerbs) Lookup(name string) (executor.Info, bool) { return f().Lookup(name) }
 
 // startNode runs node db-1 in-process, with the real verbs over its
 // workspace logs, until the test ends.
@@ -246,5 +261,88 @@ func TestForgedResultNeverReachesAChat(t *testing.T) {
 		if strings.Contains(e.Text, "FORGED") || e.TurnID != "telegram.100.1" {
 			t.Fatalf("a chunk that is not the real turn's answer: %+v", e)
 		}
+	}
+}
+
+// A client holding db-1's key answers fifty calls itself, each naming a
+// verb, an error code and a version of its own: /metrics gains no series
+// from them, and the replies' and mirror records' meta carry only the
+// verb the hub sent, a known error code and a checked version.
+func TestHostileNodeAnswersAddNoSeriesOrMeta(t *testing.T) {
+	r := newRemoteRig(t)
+	pub, _ := r.keys["db-1"].PublicKey()
+	nc, err := nats.Connect(r.nodes.ClientURL(), nats.Nkey(pub, r.keys["db-1"].Sign), nats.CustomInboxPrefix("_INBOX.node.db-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	work, err := js.Consumer(t.Context(), "HUB_NODE_db-1", "work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(i int) {
+		m, err := work.Next(jetstream.FetchMaxWait(testkit.Wait))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		m.Ack()
+		var rq struct {
+			CallID string `json:"call_id"`
+		}
+		json.Unmarshal(m.Data(), &rq)
+		long := strings.Repeat("h", 2000)
+		data, _ := json.Marshal(map[string]any{"call_id": rq.CallID, "node": "db-1", "status": "done",
+			"node_version": fmt.Sprintf("v%d \x1b[2J%s", i, long), "verb": fmt.Sprintf("verb%d%s", i, long),
+			"result": map[string]any{"succeeded": false, "errorCode": fmt.Sprintf("code%d%s", i, long), "errorMessage": "refused"}})
+		if _, err := js.Publish(t.Context(), "hub.results.db-1", data, jetstream.WithMsgID(rq.CallID)); err != nil {
+			t.Error(err)
+		}
+	}
+	const verb = `{"verb":"fs.readFile","arguments":{"path":"x.txt"},"workspace":"db1-logs"}`
+	for i := range 50 {
+		var wg sync.WaitGroup
+		wg.Go(func() { answer(i) })
+		if i%2 == 0 {
+			if res, reply := r.say(t, verb); res.Outcome == nil || !strings.Contains(reply, "refused") {
+				t.Errorf("turn %d: %s %.200q", i, res.Status, reply)
+			}
+		} else {
+			out, err := r.env.Runtime.Hub.Execute(t.Context(), hub.APIRequest{Identity: "web", Workspace: "db1-logs", Input: []byte(verb)})
+			if err != nil || out.Verb != "fs.readFile" || out.Err == nil || out.Err.Code != "internal" {
+				t.Errorf("call %d: %.200s %v", i, out.JSON(), err)
+			}
+		}
+		wg.Wait()
+	}
+	rec := httptest.NewRecorder()
+	r.mx.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	if strings.Contains(body, "hhhh") || len(body) > 64<<10 {
+		t.Errorf("/metrics is %d bytes after 50 hostile answers", len(body))
+	} else if !strings.Contains(body, `hub_verb_calls_total{outcome="internal",verb="fs.readFile"} 50`) {
+		t.Errorf("/metrics does not count the 50 calls as fs.readFile internal:\n%s", body)
+	}
+	for _, e := range r.rec.Sent("chat:telegram:100") {
+		if v := e.Meta[hub.MetaNodeVersion]; v != "unknown" || e.Meta[hub.MetaNode] != "db-1" {
+			t.Fatalf("reply meta %.200v", e.Meta)
+		}
+	}
+	results := 0
+	err = store.ReadMirror(flowsRoot(t, filepath.Join(r.env.Config.StateDir, "flows")), store.MirrorFilter{}, func(rec store.MirrorRecord) error {
+		if rec.Platform == "api" && rec.Kind == "result" {
+			results++
+			if m := rec.Meta; m["verb"] != "fs.readFile" || m["error_code"] != "internal" || m[hub.MetaNodeVersion] != "unknown" {
+				return fmt.Errorf("api result meta %.200v", m)
+			}
+		}
+		if strings.Contains(fmt.Sprint(rec.Meta), "hhhh") {
+			return fmt.Errorf("a mirror record carries the node's words in its meta: %.200v", rec.Meta)
+		}
+		return nil
+	})
+	if err != nil || results != 25 {
+		t.Fatalf("%d api results in the mirror: %v", results, err)
 	}
 }

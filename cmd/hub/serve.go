@@ -102,7 +102,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 		remote = remoteNodes{nodes: nh, reg: tc.exec.Registry()}
 		nodeList = nodeLister{nh}
 	}
-	mx, err := metrics.New(metrics.Options{Clock: clk})
+	mx, err := metrics.New(metrics.Options{Clock: clk, Verbs: tc.exec.Registry()})
 	if err != nil {
 		return err
 	}
