@@ -184,15 +184,3 @@ access:
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
-
-// flowsRoot opens the mirrors' directory flows for reading, closed at the
-// end of the test.
-func flowsRoot(t testing.TB, flows string) *os.Root {
-	t.Helper()
-	r, err := os.OpenRoot(flows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}

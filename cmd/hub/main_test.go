@@ -664,6 +664,18 @@ func TestCLIMirror(t *testing.T) {
 	}
 }
 
+// flowsRoot opens the mirrors' directory flows for reading, closed at the
+// end of the test.
+func flowsRoot(t testing.TB, flows string) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(flows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
 // listRuns lists the runs in the mirrors' directory flows (none while it
 // does not exist).
 func listRuns(flows string) []string {
