@@ -228,13 +228,13 @@ try {
 
   await check('delivery targets can be added and removed', async () => {
     await page.click('.tab[data-view="targets"]');
-    await page.fill('#target-input', 'local:e2e/deliveries.jsonl');
+    await page.fill('#target-input', 'local:pma/e2e-deliveries.jsonl');
     await page.click('#target-form button[type=submit]');
-    await page.locator('#targets-list .key', { hasText: 'local:e2e/deliveries.jsonl' }).waitFor();
+    await page.locator('#targets-list .key', { hasText: 'local:pma/e2e-deliveries.jsonl' }).waitFor();
     await shot(page, '05-targets.png');
-    await page.click('button[aria-label="Remove local:e2e/deliveries.jsonl"]');
+    await page.click('button[aria-label="Remove local:pma/e2e-deliveries.jsonl"]');
     await page.locator('#targets-note', { hasText: 'Removed' }).waitFor();
-    await page.locator('#targets-list .key', { hasText: 'local:e2e/deliveries.jsonl' }).waitFor({ state: 'detached' });
+    await page.locator('#targets-list .key', { hasText: 'local:pma/e2e-deliveries.jsonl' }).waitFor({ state: 'detached' });
   });
 
   await check('a target on a platform that is off is added with a note saying its chunks wait', async () => {
