@@ -98,11 +98,11 @@ func typeKeys(t reflect.Type, prefix string) []string {
 
 func TestStrictErrors(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
-		{"unknown top key", "workspace: .\nwebb:\n  listen: x\n", `line 2: unknown key "webb" in the top level (accepted: workspace, state_dir, log, web,`},
-		{"unknown nested key", "web:\n  listen: 127.0.0.1:1\n  lisen: x\n", `line 3: unknown key "lisen" in web (accepted: enabled, listen,`},
-		{"unknown role key", "access:\n  roles:\n    admin:\n      verb: ['*']\n", `line 4: unknown key "verb" in access.roles.admin (accepted: verbs, workspaces)`},
-		{"bad type", "outbox:\n  concurrency: lots\n", "line 2: cannot unmarshal !!str `lots` into int"},
-		{"bad duration", "outbox:\n  retention: 7 days\n", `line 2: "7 days" is not a duration`},
+		{"unknown top key", "workspace: .\nwebb:\n  listen: x\n", `line 2: unknown key "webb" in the top level: did you mean web? (accepted: workspace, state_dir, log, web,`},
+		{"unknown nested key", "web:\n  listen: 127.0.0.1:1\n  lisen: x\n", `line 3: unknown key "lisen" in web: did you mean listen? (accepted: enabled, listen,`},
+		{"unknown role key", "access:\n  roles:\n    admin:\n      verb: ['*']\n", `line 4: unknown key "verb" in access.roles.admin: did you mean verbs? (accepted: verbs, workspaces)`},
+		{"bad type", "outbox:\n  concurrency: lots\n", `line 2: outbox.concurrency: "lots" is not a whole number (accepted: a whole number such as 64, without quotes)`},
+		{"bad duration", "outbox:\n  retention: 7 days\n", `line 2: outbox.retention: "7 days" is not a duration`},
 		{"bad size", "verbs:\n  max_read_bytes: 4 megs\n", `"4 megs" is not a size`},
 		{"not yaml", "web: [\n", "not valid YAML"},
 		{"not mapping", "- a\n- b\n", "must be a mapping"},
@@ -130,7 +130,7 @@ func TestStrictErrors(t *testing.T) {
 		{"mounts without roots", "sessions:\n  mounts:\n    - host_path: docs\n", "sessions.mounts need sessions.mount_roots"},
 		{"mount without host path", "sessions:\n  mount_roots: [/srv]\n  mounts:\n    - mount_path: docs\n", "sessions.mounts[0].host_path is empty"},
 		{"non-ASCII host path", "sessions:\n  mount_roots: [/srv]\n  mounts:\n    - host_path: d\u00f6cs\n", "must be printable ASCII"},
-		{"unknown mount key", "sessions:\n  mounts:\n    - host_path: docs\n      glob: x\n", `unknown key "glob" in sessions.mounts.0 (accepted: host_path, mount_path, include, exclude, max_bytes, follow_symlinks)`},
+		{"unknown mount key", "sessions:\n  mounts:\n    - host_path: docs\n      glob: x\n", `unknown key "glob" in sessions.mounts[0] (accepted: host_path, mount_path, include, exclude, max_bytes, follow_symlinks)`},
 		{"negative ttl", "sessions:\n  idle_ttl: -1h\n", "sessions.idle_ttl, sessions.snapshot_ttl and sessions.sweep_interval must be positive"},
 		{"no snapshots", "sessions:\n  max_snapshots: -1\n", "sessions.max_snapshots must be at least 1"},
 	}

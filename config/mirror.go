@@ -1,10 +1,50 @@
 package config
 
 import (
-	"errors"
-	"fmt"
 	"time"
 )
+
+// Mirror tunes the JSONL mirrors.
+type Mirror struct {
+	RotateBytes Size `yaml:"rotate_bytes"`
+	// KeepRuns and KeepAge are the older spelling of Retention: when set,
+	// they give keep_runs and keep_age of every kind of run that does not
+	// set its own (negative: no limit).
+	KeepRuns int      `yaml:"keep_runs"`
+	KeepAge  Duration `yaml:"keep_age"`
+	// Retention is which runs pruning removes, per kind.
+	Retention MirrorRetention `yaml:"retention"`
+	// MaxTextBytes bounds the text kept in one mirror record; longer texts
+	// keep their size, preview and SHA-256 and are marked truncated.
+	MaxTextBytes Size `yaml:"max_text_bytes"`
+	// CLI says which CLI calls are mirrored: "changes" (default: write
+	// verbs, proc.run and deliveries) or "all" (read-only verbs too).
+	CLI string `yaml:"cli"`
+}
+
+// Values of mirror.cli.
+const (
+	MirrorCLIChanges = "changes"
+	MirrorCLIAll     = "all"
+)
+
+func (m *Mirror) applyDefaults(*Config) {
+	setDefault(&m.RotateBytes, 64<<20)
+	m.applyRetentionDefaults()
+	setDefault(&m.MaxTextBytes, 64<<10)
+	setDefault(&m.CLI, MirrorCLIChanges)
+}
+
+func (m *Mirror) validate(_ *Config, v *validator) {
+	v.oneOf("mirror.cli", m.CLI, MirrorCLIChanges, MirrorCLIAll)
+	if m.RotateBytes < 4096 {
+		v.bad("mirror.rotate_bytes", ": %s is too small (at least 4KiB)", m.RotateBytes)
+	}
+	if m.MaxTextBytes < 1024 || m.MaxTextBytes > 64<<20 {
+		v.bad("mirror.max_text_bytes", ": %s is out of range (1KiB to 64MiB)", m.MaxTextBytes)
+	}
+	m.validateRetention(v)
+}
 
 // MirrorRetention is mirror.retention: which mirror runs pruning removes,
 // for each kind of run apart (docs/state.md, "Retention"). The runs of
@@ -104,31 +144,28 @@ func (m *Mirror) applyRetentionDefaults() {
 }
 
 // validateRetention checks mirror.retention, filled in from the older keys.
-func (m *Mirror) validateRetention() error {
-	var errs []error
+func (m *Mirror) validateRetention(v *validator) {
 	for _, k := range []struct {
 		key string
 		r   RunRetention
 	}{{"mirror.retention.serve", m.Retention.Serve}, {"mirror.retention.cli", m.Retention.CLI}} {
 		keepAge, keepRuns, keepBytes, minRuns := k.r.Values()
-		bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(k.key+"."+format, args...)) }
 		if keepAge != 0 && keepAge < minRetentionAge {
-			bad("keep_age: %s is out of range (accepted: 0 for any age, or at least %s, such as 720h)%s", keepAge, minRetentionAge, olderKey("keep_age", m.KeepAge != 0))
+			v.badAt(v.firstWritten(k.key+".keep_age", "mirror.keep_age", k.key), k.key+".keep_age", ": %s is out of range (accepted: 0 for any age, or at least %s, such as 720h)%s", keepAge, minRetentionAge, olderKey("keep_age", m.KeepAge != 0))
 		}
 		if keepRuns < 0 {
-			bad("keep_runs: %d is out of range (accepted: 0 for any number, or a number of runs)", keepRuns)
+			v.bad(k.key+".keep_runs", ": %d is out of range (accepted: 0 for any number, or a number of runs)", keepRuns)
 		}
 		if keepBytes != 0 && keepBytes < minRetentionBytes {
-			bad("keep_bytes: %s is out of range (accepted: 0 for any size, or at least 1MiB, such as 256MiB)", Size(keepBytes))
+			v.bad(k.key+".keep_bytes", ": %s is out of range (accepted: 0 for any size, or at least 1MiB, such as 256MiB)", Size(keepBytes))
 		}
 		switch {
 		case minRuns < 0:
-			bad("min_runs: %d is out of range (accepted: 0 or more)", minRuns)
+			v.bad(k.key+".min_runs", ": %d is out of range (accepted: 0 or more)", minRuns)
 		case keepRuns > 0 && minRuns > keepRuns:
-			bad("min_runs: %d is more than keep_runs, %d (accepted: 0 to keep_runs)%s", minRuns, keepRuns, olderKey("keep_runs", m.KeepRuns != 0))
+			v.badAt(v.firstWritten(k.key+".min_runs", k.key+".keep_runs", "mirror.keep_runs", k.key), k.key+".min_runs", ": %d is more than keep_runs, %d (accepted: 0 to keep_runs)%s", minRuns, keepRuns, olderKey("keep_runs", m.KeepRuns != 0))
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // olderKey says, when set, that mirror.<key> gave a value left out.

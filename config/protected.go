@@ -2,7 +2,6 @@ package config
 
 import (
 	"path/filepath"
-	"sort"
 )
 
 // ProtectedFile is a file no verb may reach, in any workspace: the
@@ -28,47 +27,24 @@ const (
 )
 
 // ProtectedFiles lists the configuration file c was loaded from and every
-// file its keys name that holds or checks a secret: web.token_file,
-// web.tls_cert, web.tls_key, telegram.token_file,
-// telegram.webhook.secret_token_file, discord.token_file,
-// mcp.agents.<name>.token_file, nats.cert_file and nats.key_file. The state
-// directory, which holds the hub's own keys, is protected on its own.
+// file its keys name that holds or checks a secret (each section lists its
+// own with secretFiles): web.token_file, web.tls_cert, web.tls_key,
+// telegram.token_file, telegram.webhook.secret_token_file,
+// discord.token_file, mcp.agents.<name>.token_file, nats.cert_file and
+// nats.key_file. The state directory, which holds the hub's own keys, is
+// protected on its own.
 func (c *Config) ProtectedFiles() []ProtectedFile {
 	out := protectedList{}
 	out.add(WhatConfigFile, c.Path)
-	out.add("web.token_file", c.Web.TokenFile)
-	out.add("web.tls_cert", c.Web.TLSCert)
-	out.add("web.tls_key", c.Web.TLSKey)
-	out.add("telegram.token_file", c.Telegram.TokenFile)
-	out.add("telegram.webhook.secret_token_file", c.Telegram.Webhook.SecretTokenFile)
-	out.add("discord.token_file", c.Discord.TokenFile)
-	agents := make([]string, 0, len(c.MCP.Agents))
-	for name := range c.MCP.Agents {
-		agents = append(agents, name)
+	for _, f := range c.secretFiles() {
+		out.add(f.key, f.path)
 	}
-	sort.Strings(agents)
-	for _, name := range agents {
-		out.add("mcp.agents."+name+".token_file", c.MCP.Agents[name].TokenFile)
-	}
-	out.add("nats.cert_file", c.NATS.CertFile)
-	out.add("nats.key_file", c.NATS.KeyFile)
 	return out
 }
 
 // ProtectedPaths is ProtectedFiles' paths, for destinations that hide them
 // by path.
 func (c *Config) ProtectedPaths() []string { return protectedList(c.ProtectedFiles()).paths() }
-
-// ProtectedFiles lists a node's own files: its configuration file,
-// node.nkey_file (its seed) and node.ca_file. Its state directory is
-// protected on its own.
-func (nf *NodeFile) ProtectedFiles() []ProtectedFile {
-	out := protectedList{}
-	out.add(WhatNodeConfigFile, nf.Path)
-	out.add("node.nkey_file", nf.Node.NKeyFile)
-	out.add("node.ca_file", nf.Node.CAFile)
-	return out
-}
 
 type protectedList []ProtectedFile
 

@@ -13,14 +13,30 @@ import (
 // Duration is a time.Duration written as "30s", "5m", "168h".
 type Duration time.Duration
 
+// valueError is a value a type refuses, at its line. The decoder puts
+// its message after the key path; decoded by yaml.v3 alone it reads
+// "line N: …".
+type valueError struct {
+	line int
+	msg  string
+}
+
+func (e *valueError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+
+// What durations and sizes accept, for errors.
+const (
+	durationAccepted = "500ms, 30s, 5m, 168h"
+	sizeAccepted     = "1048576, 64KiB, 4MiB, 1GiB, 10MB"
+)
+
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: expected a duration such as 30s, 5m or 168h", n.Line)
+		return &valueError{n.Line, "expected a duration such as 30s, 5m or 168h"}
 	}
 	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (accepted: 500ms, 30s, 5m, 168h)", n.Line, n.Value)
+		return &valueError{n.Line, fmt.Sprintf("%q is not a duration (accepted: %s)", n.Value, durationAccepted)}
 	}
 	*d = Duration(v)
 	return nil
@@ -37,11 +53,11 @@ type Size int64
 // UnmarshalYAML parses a byte size.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: expected a size such as 4MiB", n.Line)
+		return &valueError{n.Line, "expected a size such as 4MiB"}
 	}
 	v, err := ParseSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %v", n.Line, err)
+		return &valueError{n.Line, err.Error()}
 	}
 	*s = Size(v)
 	return nil
@@ -63,7 +79,7 @@ func ParseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is not a size (accepted: 1048576, 64KiB, 4MiB, 1GiB, 10MB)", s)
+		return 0, fmt.Errorf("%q is not a size (accepted: %s)", s, sizeAccepted)
 	}
 	return n * mult, nil
 }
@@ -113,7 +129,7 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 // UnmarshalYAML reads the (already expanded) value.
 func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: expected a string", n.Line)
+		return &valueError{n.Line, "expected a token as text, usually from the environment: ${NAME}"}
 	}
 	s.v = strings.TrimSpace(n.Value)
 	return nil

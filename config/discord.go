@@ -1,0 +1,60 @@
+package config
+
+// Discord configures the Discord adapter.
+type Discord struct {
+	Enabled         bool     `yaml:"enabled"`
+	Token           Secret   `yaml:"token"`
+	TokenFile       string   `yaml:"token_file"`
+	ApplicationID   string   `yaml:"application_id"`
+	APIBase         string   `yaml:"api_base"`
+	CommandGuilds   []string `yaml:"command_guilds"`
+	Prefix          string   `yaml:"prefix"`
+	Mention         *bool    `yaml:"mention"`
+	AllowedGuilds   []string `yaml:"allowed_guilds"`
+	AllowedChannels []string `yaml:"allowed_channels"`
+}
+
+func (d *Discord) applyDefaults(*Config) {
+	setDefault(&d.APIBase, "https://discord.com/api/v10")
+	defaultTrue(&d.Mention)
+}
+
+// validate checks the adapter's settings; nothing when it is off.
+func (d *Discord) validate(_ *Config, v *validator) {
+	if !d.Enabled {
+		return
+	}
+	if !d.Token.IsSet() {
+		v.badAt("discord.enabled", "discord.token", " is empty but discord.enabled is true: set it from the environment, e.g. token: ${DISCORD_BOT_TOKEN}, or name a file holding it in discord.token_file")
+	}
+	for _, ids := range []struct {
+		key  string
+		list []string
+	}{{"discord.command_guilds", d.CommandGuilds}, {"discord.allowed_guilds", d.AllowedGuilds}, {"discord.allowed_channels", d.AllowedChannels}} {
+		for i, id := range ids.list {
+			if !isSnowflake(id) {
+				v.badAt(item(ids.key, i), ids.key, ": %q is not a Discord id (digits only)", id)
+			}
+		}
+	}
+	if d.ApplicationID != "" && !isSnowflake(d.ApplicationID) {
+		v.bad("discord.application_id", ": %q is not a Discord id (digits only)", d.ApplicationID)
+	}
+}
+
+func (d *Discord) secretFiles() []secretFile {
+	return []secretFile{{key: "discord.token_file", path: d.TokenFile, tokenKey: "discord.token", token: d.Token, setToken: func(s Secret) { d.Token = s }}}
+}
+
+// isSnowflake reports whether s is a Discord id: 1 to 20 digits.
+func isSnowflake(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
