@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -35,16 +37,9 @@ func readDocument(data []byte, src *source, notMapping string) (*yaml.Node, erro
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
-	doc, err := oneDocument(data)
-	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			return nil, src.newError(e.Line, "", e.Msg)
-		}
-		return nil, src.newError(0, "", err.Error())
-	}
-	if len(doc.Content) == 0 {
-		return nil, nil
+	doc, err := oneDocument(data, src)
+	if err != nil || len(doc.Content) == 0 {
+		return nil, err
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
@@ -78,19 +73,32 @@ func decodeInto(root *yaml.Node, out any, src *source, env Getenv) error {
 // oneDocument parses data, which must hold one YAML document: a second one
 // (after a "---" line) would otherwise be silently ignored, and with it
 // whatever it was meant to set.
-func oneDocument(data []byte) (*yaml.Node, error) {
+func oneDocument(data []byte, src *source) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc, next yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, syntaxError(src, err)
 	}
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 		return &doc, nil
 	case err != nil:
-		return nil, fmt.Errorf("not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, syntaxError(src, err)
 	}
-	return nil, &Error{Line: next.Line, Msg: `a second YAML document starts here ("---"); the file must hold one document (accepted: one mapping of keys; remove the "---" line and put its keys in the first document)`}
+	return nil, src.newError(next.Line, "", `a second YAML document starts here ("---"); the file must hold one document (accepted: one mapping of keys; remove the "---" line and put its keys in the first document)`)
+}
+
+// yamlLine is how yaml.v3 starts a syntax error that has a line.
+var yamlLine = regexp.MustCompile(`^yaml: line ([0-9]+): `)
+
+// syntaxError is yaml.v3's syntax error err, at its line.
+func syntaxError(src *source, err error) *Error {
+	msg, line := err.Error(), 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	}
+	return src.newError(line, "", "not valid YAML: "+strings.TrimPrefix(msg, "yaml: "))
 }
 
 // decoder checks a YAML tree against the Go type it decodes into, before

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -177,7 +178,7 @@ func joinErrors(errs []*Error) error {
 
 func lineOrder(l int) int {
 	if l == 0 {
-		return int(^uint(0) >> 1)
+		return math.MaxInt
 	}
 	return l
 }

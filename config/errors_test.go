@@ -43,7 +43,8 @@ func problems(t *testing.T, err error) []*Error {
 
 // TestErrorMessagesGolden pins whole messages: a value of the wrong type,
 // an unknown key with its suggestion, missing required values, several
-// problems at once, a number from the environment and a key written twice.
+// problems at once, a number from the environment, a key written twice, a
+// syntax error and a bad ${…}.
 // Each names the file, the line and the key path, and what is accepted or
 // how to fix it.
 func TestErrorMessagesGolden(t *testing.T) {
@@ -70,6 +71,8 @@ func TestErrorMessagesGolden(t *testing.T) {
 			`config FILE: line 2: outbox.concurrency: "8" from ${CONCURRENCY} is text, not a whole number: values from the environment are always text (accepted: a whole number written in the file itself)`},
 		{"key written twice", "outbox:\n  retention: 24h\n  retention: 48h\n", nil,
 			`config FILE: line 3: outbox.retention is written twice, on lines 2 and 3 (accepted: once; remove one)`},
+		{"not YAML", "web:\n  listen: \"127.0.0.1:8080\n", nil,
+			`config FILE: line 2: not valid YAML: found unexpected end of stream`},
 		{"bad variable", "web:\n  token: ${1BAD}\n", nil,
 			`config FILE: line 2: web.token: bad variable name "1BAD" in ${…} (accepted: letters, digits and _, as in ${TELEGRAM_BOT_TOKEN} or ${PORT:-8080})`},
 	} {
