@@ -237,7 +237,7 @@ func (d *decoder) scalar(n *yaml.Node, t reflect.Type, key string) {
 		return
 	}
 	if written, ok := d.expanded[n]; ok {
-		d.bad(n.Line, key, "%s: %q from %s is text, not %s: values from the environment are always text (accepted: %s written in the file itself)", key, n.Value, written, what, what)
+		d.bad(n.Line, key, "%s: %s gives %q: values from the environment are text, never %s (accepted: %s written in the file itself)", key, written, n.Value, what, what)
 		return
 	}
 	d.bad(n.Line, key, "%s: %s is not %s (accepted: %s)", key, d.found(n), what, accepted)

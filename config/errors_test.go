@@ -68,7 +68,9 @@ func TestErrorMessagesGolden(t *testing.T) {
 				"config FILE: line 4: telegram.token is empty but telegram.enabled is true: set it from the environment, e.g. token: ${TELEGRAM_BOT_TOKEN}, or name a file holding it in telegram.token_file\n" +
 				`config FILE: line 5: telegram.mode: "push" is not accepted (accepted: polling, webhook)`},
 		{"number from the environment", "outbox:\n  concurrency: ${CONCURRENCY}\n", map[string]string{"CONCURRENCY": "8"},
-			`config FILE: line 2: outbox.concurrency: "8" from ${CONCURRENCY} is text, not a whole number: values from the environment are always text (accepted: a whole number written in the file itself)`},
+			`config FILE: line 2: outbox.concurrency: ${CONCURRENCY} gives "8": values from the environment are text, never a whole number (accepted: a whole number written in the file itself)`},
+		{"unset variable for a boolean", "telegram:\n  enabled: ${TELEGRAM_ON}\n", nil,
+			`config FILE: line 2: telegram.enabled: ${TELEGRAM_ON} gives "": values from the environment are text, never a boolean (accepted: a boolean written in the file itself)`},
 		{"key written twice", "outbox:\n  retention: 24h\n  retention: 48h\n", nil,
 			`config FILE: line 3: outbox.retention is written twice, on lines 2 and 3 (accepted: once; remove one)`},
 		{"not YAML", "web:\n  listen: \"127.0.0.1:8080\n", nil,
