@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -62,7 +63,15 @@ func runDoctor(env *cliEnv, args []string) error {
 	path := config.Discover(cf.config)
 	cfg, err := loadConfig(cf)
 	if err != nil {
-		r.fail("config", err.Error(), "correct the key named above; config.example.yml documents every key")
+		// One line per problem, the fix after the last.
+		lines := strings.Split(err.Error(), "\n")
+		for i, l := range lines {
+			fix := ""
+			if i == len(lines)-1 {
+				fix = "correct the keys named above; config.example.yml documents every key"
+			}
+			r.fail("config", l, fix)
+		}
 		return r.finish()
 	}
 	if path == "" {

@@ -454,6 +454,14 @@ func TestDoctor(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `line 1: unknown key "webb"`) {
 		t.Fatalf("doctor with a typo: %d %s", code, out)
 	}
+	// Each problem is a line of its own, counted.
+	os.WriteFile(cfg, []byte("webb: {}\ntelegram:\n  enabled: yes please\n"), 0o600)
+	out, _, code = runHub(t, dir, "", "doctor", "--config", cfg)
+	lines := strings.Split(out, "\n")
+	if code != 1 || len(lines) < 3 || !strings.HasPrefix(lines[0], "FAIL  config ") || !strings.Contains(lines[0], `line 1: unknown key "webb"`) ||
+		!strings.HasPrefix(lines[1], "FAIL  config ") || !strings.Contains(lines[1], "line 3: telegram.enabled") || !strings.Contains(out, "2 problems to fix") {
+		t.Fatalf("doctor with two problems: %d %s", code, out)
+	}
 }
 
 func TestDiscordCommandsJSON(t *testing.T) {
