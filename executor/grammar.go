@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Builtin commands every surface understands, besides verbs.
+// Builtins are the commands every surface understands, besides verbs.
 var Builtins = []string{"help", "verbs", "whoami", "start", "use", "where", "nodes", "cancel"}
 
 // Command is a chat message parsed by ParseCommand.
