@@ -127,10 +127,12 @@ func TestArchitecture(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := collapse(string(page))
+	stated := map[string]bool{}
 	for _, r := range rules {
-		if !strings.Contains(text, collapse(r.doc)) {
+		if !stated[r.doc] && !strings.Contains(text, collapse(r.doc)) {
 			t.Errorf("docs/architecture.md does not state the rule %q: the page and this test must say the same", r.doc)
 		}
+		stated[r.doc] = true
 	}
 	for _, goos := range systems {
 		t.Run(goos, func(t *testing.T) {
