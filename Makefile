@@ -19,8 +19,12 @@ build:
 # Everything a change must pass.
 test: vet cross e2e-deps unit
 
+# go vet, staticcheck (the version go.mod's tool directive pins, the checks
+# staticcheck.conf chooses), go.mod and go.sum tidy, and gofmt.
 vet:
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) mod tidy -diff
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 

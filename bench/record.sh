@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Runs every benchmark of the project package by package, COUNT times each
 # (several short runs rather than one long one), and appends the raw go test
-# output to bench/results/DATE.txt with the machine and the load average
-# before and after each package. benchstat reads the file as it is.
+# output to bench/results/TOPIC/DATE-WHAT.txt (TOPIC all and WHAT run unless
+# set) with the machine and the load average before and after each package.
+# benchstat reads the file as it is.
 #
 #   bench/record.sh                       every package, COUNT=3, BENCHTIME=1s
-#   COUNT=5 bench/record.sh ./outbox/     some packages only
+#   COUNT=5 TOPIC=outbox WHAT=enqueue bench/record.sh ./outbox/     some packages only
 #   TELEGRAM_RATE_BENCH=60s bench/record.sh ./adapters/telegram/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-3}
 BENCHTIME=${BENCHTIME:-1s}
 BENCH=${BENCH:-.}
-out=bench/results/$(date -u +%F).txt
-mkdir -p bench/results
+TOPIC=${TOPIC:-all}
+WHAT=${WHAT:-run}
+out=bench/results/$TOPIC/$(date -u +%F)-$WHAT.txt
+mkdir -p "bench/results/$TOPIC"
 make --no-print-directory bench-deps
 if [ $# -eq 0 ]; then
   set -- $(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... |

@@ -9,8 +9,9 @@ import (
 // It is typed on purpose: platform specifics that the hub needs have a field;
 // Meta holds only small, display-only extras.
 type Inbound struct {
-	// TurnID is deterministic from the platform event (DESIGN §4), such as
-	// "telegram.<chat_id>.<message_id>"; it contains no ':'.
+	// TurnID is deterministic from the platform event, such as
+	// "telegram.<chat_id>.<message_id>"; it contains no ':'
+	// (docs/architecture.md, "Glossary").
 	TurnID   string
 	Platform Platform
 	// ChatID, ThreadID and MessageID are the platform's ids as decimal strings.

@@ -20,7 +20,7 @@ const (
 // Kind is the kind of a delivery target.
 type Kind string
 
-// Target kinds (seed 001 §1).
+// Target kinds (docs/state.md, "delivery_targets.json").
 const (
 	KindWeb   Kind = "web"
 	KindLocal Kind = "local"
@@ -28,7 +28,7 @@ const (
 )
 
 // Key is a delivery target: where a reply or fan-out chunk goes. Its string
-// form is the canonical target key of DESIGN §4:
+// form is the canonical target key (docs/state.md, "Target keys"):
 //
 //	web
 //	local:<path>
@@ -126,8 +126,8 @@ func ParseKey(s string) (Key, error) {
 }
 
 // ParseTarget parses a target as an operator types it: the canonical key, or
-// the short forms of seed 001's CLI (discord:<channel_id>,
-// telegram:<chat_id>[:<thread_id>]).
+// the short forms `hub targets` takes (discord:<channel_id>,
+// telegram:<chat_id>[:<thread_id>]; docs/state.md, "Target keys").
 func ParseTarget(s string) (Key, error) {
 	if strings.HasPrefix(s, "telegram:") || strings.HasPrefix(s, "discord:") {
 		c, err := parseChannel(s)

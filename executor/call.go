@@ -6,7 +6,8 @@ import "context"
 // it: proc.run names its output directory after TurnID, session workspaces
 // are chosen by Session.
 type Call struct {
-	// TurnID identifies the turn (see DESIGN §4); it contains no ':' or '/'.
+	// TurnID identifies the turn (docs/architecture.md, "Glossary"); it
+	// contains no ':' or '/'.
 	TurnID string
 	// Session names the conversation for session workspaces (a chat key or an
 	// API caller's explicit session); empty means the host workspace.

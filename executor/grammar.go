@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Builtin commands every surface understands, besides verbs.
+// Builtins are the commands every surface understands, besides verbs.
 var Builtins = []string{"help", "verbs", "whoami", "start", "use", "where", "nodes", "cancel"}
 
 // Command is a chat message parsed by ParseCommand.
@@ -39,7 +39,7 @@ func (c Command) Envelope() Envelope {
 // ErrNotCommand is returned for text that is neither a /command nor an envelope.
 var ErrNotCommand = errors.New("not a command: start with /<verb> (for example /fs.listDir .), /help, or send a {verb, arguments} envelope")
 
-// ParseCommand parses chat text by the grammar of DESIGN §6:
+// ParseCommand parses chat text by the chat grammar (docs/grammar.md):
 //
 //	/fs.readFile README.md               positionals, in the order of the required fields
 //	/fs.listDir docs                     (or the one argument of a verb with a single, optional one)

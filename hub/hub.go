@@ -187,12 +187,13 @@ func Identities(in *chat.Inbound) []string {
 	return ids
 }
 
-// Handle runs one turn (DESIGN §5). It returns once the reply is durably
-// enqueued: only then may the adapter acknowledge the inbound (advance the
-// Telegram offset, say). A duplicate (same TurnID) never runs twice; a turn
-// the hub died in is answered with a notice and not run again. A turn of a
-// chat whose turns accepted before the last stop have not all run yet
-// waits for them (or returns ctx's error, the turn not run).
+// Handle runs one turn (docs/architecture.md, "A turn"). It returns once
+// the reply is durably enqueued: only then may the adapter acknowledge the
+// inbound (advance the Telegram offset, say). A duplicate (same TurnID)
+// never runs twice; a turn the hub died in is answered with a notice and
+// not run again. A turn of a chat whose turns accepted before the last stop
+// have not all run yet waits for them (or returns ctx's error, the turn not
+// run).
 func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error) {
 	if err := validInbound(in); err != nil {
 		return nil, err

@@ -5,12 +5,12 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
-// What an adapter receives from the hub (DESIGN §1): the Hub itself, seen
-// through an interface the adapter declares with only the methods it calls
-// (Handle, Accept, Abandon, Preview, VerbsFor, Registry, Execute,
-// RenameChannel); a cursor store of its own (store.State.Cursors); a status
-// Reporter; and for the web panel a Conversation. Nothing else of the
-// runtime reaches an adapter.
+// What an adapter receives from the hub (docs/architecture.md, "What an
+// adapter receives"): the Hub itself, seen through an interface the adapter
+// declares with only the methods it calls (Handle, Accept, Abandon,
+// Preview, VerbsFor, Registry, Execute, RenameChannel); a cursor store of
+// its own (store.State.Cursors); a status Reporter; and for the web panel a
+// Conversation. Nothing else of the runtime reaches an adapter.
 
 // Preview is how the hub will answer a turn, known before it runs.
 type Preview struct {

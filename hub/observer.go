@@ -17,7 +17,7 @@ type Observer interface {
 // error was returned to the adapter); Handle never returns it.
 const StatusError Status = "error"
 
-// Surface of the turns Execute runs, for an Observer.
+// SurfaceAPI is the surface of the turns Execute runs, for an Observer.
 const SurfaceAPI = "api"
 
 func (h *Hub) observeTurn(surface string, res *TurnResult, err error) {

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +25,7 @@ import (
 func BuildHub(ctx context.Context, moduleDir, dir string, race bool) (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("build the hub: %w", err)
 	}
 	out := filepath.Join(dir, "hub")
 	args := []string{"build", "-o", out}

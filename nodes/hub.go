@@ -655,11 +655,6 @@ func (e *embedded) shutdown() {
 	}
 }
 
-func (e *embedded) restart() error {
-	e.shutdown()
-	return e.start()
-}
-
 func (e *embedded) clientURL() string {
 	scheme := "nats"
 	if e.opts.TLS {

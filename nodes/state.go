@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -91,7 +92,7 @@ func openNodeDB(stateDir string) (*bolt.DB, error) {
 	defer root.Close()
 	db, err := store.OpenBolt(root, "node.db", 0o600, bolt.Options{Timeout: time.Second})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("node state %s is in use by another hub node", stateDir)
 		}
 		return nil, fmt.Errorf("node state: %w", err)

@@ -966,7 +966,7 @@ func (s *BoltStore) Prune(ctx context.Context, before time.Time) (int, error) {
 				return err
 			}
 			k, _ := b.delivered.Cursor().First()
-			more = k != nil && len(k) >= 8 && int64(binary.BigEndian.Uint64(k)) < cut
+			more = len(k) >= 8 && int64(binary.BigEndian.Uint64(k)) < cut
 			return nil
 		})
 		if err != nil || !more {

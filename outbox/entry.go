@@ -14,7 +14,7 @@ import (
 // Kind says why a chunk is sent; it is the first part of its outbox id.
 type Kind string
 
-// The kinds of outbox entries (DESIGN §4).
+// The kinds of outbox entries (docs/outbox.md).
 const (
 	KindReply       Kind = "reply"        // answer to the chat a turn came from
 	KindPMA         Kind = "pma"          // fan-out of hub-level output to delivery targets
@@ -91,8 +91,8 @@ func ParseID(id string) (kind Kind, turnID string, target chat.Key, index int, e
 	return Kind(k), turn, t, n, nil
 }
 
-// validTurnID checks the turn id rules of DESIGN §4: non-empty, no ':' (the
-// id separator) and no control characters.
+// validTurnID checks the turn id rules (docs/architecture.md, "Glossary"):
+// non-empty, no ':' (the id separator) and no control characters.
 func validTurnID(s string) error {
 	if s == "" {
 		return fmt.Errorf("empty turn id")

@@ -22,7 +22,8 @@ import (
 // A queue layout measured by BenchmarkEnqueueLayout: how one chunk is
 // written in a transaction of the group commit. Only the enqueue is
 // written; the other operations of a layout are not (the benchmarks decide
-// whether a layout is worth building; bench/results/issue18-pass4-enqueue.md
+// whether a layout is worth building;
+// bench/results/outbox/2026-11-24-enqueue-layout.md
 // has their figures and the decision).
 type enqueueLayout struct {
 	name string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Layout names inside the state root.
@@ -96,7 +97,7 @@ func openDB(sd *StateDir, opts Options) (*bolt.DB, error) {
 	}
 	db, err := OpenBolt(sd.root, DBFile, 0o600, bolt.Options{Timeout: timeout, NoSync: opts.NoSync, FreelistType: bolt.FreelistMapType})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			pid, cmd := lockHolder(sd.root, DBFile)
 			return nil, &LockedError{Dir: sd.Dir(), PID: pid, Cmd: cmd}
 		}

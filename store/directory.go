@@ -36,7 +36,8 @@ const (
 	MetaGuildID    = "guild_id"
 )
 
-// DirectoryEntry is one chat the hub has seen (seed 001 §2).
+// DirectoryEntry is one chat the hub has seen (docs/state.md,
+// "channel_directory.json").
 type DirectoryEntry struct {
 	Platform chat.Platform     `json:"platform"`
 	ChatID   string            `json:"chat_id"`

@@ -83,8 +83,8 @@ const maxMirrorLine = 64 << 20
 // ErrMirrorClosed is returned by Append after Close.
 var ErrMirrorClosed = errors.New("mirror is closed")
 
-// MirrorRecord is one line of a chat mirror (DESIGN §3). Every field is
-// always written, empty or not.
+// MirrorRecord is one line of a chat mirror (docs/state.md, "Mirrors").
+// Every field is always written, empty or not.
 type MirrorRecord struct {
 	TS          time.Time         `json:"ts"`
 	Direction   string            `json:"direction"` // "inbound" | "outbound"

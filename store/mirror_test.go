@@ -75,7 +75,7 @@ func TestRunID(t *testing.T) {
 	if got, err := ParseRunID(id); err != nil || !got.Equal(now.Truncate(time.Second)) {
 		t.Errorf("ParseRunID(%q) = %v, %v", id, got, err)
 	}
-	if NewRunID(now) == id && NewRunID(now) == id {
+	if again, more := NewRunID(now), NewRunID(now); again == id && more == id {
 		t.Error("run ids of the same second do not differ")
 	}
 	for _, bad := range []string{"", "20261121T224640Z", "20261121T224640Z-3F9A", "20261121T224640Z-3f9", "20261321T224640Z-3f9a", "../../etc-3f9a", "20261121T224640Z_3f9a", "20261121T224640Z-3f9a/"} {

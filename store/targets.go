@@ -18,7 +18,8 @@ import (
 // reads and writes.
 const TargetsVersion = 1
 
-// targetsFile is the on-disk shape of pma/delivery_targets.json (seed 001 §1).
+// targetsFile is the on-disk shape of pma/delivery_targets.json
+// (docs/state.md, "delivery_targets.json").
 type targetsFile struct {
 	Version              int               `json:"version"`
 	UpdatedAt            string            `json:"updated_at"`

@@ -1,5 +1,5 @@
-// Package workspaces opens the named workspaces of the configuration (seed
-// 001 §4, invariant D): for each, its host directory as a verbs.Workspace
+// Package workspaces opens the named workspaces of the configuration
+// (docs/workspaces.md): for each, its host directory as a verbs.Workspace
 // (confined by os.Root, the hub's state protected), its session workspaces
 // and, for kind docker, the Runner its proc.run goes to. A Set hands the
 // verbs the workspace a call names (executor.Call.Workspace) and the vfs.*

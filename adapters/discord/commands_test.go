@@ -148,9 +148,6 @@ func TestDescriptions(t *testing.T) {
 }
 
 type noArgs struct{}
-type wideArgs struct {
-	A string `json:"a"`
-}
 type noResult struct{ executor.Result }
 
 func register(t *testing.T, reg *executor.Registry, names ...string) {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,7 +54,7 @@ func webHub(t *testing.T, clk clock.Clock, mod func(*config.Config)) (url string
 		t.Fatal(err)
 	}
 	srv, err := mcpsurface.New(mcpsurface.Options{
-		Intake: env.Runtime.Hub, ProcDir: filepath.Join(cfg.StateDir, "proc"), Clock: clk,
+		Intake: env.Runtime.Hub, Clock: clk,
 		ProgressInterval: 300 * time.Millisecond, Logger: testkit.Discard(),
 	})
 	if err != nil {

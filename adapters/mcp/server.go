@@ -53,11 +53,6 @@ type Options struct {
 	Identity string
 	// Version is reported to clients as the server's version.
 	Version string
-	// ProcDir is the directory of proc.run's output (<state>/proc).
-	//
-	// Deprecated: progress notifications carry the last lines the verb
-	// itself reports; the directory is no longer read.
-	ProcDir string
 	// ProgressInterval paces progress notifications; default 1 s.
 	ProgressInterval time.Duration
 	// MaxLineBytes bounds one message over stdio; default

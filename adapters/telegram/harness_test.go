@@ -289,11 +289,3 @@ func autoAdvance(t testing.TB, clk *clock.Fake) {
 		<-done
 	})
 }
-
-func must[T any](t testing.TB, v T, err error) T {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -78,8 +77,7 @@ func runMCP(env *cliEnv, args []string) error {
 		logger.Warn("this identity may run no verb, so the client will see no tools; grant it a role in the configuration", "identity", *identity, "grant", hub.GrantLine(*identity, hub.ReaderRole))
 	}
 	srv, err := mcpsurface.New(mcpsurface.Options{
-		Intake: rt.Hub, Identity: *identity, Version: hubVersion(),
-		ProcDir: filepath.Join(rt.State.Dir(), "proc"), Logger: logger,
+		Intake: rt.Hub, Identity: *identity, Version: hubVersion(), Logger: logger,
 		MaxLineBytes: int(cfg.Web.MaxBodyBytes),
 	})
 	if err != nil {
@@ -97,7 +95,7 @@ func runMCP(env *cliEnv, args []string) error {
 // throttle.
 func mountMCP(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *slog.Logger) error {
 	srv, err := mcpsurface.New(mcpsurface.Options{
-		Intake: rt.Hub, Version: hubVersion(), ProcDir: filepath.Join(rt.State.Dir(), "proc"),
+		Intake: rt.Hub, Version: hubVersion(),
 		Status: rt.Board.Reporter("mcp"), Logger: logger,
 	})
 	if err != nil {

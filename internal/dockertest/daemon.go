@@ -62,7 +62,7 @@ func StartDaemon(t testing.TB) *Daemon {
 	}
 	d := &Daemon{t: t, dir: dir, host: "unix://" + filepath.Join(dir, "docker.sock")}
 	t.Cleanup(d.cleanup)
-	cli, err := client.New(client.WithHost(d.host), client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.WithHost(d.host))
 	if err != nil {
 		t.Fatalf("a client of the private daemon: %v", err)
 	}

@@ -48,7 +48,7 @@ func Unavailable(t testing.TB, reason string) {
 // when t ends. Without a reachable daemon t is skipped (failed under CI).
 func Client(t testing.TB) *client.Client {
 	t.Helper()
-	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	c, err := client.New(client.FromEnv)
 	if err != nil {
 		Unavailable(t, fmt.Sprintf("no Docker client: %v", err))
 	}

@@ -2,6 +2,8 @@
 
 package posix
 
+//lint:file-ignore ST1003 the names are the system's own (Stat_t, O_NOFOLLOW, AT_FDCWD), as the calls they go with spell them
+
 import "golang.org/x/sys/unix"
 
 // Supported reports whether the workspace's calls exist here: they do.

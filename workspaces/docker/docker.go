@@ -280,7 +280,7 @@ func New(cfg Config, opts Options) (*Runner, error) {
 // client returns the Docker client, made on first use.
 func (r *Runner) client() (*client.Client, error) {
 	r.cliOnce.Do(func() {
-		opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+		opts := []client.Opt{client.FromEnv}
 		if r.cfg.Host != "" {
 			opts = append(opts, client.WithHost(r.cfg.Host))
 		}

@@ -1,6 +1,6 @@
 // Package policy decides which named workspace a call acts in and who may
 // use it, from the configuration alone: the pure half of the workspaces
-// (seed 001 §4, invariant D). It imports no verbs, so the hub can use it.
+// (docs/workspaces.md). It imports no verbs, so the hub can use it.
 //
 // The order, most specific first: the call's own choice (an envelope's
 // "workspace", POST /api/execute?workspace=, hub exec --workspace), the

@@ -44,8 +44,10 @@ func channelPost(t *testing.T, s *Server, content, nonce string) int {
 func TestNonceRepeatCreatesNothingNew(t *testing.T) {
 	s := NewServer()
 	defer s.Close()
-	if channelPost(t, s, "one", "n1") != 200 || channelPost(t, s, "one", "n1") != 200 || channelPost(t, s, "two", "n2") != 200 {
-		t.Fatal("a post failed")
+	for _, p := range []struct{ content, nonce string }{{"one", "n1"}, {"one", "n1"}, {"two", "n2"}} {
+		if code := channelPost(t, s, p.content, p.nonce); code != 200 {
+			t.Fatalf("post %q with nonce %s: status %d", p.content, p.nonce, code)
+		}
 	}
 	if n := len(s.ChannelMessages(s.ChannelID)); n != 2 {
 		t.Fatalf("%d channel messages, want 2", n)
