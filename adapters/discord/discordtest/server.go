@@ -31,7 +31,8 @@ const (
 // methods are safe for concurrent use. The id fields are fixed when
 // NewServer returns and must not be changed.
 type Server struct {
-	net *loopback.Server
+	net    *loopback.Server
+	faults *loopback.Faults[Fault, request]
 
 	// BotID is the bot user's id, AppID the application's, GuildID the one
 	// guild the bot is in (announced by GUILD_CREATE), ChannelID that
@@ -53,8 +54,6 @@ type Server struct {
 	expired   map[string]bool                // interaction tokens no longer accepted
 	unknown   map[string]bool                // channels that do not exist
 	noAccess  map[string]bool                // channels the bot cannot see
-	faults    loopback.Schedule[Fault, request]
-	down      DownMode
 
 	// gateway
 	upgrader   websocket.Upgrader
@@ -147,6 +146,7 @@ func NewServer() *Server {
 		panic(err) // as httptest.NewServer does: a test cannot go on without it
 	}
 	s.net = n
+	s.faults = loopback.NewFaults[Fault, request](n)
 	return s
 }
 
@@ -352,10 +352,7 @@ func apiErr(w http.ResponseWriter, status, code int, msg string) {
 }
 
 func (s *Server) rest(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	down := s.down
-	s.mu.Unlock()
-	if down == Unavailable {
+	if s.faults.Mode() == Unavailable {
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = io.WriteString(w, "<html><body>503 Service Unavailable</body></html>")

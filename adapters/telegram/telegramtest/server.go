@@ -32,6 +32,7 @@ const maxUpdatesPerAnswer = 100
 // concurrent use.
 type Server struct {
 	net      *loopback.Server
+	faults   *loopback.Faults[Fault, string] // by method
 	botID    int64
 	username string
 
@@ -43,8 +44,6 @@ type Server struct {
 	delivered  []int64       // update ids returned by getUpdates, first time each
 	seenUpd    map[int64]bool
 	calls      []Call
-	faults     loopback.Schedule[Fault, string] // by method
-	down       DownMode
 	blocked    map[string]string // chat id → description (403)
 	badChats   map[string]string // chat id → description (400)
 	migrated   map[string]int64  // chat id → new supergroup id
@@ -120,6 +119,7 @@ func NewServer() *Server {
 		panic(err) // as httptest.NewServer does: a test cannot go on without it
 	}
 	s.net = n
+	s.faults = loopback.NewFaults[Fault, string](n)
 	return s
 }
 
@@ -360,8 +360,9 @@ func (s *Server) Webhook() string {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	down := s.faults.Mode()
 	s.mu.Lock()
-	down, token := s.down, s.token
+	token := s.token
 	s.mu.Unlock()
 	if down == Unavailable {
 		writeHTML(w, http.StatusServiceUnavailable)
