@@ -403,15 +403,13 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 		meta["attempts"] = strconv.Itoa(e.Attempts)
 	}
 	rec := store.MirrorRecord{TS: m.clock.Now().UTC(), Direction: store.DirectionOutbound, Actor: "hub", Kind: kind, Text: mirrorEntryText(e.Text, e.Meta), Meta: meta}
-	if k, err := chat.ParseKey(e.Target); err == nil {
-		switch k.Kind {
-		case chat.KindChat:
-			rec.Platform, rec.ChatID, rec.ThreadID = string(k.Platform), k.ChatID, k.ThreadID
-		case chat.KindWeb:
-			rec.Platform = "web"
-		case chat.KindLocal:
-			rec.Platform, rec.ChatID = "local", k.Path
-		}
+	switch k := e.Target; k.Kind {
+	case chat.KindChat:
+		rec.Platform, rec.ChatID, rec.ThreadID = string(k.Platform), k.ChatID, k.ThreadID
+	case chat.KindWeb:
+		rec.Platform = "web"
+	case chat.KindLocal:
+		rec.Platform, rec.ChatID = "local", k.Path
 	}
 	rec.MessageID = msgID
 	return rec

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -209,7 +208,7 @@ func (m *Metrics) Delivered(e *outbox.Entry, _ outbox.Receipt) {
 	if d < 0 {
 		d = 0
 	}
-	m.delivery.WithLabelValues(platformOf(e.Target)).Observe(d.Seconds())
+	m.delivery.WithLabelValues(e.Target.Label()).Observe(d.Seconds())
 }
 
 // Dead does nothing: dead letters are read from the outbox at scrape time
@@ -220,26 +219,8 @@ func (m *Metrics) Dead(*outbox.Entry) {}
 // read from the outbox at scrape time.
 func (m *Metrics) Retrying(e *outbox.Entry, err error, _ time.Time) {
 	if _, ok := outbox.RetryAfterOf(err); ok {
-		m.rateLimited.WithLabelValues(platformOf(e.Target)).Inc()
+		m.rateLimited.WithLabelValues(e.Target.Label()).Inc()
 	}
-}
-
-// platformOf names the platform of an outbox target, as the outbox's
-// counters do: telegram, discord, web, local or unknown.
-func platformOf(target string) string {
-	k, err := chat.ParseKey(target)
-	if err != nil {
-		return "unknown"
-	}
-	switch k.Kind {
-	case chat.KindWeb:
-		return "web"
-	case chat.KindLocal:
-		return "local"
-	case chat.KindChat:
-		return string(k.Platform)
-	}
-	return "unknown"
 }
 
 var (

@@ -250,7 +250,7 @@ func (r *Recorder) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, e
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cp := *e
-	r.sent[e.Target] = append(r.sent[e.Target], &cp)
+	r.sent[e.Target.String()] = append(r.sent[e.Target.String()], &cp)
 	r.count++
 	return outbox.Receipt{MessageID: fmt.Sprint(r.count)}, nil
 }
