@@ -21,10 +21,6 @@ import (
 // process's, which keep their standard names).
 const Namespace = "hub"
 
-// AdapterStates are the states an adapter reports (hub.AdapterState.State),
-// each a series of hub_adapter_state.
-var AdapterStates = []string{"starting", "running", "degraded", "stopped"}
-
 // OutboxStats is the outbox as the metrics read it at scrape time
 // (*outbox.Outbox satisfies it).
 type OutboxStats interface {
@@ -272,12 +268,12 @@ func (c boardCollector) Describe(ch chan<- *prometheus.Desc) { ch <- adapterStat
 
 func (c boardCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, a := range c.b.All() {
-		for _, st := range AdapterStates {
+		for _, st := range hub.States {
 			v := 0.0
 			if a.State == st {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(adapterStateDesc, prometheus.GaugeValue, v, a.Name, st)
+			ch <- prometheus.MustNewConstMetric(adapterStateDesc, prometheus.GaugeValue, v, a.Name, string(st))
 		}
 	}
 }

@@ -102,7 +102,7 @@ type Intake interface {
 
 // StatusReporter receives the adapter's state for the status page.
 type StatusReporter interface {
-	Report(state, detail string)
+	Report(state hub.State, detail string)
 }
 
 // New builds the adapter and its session without touching the network. It
@@ -212,7 +212,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 		a.mu.Unlock()
 	}()
 
-	a.board("starting", "connecting to the gateway")
+	a.board(hub.StateStarting, "connecting to the gateway")
 	for attempt := 1; ; attempt++ {
 		err := a.session.Open()
 		if err == nil {
@@ -223,11 +223,11 @@ func (a *Adapter) Run(ctx context.Context) error {
 		}
 		if fatal := fatalClose(err); fatal != "" {
 			a.stop(cancel)
-			a.board("stopped", fatal)
+			a.board(hub.StateStopped, fatal)
 			return fmt.Errorf("discord gateway: %s: %w", fatal, err)
 		}
 		delay := gatewayBackoff.Delay(attempt)
-		a.board("degraded", "gateway: "+err.Error())
+		a.board(hub.StateDegraded, "gateway: "+err.Error())
 		a.log.Warn("gateway connection failed; retrying", "err", err, "in", delay)
 		if !clock.Sleep(ctx, a.clock, delay) {
 			a.stop(cancel)
@@ -236,7 +236,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}
 	if err := a.RegisterCommands(ctx); err != nil {
 		a.log.Error("slash commands not registered", "err", err)
-		a.board("degraded", "slash commands not registered: "+err.Error())
+		a.board(hub.StateDegraded, "slash commands not registered: "+err.Error())
 	}
 	<-ctx.Done()
 	a.stop(cancel)
@@ -256,7 +256,7 @@ func (a *Adapter) stop(cancel context.CancelFunc) {
 		a.log.Warn("close gateway session", "err", err)
 	}
 	a.wg.Wait()
-	a.board("stopped", "")
+	a.board(hub.StateStopped, "")
 }
 
 // fatalClose names a gateway close code that retrying cannot fix, or "".
@@ -280,7 +280,7 @@ func fatalClose(err error) string {
 	return ""
 }
 
-func (a *Adapter) board(state, detail string) {
+func (a *Adapter) board(state hub.State, detail string) {
 	if a.status != nil {
 		a.status.Report(state, detail)
 	}
@@ -381,17 +381,17 @@ func (a *Adapter) onConnect(s *discordgo.Session, _ *discordgo.Connect) {
 		return
 	}
 	name, _ := a.botName.Load().(string)
-	a.board("running", "connected as "+name)
+	a.board(hub.StateRunning, "connected as "+name)
 }
 
 func (a *Adapter) onDisconnect(_ *discordgo.Session, _ *discordgo.Disconnect) {
 	if !a.isStopping() {
-		a.board("degraded", "gateway connection lost; reconnecting")
+		a.board(hub.StateDegraded, "gateway connection lost; reconnecting")
 	}
 }
 
 func (a *Adapter) onResumed(_ *discordgo.Session, _ *discordgo.Resumed) {
-	a.board("running", "resumed")
+	a.board(hub.StateRunning, "resumed")
 }
 
 // RegisterCommands replaces the application's slash commands with the

@@ -122,7 +122,7 @@ type Cursors interface {
 
 // StatusReporter receives the adapter's state for the status page.
 type StatusReporter interface {
-	Report(state, detail string)
+	Report(state hub.State, detail string)
 }
 
 // New builds the adapter from its configuration. It does not touch the
@@ -214,8 +214,8 @@ func (a *Adapter) Run(ctx context.Context) error {
 	if a.hub == nil {
 		return errors.New("telegram: Run needs Options.Intake")
 	}
-	a.board("starting", "connecting to the Bot API")
-	defer a.board("stopped", "")
+	a.board(hub.StateStarting, "connecting to the Bot API")
+	defer a.board(hub.StateStopped, "")
 	me, err := a.connect(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -251,11 +251,11 @@ func (a *Adapter) connect(ctx context.Context) (botUser, error) {
 		}
 		var ae *APIError
 		if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound) {
-			a.board("degraded", "the Bot API refused the token")
+			a.board(hub.StateDegraded, "the Bot API refused the token")
 			return botUser{}, fmt.Errorf("telegram: the Bot API refused the token (%d %s): check telegram.token and telegram.api_endpoint", ae.Code, ae.Description)
 		}
 		d := retryBackoff.Delay(attempt)
-		a.board("degraded", "getMe failed: "+err.Error())
+		a.board(hub.StateDegraded, "getMe failed: "+err.Error())
 		a.log.Warn("telegram: Bot API unavailable; retrying", "err", err, "retry_in", d)
 		if !clock.Sleep(ctx, a.clk, d) {
 			return botUser{}, ctx.Err()
@@ -323,7 +323,7 @@ func (a *Adapter) applyMigration(m migration) {
 }
 
 // board reports the adapter's state.
-func (a *Adapter) board(state, detail string) {
+func (a *Adapter) board(state hub.State, detail string) {
 	if a.opts.Status != nil {
 		a.opts.Status.Report(state, detail)
 	}

@@ -255,7 +255,7 @@ func (h *harness) stop() {
 }
 
 // boardState returns the adapter's state on the runtime's board.
-func (h *harness) boardState() string {
+func (h *harness) boardState() hub.State {
 	for _, s := range h.rt.Board.All() {
 		if s.Name == "telegram" {
 			return s.State

@@ -13,6 +13,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/hub"
 )
 
 // Polling constants.
@@ -135,7 +136,7 @@ func (p *poller) run(ctx, turnCtx context.Context, cancelTurns context.CancelFun
 	p.load()
 	a := p.a
 	timeout := a.cfg.PollTimeout.D()
-	a.board("running", "polling")
+	a.board(hub.StateRunning, "polling")
 	failures := 0
 	for ctx.Err() == nil {
 		p.persist()
@@ -148,7 +149,7 @@ func (p *poller) run(ctx, turnCtx context.Context, cancelTurns context.CancelFun
 			}
 			failures++
 			d := retryBackoff.Delay(failures)
-			a.board("degraded", "getUpdates failed: "+err.Error())
+			a.board(hub.StateDegraded, "getUpdates failed: "+err.Error())
 			a.log.Warn("telegram: getUpdates failed; retrying", "err", err, "retry_in", d, "failures", failures)
 			var ae *APIError
 			if errors.As(err, &ae) && ae.Code == http.StatusConflict && strings.Contains(strings.ToLower(ae.Description), "webhook") {
@@ -161,7 +162,7 @@ func (p *poller) run(ctx, turnCtx context.Context, cancelTurns context.CancelFun
 		}
 		if failures > 0 {
 			failures = 0
-			a.board("running", "polling")
+			a.board(hub.StateRunning, "polling")
 		}
 		fresh := p.accept(ctx, turnCtx, updates)
 		if fresh == 0 && (len(updates) > 0 || a.clk.Now().Sub(started) < timeout/2 || timeout == 0) {
@@ -305,12 +306,12 @@ func (p *poller) handle(ctx, turnCtx context.Context, j job) bool {
 			return true
 		}
 		d := retryBackoff.Delay(attempt)
-		p.a.board("degraded", fmt.Sprintf("the hub could not record turn %s", j.in.TurnID))
+		p.a.board(hub.StateDegraded, fmt.Sprintf("the hub could not record turn %s", j.in.TurnID))
 		p.a.log.Error("telegram: the hub could not record a turn; the update is kept and retried", "turn", j.in.TurnID, "update_id", j.id, "err", err, "retry_in", d)
 		if !clock.Sleep(ctx, p.a.clk, d) {
 			return false
 		}
-		p.a.board("running", "polling")
+		p.a.board(hub.StateRunning, "polling")
 	}
 }
 
