@@ -10,8 +10,8 @@ import (
 
 // Adapter is one platform connection run by `hub serve`: it receives
 // messages, normalises them into chat.Inbound, calls Hub.Handle, and
-// acknowledges the platform only after Handle returned. Its outbox.Sender
-// is registered separately.
+// acknowledges the platform only after Handle returned. It is attached to
+// the runtime with its outbox.Sender and progress view as one Platform.
 type Adapter interface {
 	// Name is the platform's name: telegram, discord, web.
 	Name() string

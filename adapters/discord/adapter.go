@@ -187,6 +187,12 @@ func (a *Adapter) Name() string { return Name }
 // Sender returns the outbox.Sender of "chat:discord" targets.
 func (a *Adapter) Sender() outbox.Sender { return a.sender }
 
+// Platform is the adapter as the runtime attaches it (hub.Runtime.Attach):
+// itself, its Sender and its progress view.
+func (a *Adapter) Platform() hub.Platform {
+	return hub.Platform{Name: chat.Discord, Adapter: a, Sender: a.sender, Progress: a.progress}
+}
+
 func (a *Adapter) applicationID() string { s, _ := a.appID.Load().(string); return s }
 func (a *Adapter) botUserID() string     { s, _ := a.botID.Load().(string); return s }
 

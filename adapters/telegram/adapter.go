@@ -201,9 +201,14 @@ func defaultClient(poll time.Duration) *http.Client {
 // Name returns "telegram".
 func (a *Adapter) Name() string { return string(chat.Telegram) }
 
-// Sender returns the outbox.Sender of chat:telegram targets; register it
-// with rt.Mux.Handle("chat:telegram", a.Sender()) before rt.Start.
+// Sender returns the outbox.Sender of chat:telegram targets.
 func (a *Adapter) Sender() outbox.Sender { return a.send }
+
+// Platform is the adapter as the runtime attaches it (hub.Runtime.Attach,
+// before Start): itself, its Sender and its progress view.
+func (a *Adapter) Platform() hub.Platform {
+	return hub.Platform{Name: chat.Telegram, Adapter: a, Sender: a.send, Progress: a.progress}
+}
 
 // Run connects to the Bot API (getMe, retried with backoff while the API is
 // down), sets the command menu, then receives updates until ctx is done:

@@ -228,11 +228,16 @@ func New(opts Options) (*Server, error) {
 }
 
 // Name is the adapter's name.
-func (s *Server) Name() string { return "web" }
+func (s *Server) Name() string { return string(chat.Web) }
 
-// Sender returns the outbox.Sender of the "web" target. Register it with
-// Runtime.Mux.Handle("web", …) before Runtime.Start.
+// Sender returns the outbox.Sender of the "web" target.
 func (s *Server) Sender() outbox.Sender { return sender{} }
+
+// Platform is the panel as the runtime attaches it (hub.Runtime.Attach,
+// before Start): the server, its Sender and its progress view.
+func (s *Server) Platform() hub.Platform {
+	return hub.Platform{Name: chat.Web, Adapter: s, Sender: s.Sender(), Progress: s.ProgressView()}
+}
 
 // Token returns the token that authenticates API clients and logins.
 func (s *Server) Token() string { return s.token }
