@@ -17,6 +17,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/internal/serial"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
@@ -78,7 +79,7 @@ type Adapter struct {
 	stopping bool
 	runCtx   context.Context
 	wg       sync.WaitGroup
-	lanes    map[string][]func(context.Context) // per channel: message turns waiting, in order
+	lanes    serial.Lanes // per channel: its message turns, in order
 }
 
 var _ hub.Adapter = (*Adapter)(nil)
@@ -262,6 +263,7 @@ func (a *Adapter) stop(cancel context.CancelFunc) {
 		a.log.Warn("close gateway session", "err", err)
 	}
 	a.wg.Wait()
+	a.lanes.Wait()
 	a.board(hub.StateStopped, "")
 }
 
@@ -320,39 +322,15 @@ func (a *Adapter) spawn(f func(ctx context.Context)) bool {
 // they were sent.
 func (a *Adapter) inOrder(lane string, f func(ctx context.Context)) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.stopping || !a.running {
-		a.mu.Unlock()
-		return
-	}
-	if a.lanes == nil {
-		a.lanes = map[string][]func(context.Context){}
-	}
-	q, busy := a.lanes[lane]
-	a.lanes[lane] = append(q, f)
-	if busy {
-		a.mu.Unlock()
 		return
 	}
 	ctx := a.runCtx
-	a.wg.Add(1)
-	a.mu.Unlock()
-	go func() {
-		defer a.wg.Done()
-		for {
-			a.mu.Lock()
-			q := a.lanes[lane]
-			if len(q) == 0 {
-				delete(a.lanes, lane)
-				a.mu.Unlock()
-				return
-			}
-			job := q[0]
-			q[0] = nil
-			a.lanes[lane] = q[1:]
-			a.mu.Unlock()
-			job(ctx)
-		}
-	}()
+	a.lanes.Add(lane, func() bool {
+		f(ctx)
+		return true
+	})
 }
 
 // acquire takes a turn slot, or fails when ctx ends first.
