@@ -109,3 +109,34 @@ func TestAttachRefuses(t *testing.T) {
 		t.Errorf("Attach after Start = %v", err)
 	}
 }
+
+// TestHandleRefusesChatsNoPlatformSpells: an inbound message from a
+// platform the hub does not speak, or from a chat whose key does not spell
+// it back (a thread smuggled into a chat id), is refused before anything is
+// recorded.
+func TestHandleRefusesChatsNoPlatformSpells(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, tt := range []struct {
+		name string
+		mod  func(in *chat.Inbound)
+		want string
+	}{
+		{"unknown platform", func(in *chat.Inbound) { in.Platform = "slack" }, `unknown platform "slack"`},
+		{"thread in the chat id", func(in *chat.Inbound) { in.ChatID = "100:7" }, "not canonical"},
+		{"chat id not a number", func(in *chat.Inbound) { in.ChatID = "abc" }, `telegram chat id "abc" is not an integer`},
+	} {
+		in := tgMsg(1, 30, "/fs.listDir .")
+		tt.mod(in)
+		in.TurnID = "telegram.refused." + strings.ReplaceAll(tt.name, " ", "-")
+		res, err := e.rt.Hub.Handle(context.Background(), in)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Handle = %+v, %v; want an error saying %q", tt.name, res, err, tt.want)
+		}
+		if rec, err := e.rt.Ledger.Get(in.TurnID); err != nil || rec != nil {
+			t.Errorf("%s: the refused turn is in the ledger: %+v, %v", tt.name, rec, err)
+		}
+	}
+	if sent := e.rec.Sent("chat:telegram:100:7"); len(sent) != 0 {
+		t.Errorf("a reply went to the smuggled thread: %+v", sent)
+	}
+}

@@ -276,8 +276,12 @@ func (r *Recorder) Wait(t testing.TB, target string, n int) []*outbox.Entry {
 // HandleAll registers r as the sender of every chat platform and the web.
 func (r *Recorder) HandleAll(t testing.TB, rt *hub.Runtime) {
 	t.Helper()
-	for _, p := range []string{"chat:" + string(chat.Telegram), "chat:" + string(chat.Discord), "web"} {
-		if err := rt.Mux.Handle(p, r); err != nil {
+	keys := []chat.Key{chat.WebKey}
+	for _, s := range chat.Specs() {
+		keys = append(keys, chat.ChatKey(s.Name, "", ""))
+	}
+	for _, k := range keys {
+		if err := rt.Mux.Handle(outbox.PatternOf(k), r); err != nil {
 			t.Fatal(err)
 		}
 	}
