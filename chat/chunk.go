@@ -49,21 +49,21 @@ type ChunkOptions struct {
 	AttachmentName string
 }
 
-// ChunkOptionsFor returns the options for replies on platform p: Telegram
-// 4096 units, Discord 2000, web unlimited; markers on chat platforms and an
-// overflow threshold of DefaultMaxChunks. An unknown platform gets the
-// strictest limit, Discord's.
+// ChunkOptionsFor returns the options for replies on platform p: its
+// message limit (Spec.MaxUnits: Telegram 4096 units, Discord 2000), web
+// unlimited; markers on chat platforms and an overflow threshold of
+// DefaultMaxChunks. An unknown platform gets the strictest limit of the
+// chat platforms.
 func ChunkOptionsFor(p Platform) ChunkOptions {
 	o := ChunkOptions{
-		MaxUnits:       DiscordLimit,
+		MaxUnits:       strictestLimit(),
 		MaxChunks:      DefaultMaxChunks,
 		Markers:        true,
 		AttachmentName: DefaultAttachmentName,
 	}
-	switch p {
-	case Telegram:
-		o.MaxUnits = TelegramLimit
-	case Web:
+	if s, ok := SpecOf(p); ok {
+		o.MaxUnits = s.MaxUnits
+	} else if p == Web {
 		o.MaxUnits = 0
 		o.Markers = false
 	}

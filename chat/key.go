@@ -7,16 +7,6 @@ import (
 	"unicode/utf8"
 )
 
-// Platform names a chat platform.
-type Platform string
-
-// The platforms the hub speaks.
-const (
-	Telegram Platform = "telegram"
-	Discord  Platform = "discord"
-	Web      Platform = "web"
-)
-
 // Kind is the kind of a delivery target.
 type Kind string
 
@@ -34,16 +24,16 @@ const (
 //	local:<path>
 //	chat:telegram:<chat_id>[:<thread_id>]
 //	chat:discord:<channel_id>
+//
+// (chat:<platform>:<chat>, a chat spelled as its platform's Spec says).
+// It is stored and shown as that string (MarshalText).
 type Key struct {
 	Kind     Kind
 	Platform Platform // chat keys only
 	ChatID   string   // chat keys only
-	ThreadID string   // telegram chat keys only, optional
+	ThreadID string   // chat keys of platforms with threads only, optional
 	Path     string   // local keys only
 }
-
-// AcceptedKeyForms is shown in every key parse error.
-const AcceptedKeyForms = "accepted: web, local:<path>, chat:telegram:<chat_id>[:<thread_id>], chat:discord:<channel_id>"
 
 // WebKey is the key of the web panel's conversation.
 var WebKey = Key{Kind: KindWeb}
@@ -94,6 +84,57 @@ func (k Key) Normalized(stateDir string) Key {
 // IsZero reports whether k is the zero Key.
 func (k Key) IsZero() bool { return k == Key{} }
 
+// Validate reports what is wrong with a key built from its parts (ChatKey,
+// LocalKey): it must be one ParseKey accepts, in the canonical form.
+func (k Key) Validate() error {
+	s := k.String()
+	if s == "" {
+		return fmt.Errorf("empty target key (%s)", AcceptedKeyForms)
+	}
+	p, err := ParseKey(s)
+	if err != nil {
+		return err
+	}
+	if p != k {
+		return fmt.Errorf("invalid target key %q: its parts are not canonical (ids are decimal digits, a thread only where the platform has threads; %s)", s, AcceptedKeyForms)
+	}
+	return nil
+}
+
+// Label names where a target's chunks go, for counters and metrics: its
+// chat platform (telegram, discord), web or local; unknown for the zero
+// Key.
+func (k Key) Label() string {
+	switch k.Kind {
+	case KindWeb:
+		return "web"
+	case KindLocal:
+		return "local"
+	case KindChat:
+		return string(k.Platform)
+	}
+	return "unknown"
+}
+
+// MarshalText writes the canonical key, so that a Key is stored and shown
+// as its string form.
+func (k Key) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText parses a canonical key (ParseKey); the empty text is the
+// zero Key.
+func (k *Key) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*k = Key{}
+		return nil
+	}
+	p, err := ParseKey(string(b))
+	if err != nil {
+		return err
+	}
+	*k = p
+	return nil
+}
+
 // Channel returns the channel-directory key of a chat target. ok is false for
 // web and local targets.
 func (k Key) Channel() (c ChannelKey, ok bool) {
@@ -126,19 +167,22 @@ func ParseKey(s string) (Key, error) {
 }
 
 // ParseTarget parses a target as an operator types it: the canonical key, or
-// the short forms `hub targets` takes (discord:<channel_id>,
-// telegram:<chat_id>[:<thread_id>]; docs/state.md, "Target keys").
+// the short forms of the command line (discord:<channel_id>,
+// telegram:<chat_id>[:<thread_id>]: a chat platform's channel key;
+// docs/state.md, "Target keys").
 func ParseTarget(s string) (Key, error) {
-	if strings.HasPrefix(s, "telegram:") || strings.HasPrefix(s, "discord:") {
-		c, err := parseChannel(s)
-		if err != nil {
-			return Key{}, fmt.Errorf("invalid target %q: %v (accepted: web, local:<path>, telegram:<chat_id>[:<thread_id>], discord:<channel_id>, or a full chat:… key)", s, err)
+	if name, _, ok := strings.Cut(s, ":"); ok {
+		if _, isChat := SpecOf(Platform(name)); isChat {
+			c, err := parseChannel(s)
+			if err != nil {
+				return Key{}, fmt.Errorf("invalid target %q: %v (%s)", s, err, acceptedTargetForms)
+			}
+			return c.Target(), nil
 		}
-		return c.Target(), nil
 	}
 	k, err := ParseKey(s)
 	if err != nil {
-		return Key{}, fmt.Errorf("invalid target %q (accepted: web, local:<path>, telegram:<chat_id>[:<thread_id>], discord:<channel_id>, or a full chat:… key)", s)
+		return Key{}, fmt.Errorf("invalid target %q (%s)", s, acceptedTargetForms)
 	}
 	return k, nil
 }
@@ -168,9 +212,6 @@ type ChannelKey struct {
 	ThreadID string
 }
 
-// AcceptedChannelForms is shown in every channel key parse error.
-const AcceptedChannelForms = "accepted: telegram:<chat_id>[:<thread_id>], discord:<channel_id>"
-
 // String formats the channel-directory key.
 func (c ChannelKey) String() string {
 	s := string(c.Platform) + ":" + c.ChatID
@@ -197,30 +238,13 @@ func parseChannel(s string) (ChannelKey, error) {
 	if len(parts) < 2 {
 		return ChannelKey{}, fmt.Errorf("missing chat id")
 	}
-	c := ChannelKey{Platform: Platform(parts[0]), ChatID: parts[1]}
-	switch c.Platform {
-	case Telegram:
-		if len(parts) > 3 {
-			return ChannelKey{}, fmt.Errorf("too many parts")
-		}
-		if !isInt(c.ChatID, true) {
-			return ChannelKey{}, fmt.Errorf("telegram chat id %q is not an integer", c.ChatID)
-		}
-		if len(parts) == 3 {
-			c.ThreadID = parts[2]
-			if !isInt(c.ThreadID, false) || c.ThreadID == "0" {
-				return ChannelKey{}, fmt.Errorf("telegram thread id %q is not a positive integer", c.ThreadID)
-			}
-		}
-	case Discord:
-		if len(parts) > 2 {
-			return ChannelKey{}, fmt.Errorf("discord keys have no thread part (a Discord thread is a channel of its own)")
-		}
-		if !isInt(c.ChatID, false) {
-			return ChannelKey{}, fmt.Errorf("discord channel id %q is not a snowflake (digits only)", c.ChatID)
-		}
-	default:
+	spec, ok := SpecOf(Platform(parts[0]))
+	if !ok {
 		return ChannelKey{}, fmt.Errorf("unknown platform %q", parts[0])
+	}
+	c := ChannelKey{Platform: spec.Name, ChatID: parts[1]}
+	if err := spec.parse(&c, parts[1:]); err != nil {
+		return ChannelKey{}, err
 	}
 	return c, nil
 }

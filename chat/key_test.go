@@ -3,6 +3,7 @@ package chat_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -275,5 +276,96 @@ func TestKeyNormalized(t *testing.T) {
 	}
 	if got := chat.LocalKey(filepath.Join(state, "..", ".hub", "pma", "x.jsonl")).Normalized(state); got != want {
 		t.Errorf("a path through .. into the state directory: %v", got)
+	}
+}
+
+// TestAcceptedFormsFromSpecs: the accepted spellings shown in errors are
+// derived from the platform table and read as they always did.
+func TestAcceptedFormsFromSpecs(t *testing.T) {
+	if want := "accepted: web, local:<path>, chat:telegram:<chat_id>[:<thread_id>], chat:discord:<channel_id>"; chat.AcceptedKeyForms != want {
+		t.Errorf("AcceptedKeyForms = %q, want %q", chat.AcceptedKeyForms, want)
+	}
+	if want := "accepted: telegram:<chat_id>[:<thread_id>], discord:<channel_id>"; chat.AcceptedChannelForms != want {
+		t.Errorf("AcceptedChannelForms = %q, want %q", chat.AcceptedChannelForms, want)
+	}
+	var names []chat.Platform
+	for _, s := range chat.Specs() {
+		names = append(names, s.Name)
+		if got, ok := chat.SpecOf(s.Name); !ok || got.Name != s.Name || got.MaxUnits != chat.ChunkOptionsFor(s.Name).MaxUnits {
+			t.Errorf("SpecOf(%q) = %+v, %v", s.Name, got, ok)
+		}
+	}
+	if want := []chat.Platform{chat.Telegram, chat.Discord}; !slices.Equal(names, want) {
+		t.Errorf("Specs() = %v, want %v", names, want)
+	}
+	for _, p := range []chat.Platform{chat.Web, "slack", ""} {
+		if _, ok := chat.SpecOf(p); ok {
+			t.Errorf("SpecOf(%q) found a chat platform", p)
+		}
+	}
+}
+
+// TestKeyValidate: a key built from its parts is accepted only when it is
+// one ParseKey gives back, spelled canonically.
+func TestKeyValidate(t *testing.T) {
+	for _, k := range []chat.Key{chat.WebKey, chat.LocalKey("pma/x.jsonl"), chat.ChatKey(chat.Telegram, "-100", "7"), chat.ChatKey(chat.Discord, "123", "")} {
+		if err := k.Validate(); err != nil {
+			t.Errorf("%v.Validate() = %v", k, err)
+		}
+	}
+	for _, tt := range []struct {
+		k    chat.Key
+		want string
+	}{
+		{chat.Key{}, "empty target key"},
+		{chat.ChatKey(chat.Telegram, "01", ""), `telegram chat id "01" is not an integer`},
+		{chat.ChatKey(chat.Discord, "1", "2"), "discord keys have no thread part"},
+		{chat.ChatKey("slack", "1", ""), `unknown platform "slack"`},
+		{chat.ChatKey(chat.Telegram, "1:2", ""), "not canonical"},
+		{chat.Key{Kind: chat.KindWeb, Path: "x"}, "not canonical"},
+		{chat.LocalKey(""), "empty path"},
+	} {
+		err := tt.k.Validate()
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), chat.AcceptedKeyForms) {
+			t.Errorf("%+v.Validate() = %v, want an error saying %q and the accepted forms", tt.k, err, tt.want)
+		}
+	}
+}
+
+// TestKeyText: a Key is written as its canonical string wherever it is
+// encoded (JSON of outbox entries, the API) and read back by ParseKey.
+func TestKeyText(t *testing.T) {
+	type doc struct {
+		Target chat.Key `json:"target"`
+	}
+	for _, k := range []chat.Key{chat.WebKey, chat.LocalKey("pma/a b.jsonl"), chat.ChatKey(chat.Telegram, "-100", "7"), chat.ChatKey(chat.Discord, "123", ""), {}} {
+		b, err := json.Marshal(doc{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(map[string]string{"target": k.String()})
+		if string(b) != string(want) {
+			t.Errorf("%+v encodes as %s, want %s", k, b, want)
+		}
+		var back doc
+		if err := json.Unmarshal(b, &back); err != nil || back.Target != k {
+			t.Errorf("%s decodes to %+v, %v; want %+v", b, back.Target, err, k)
+		}
+	}
+	var d doc
+	err := json.Unmarshal([]byte(`{"target":"chat:telegram:abc"}`), &d)
+	if err == nil || !strings.Contains(err.Error(), `telegram chat id "abc" is not an integer`) {
+		t.Errorf("a bad key decodes with %v, want the parse error", err)
+	}
+}
+
+func TestKeyLabel(t *testing.T) {
+	for k, want := range map[chat.Key]string{
+		chat.WebKey: "web", chat.LocalKey("x"): "local", chat.ChatKey(chat.Telegram, "1", ""): "telegram",
+		chat.ChatKey(chat.Discord, "1", ""): "discord", {}: "unknown",
+	} {
+		if got := k.Label(); got != want {
+			t.Errorf("%+v.Label() = %q, want %q", k, got, want)
+		}
 	}
 }

@@ -10,8 +10,8 @@ import (
 
 // Adapter is one platform connection run by `hub serve`: it receives
 // messages, normalises them into chat.Inbound, calls Hub.Handle, and
-// acknowledges the platform only after Handle returned. Its outbox.Sender
-// is registered separately.
+// acknowledges the platform only after Handle returned. It is attached to
+// the runtime with its outbox.Sender and progress view as one Platform.
 type Adapter interface {
 	// Name is the platform's name: telegram, discord, web.
 	Name() string
@@ -20,10 +20,35 @@ type Adapter interface {
 	Run(ctx context.Context) error
 }
 
+// State is an adapter's health as the status page, hub doctor and the
+// readiness probe show it.
+type State string
+
+// Adapter states.
+const (
+	// StateStarting: the adapter is connecting for the first time.
+	StateStarting State = "starting"
+	// StateRunning: the adapter receives and delivers.
+	StateRunning State = "running"
+	// StateDegraded: the adapter is retrying (the platform is down, a turn
+	// could not be recorded); it recovers on its own.
+	StateDegraded State = "degraded"
+	// StateStopped: the adapter does not run (it stopped, or failed for
+	// good: the detail says why).
+	StateStopped State = "stopped"
+)
+
+// States are every adapter state, in the order above.
+var States = []State{StateStarting, StateRunning, StateDegraded, StateStopped}
+
+// Ready reports whether an adapter in state s counts as serving: running,
+// or degraded while it retries.
+func (s State) Ready() bool { return s == StateRunning || s == StateDegraded }
+
 // AdapterState is an adapter's health, for GET /api/status and hub doctor.
 type AdapterState struct {
 	Name   string    `json:"name"`
-	State  string    `json:"state"` // starting, running, degraded, stopped
+	State  State     `json:"state"`
 	Detail string    `json:"detail,omitempty"`
 	Since  time.Time `json:"since"`
 }
@@ -47,16 +72,16 @@ type Reporter struct {
 // Reporter returns the reporter of the adapter called name.
 func (b *StateBoard) Reporter(name string) Reporter { return Reporter{b: b, name: name} }
 
-// Report records the adapter's state (starting, running, degraded,
-// stopped) and a detail for people. A zero Reporter reports nowhere.
-func (r Reporter) Report(state, detail string) {
+// Report records the adapter's state and a detail for people. A zero
+// Reporter reports nowhere.
+func (r Reporter) Report(state State, detail string) {
 	if r.b != nil {
 		r.b.Set(r.name, state, detail)
 	}
 }
 
 // Set records an adapter's state; Since changes only when State does.
-func (b *StateBoard) Set(name, state, detail string) {
+func (b *StateBoard) Set(name string, state State, detail string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.states == nil {

@@ -628,15 +628,14 @@ func validInbound(in *chat.Inbound) error {
 	if in.TurnID == "" || strings.ContainsAny(in.TurnID, ":/\x00") {
 		return fmt.Errorf("hub: turn id %q is empty or contains ':', '/' or NUL", in.TurnID)
 	}
-	switch in.Platform {
-	case chat.Telegram, chat.Discord, chat.Web:
-	default:
+	if in.Platform == chat.Web {
+		return nil
+	}
+	if _, ok := chat.SpecOf(in.Platform); !ok {
 		return fmt.Errorf("hub: unknown platform %q", in.Platform)
 	}
-	if in.Platform != chat.Web {
-		if _, err := chat.ParseKey(in.ReplyKey().String()); err != nil {
-			return fmt.Errorf("hub: %w", err)
-		}
+	if err := in.ReplyKey().Validate(); err != nil {
+		return fmt.Errorf("hub: %w", err)
 	}
 	return nil
 }

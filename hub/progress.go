@@ -90,8 +90,8 @@ type ProgressStore interface {
 }
 
 // SetProgressView installs the view of a platform's progress (nil removes
-// it). Install it before Runtime.Start, which finalises the progress
-// messages a previous run left.
+// it); Runtime.Attach installs an attached platform's. Install it before
+// Runtime.Start, which finalises the progress messages a previous run left.
 func (h *Hub) SetProgressView(p chat.Platform, v ProgressView) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

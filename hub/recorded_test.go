@@ -115,7 +115,7 @@ func TestMirrorRecordsBatchedDeliveries(t *testing.T) {
 	for i := range es {
 		es[i] = outbox.Entry{
 			ID: outbox.ID(outbox.KindReply, "web.m1", chat.WebKey, i), Kind: outbox.KindReply, TurnID: "web.m1",
-			Target: chat.WebKey.String(), Index: i, Total: n, Text: fmt.Sprintf("chunk %d", i),
+			Target: chat.WebKey, Index: i, Total: n, Text: fmt.Sprintf("chunk %d", i),
 		}
 		want = append(want, es[i].ID)
 	}

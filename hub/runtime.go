@@ -23,7 +23,7 @@ import (
 // Runtime is everything `hub serve` runs besides the adapters, over a state
 // root opened by the caller: the mirror of this run, the channel directory,
 // the delivery targets, the outbox and its dispatcher, the turn ledger, the
-// conversations feed and the router. Adapters register their senders on Mux
+// conversations feed and the router. The platforms are attached (Attach)
 // before Start.
 type Runtime struct {
 	Config        *config.Config
@@ -55,6 +55,9 @@ type Runtime struct {
 	stopDispatch context.CancelFunc
 	reloader     atomic.Pointer[Reloader]        // nil: not reloadable (EnableReload)
 	retention    atomic.Pointer[store.Retention] // nil: the configuration's (RetentionReloadable)
+
+	platformsMu sync.Mutex
+	platforms   []Platform // attached, in order (Attach)
 }
 
 // RuntimeOptions adjust a Runtime for tests.
@@ -205,8 +208,8 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 }
 
 // Start finalises the progress messages a previous run left, answers turns
-// it died in and starts the dispatcher. Register every sender on Mux and
-// every progress view (Hub.SetProgressView) before calling it.
+// it died in and starts the dispatcher. Attach every platform before
+// calling it.
 func (rt *Runtime) Start(ctx context.Context) error {
 	// Progress messages first: a Discord one shares its message with the
 	// notice Recover may send, which must come after.
@@ -403,15 +406,13 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 		meta["attempts"] = strconv.Itoa(e.Attempts)
 	}
 	rec := store.MirrorRecord{TS: m.clock.Now().UTC(), Direction: store.DirectionOutbound, Actor: "hub", Kind: kind, Text: mirrorEntryText(e.Text, e.Meta), Meta: meta}
-	if k, err := chat.ParseKey(e.Target); err == nil {
-		switch k.Kind {
-		case chat.KindChat:
-			rec.Platform, rec.ChatID, rec.ThreadID = string(k.Platform), k.ChatID, k.ThreadID
-		case chat.KindWeb:
-			rec.Platform = "web"
-		case chat.KindLocal:
-			rec.Platform, rec.ChatID = "local", k.Path
-		}
+	switch k := e.Target; k.Kind {
+	case chat.KindChat:
+		rec.Platform, rec.ChatID, rec.ThreadID = string(k.Platform), k.ChatID, k.ThreadID
+	case chat.KindWeb:
+		rec.Platform = "web"
+	case chat.KindLocal:
+		rec.Platform, rec.ChatID = "local", k.Path
 	}
 	rec.MessageID = msgID
 	return rec

@@ -173,9 +173,9 @@ func (c *checker) index() {
 	c.byTurn = map[string][]string{}
 	for _, list := range [][]outbox.Entry{c.o.Pending, c.o.Delivered, c.o.Dead} {
 		for _, e := range list {
-			if e.TurnID == "" || e.Target == "" {
+			if e.TurnID == "" || e.Target.IsZero() {
 				if k, turn, target, idx, err := outbox.ParseID(e.ID); err == nil {
-					e.Kind, e.TurnID, e.Target, e.Index = k, turn, target.String(), idx
+					e.Kind, e.TurnID, e.Target, e.Index = k, turn, target, idx
 				}
 			}
 			c.entries[e.ID] = e
@@ -234,12 +234,12 @@ func (c *checker) arrive(id string, pos int, at time.Time) {
 	e := c.entries[id]
 	c.arrivals[id]++
 	if c.arrivals[id] == 1 {
-		r := receipt{id: id, target: e.Target, pos: pos, at: at}
+		r := receipt{id: id, target: e.Target.String(), pos: pos, at: at}
 		c.first[id] = r
 		c.recv = append(c.recv, r)
 		return
 	}
-	c.extra[e.Target]++
+	c.extra[e.Target.String()]++
 }
 
 // checkReceipts maps what the fakes received to outbox ids and checks that
@@ -251,7 +251,7 @@ func (c *checker) checkReceipts() {
 		e := c.entries[e.ID]
 		delivered[e.ID] = e
 		if e.PlatformMessageID != "" {
-			byMsg[platformOf(e.Target)+"|"+e.PlatformMessageID] = e.ID
+			byMsg[e.Target.Label()+"|"+e.PlatformMessageID] = e.ID
 		}
 	}
 
@@ -281,7 +281,7 @@ func (c *checker) checkReceipts() {
 			c.fail("no duplicates", "Telegram chat %s received a message no outbox chunk explains: %q", m.ChatID, preview(m.Text+m.Caption))
 			continue
 		}
-		if want := "chat:telegram:" + m.ChatID; c.entries[id].Target != want && !strings.HasPrefix(c.entries[id].Target, want+":") {
+		if want := "chat:telegram:" + m.ChatID; c.entries[id].Target.String() != want && !strings.HasPrefix(c.entries[id].Target.String(), want+":") {
 			c.fail("delivered", "%s for %s arrived in Telegram chat %s", id, c.entries[id].Target, m.ChatID)
 		}
 		c.arrive(id, i, m.At)
@@ -291,7 +291,7 @@ func (c *checker) checkReceipts() {
 	// interaction responses and follow-ups are known by message id.
 	nonces := map[string]string{}
 	for id, e := range c.entries {
-		if platformOf(e.Target) == "discord" {
+		if e.Target.Label() == "discord" {
 			nonces[discord.Nonce(id)] = id
 		}
 	}
@@ -319,7 +319,7 @@ func (c *checker) checkReceipts() {
 				c.fig.NonceRepeats++ // Discord answered from the nonce: nothing new appeared
 				continue
 			}
-			if want := "chat:discord:" + r.ChannelID; c.entries[id].Target != want {
+			if want := "chat:discord:" + r.ChannelID; c.entries[id].Target.String() != want {
 				c.fail("delivered", "%s for %s arrived in Discord channel %s", id, c.entries[id].Target, r.ChannelID)
 			}
 			c.arrive(id, i, r.At)
@@ -366,12 +366,12 @@ func (c *checker) checkReceipts() {
 		if _, ok := c.first[id]; ok {
 			continue
 		}
-		switch platformOf(e.Target) {
+		switch e.Target.Label() {
 		case "telegram", "discord", "web":
-			if platformOf(e.Target) == "web" && c.webMirrorCut(id) {
+			if e.Target.Label() == "web" && c.webMirrorCut(id) {
 				continue
 			}
-			c.fail("delivered", "%s is delivered according to the outbox (platform message %q) but %s never received it", id, e.PlatformMessageID, platformOf(e.Target))
+			c.fail("delivered", "%s is delivered according to the outbox (platform message %q) but %s never received it", id, e.PlatformMessageID, e.Target.Label())
 		}
 	}
 }
@@ -440,7 +440,7 @@ func (c *checker) checkDuplicates() {
 		if n > allowed {
 			var ids []string
 			for id, k := range c.arrivals {
-				if k > 1 && c.entries[id].Target == target {
+				if k > 1 && c.entries[id].Target.String() == target {
 					ids = append(ids, fmt.Sprintf("%s ×%d", id, k))
 				}
 			}
@@ -651,7 +651,7 @@ func (c *checker) checkMirrors() {
 			return
 		}
 		e2 := c.entries[e.ID]
-		gapsByTarget[e2.Target]++
+		gapsByTarget[e2.Target.String()]++
 	}
 	for _, e := range c.o.Delivered {
 		check(c.entries[e.ID], string(c.entries[e.ID].Kind))

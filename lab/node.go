@@ -498,7 +498,7 @@ func (w *world) checkNodes(o Observation) []Violation {
 		es := answers[t.TurnID]
 		slices.SortFunc(es, func(a, b outbox.Entry) int { return a.Index - b.Index })
 		for _, e := range es {
-			chat := strings.TrimPrefix(e.Target, "chat:telegram:")
+			chat := strings.TrimPrefix(e.Target.String(), "chat:telegram:")
 			b.WriteString(received[chat+"/"+e.PlatformMessageID])
 		}
 		return b.String()

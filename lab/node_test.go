@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
 
@@ -52,7 +53,7 @@ func TestCheckNodes(t *testing.T) {
 			}
 			var o Observation
 			for i, tt := range []*Turn{tDone, tOff, tCut} {
-				o.Delivered = append(o.Delivered, outbox.Entry{TurnID: tt.TurnID, Target: "chat:telegram:-2001", PlatformMessageID: itoa(i + 1)})
+				o.Delivered = append(o.Delivered, outbox.Entry{TurnID: tt.TurnID, Target: chat.ChatKey(chat.Telegram, "-2001", ""), PlatformMessageID: itoa(i + 1)})
 				o.Telegram = append(o.Telegram, telegramtest.Message{ChatID: "-2001", MessageID: int64(i + 1), Text: answers[tt.Marker]})
 			}
 			v := w.checkNodes(o)

@@ -55,8 +55,8 @@ func notReady(board Board, open func() bool) string {
 	}
 	var bad []string
 	for _, a := range board.All() {
-		if a.State != "running" && a.State != "degraded" {
-			bad = append(bad, a.Name+" "+a.State)
+		if !a.State.Ready() {
+			bad = append(bad, a.Name+" "+string(a.State))
 		}
 	}
 	if len(bad) == 0 {

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -21,10 +20,6 @@ import (
 // Namespace prefixes every metric of the hub (not the Go runtime's and the
 // process's, which keep their standard names).
 const Namespace = "hub"
-
-// AdapterStates are the states an adapter reports (hub.AdapterState.State),
-// each a series of hub_adapter_state.
-var AdapterStates = []string{"starting", "running", "degraded", "stopped"}
 
 // OutboxStats is the outbox as the metrics read it at scrape time
 // (*outbox.Outbox satisfies it).
@@ -209,7 +204,7 @@ func (m *Metrics) Delivered(e *outbox.Entry, _ outbox.Receipt) {
 	if d < 0 {
 		d = 0
 	}
-	m.delivery.WithLabelValues(platformOf(e.Target)).Observe(d.Seconds())
+	m.delivery.WithLabelValues(e.Target.Label()).Observe(d.Seconds())
 }
 
 // Dead does nothing: dead letters are read from the outbox at scrape time
@@ -220,26 +215,8 @@ func (m *Metrics) Dead(*outbox.Entry) {}
 // read from the outbox at scrape time.
 func (m *Metrics) Retrying(e *outbox.Entry, err error, _ time.Time) {
 	if _, ok := outbox.RetryAfterOf(err); ok {
-		m.rateLimited.WithLabelValues(platformOf(e.Target)).Inc()
+		m.rateLimited.WithLabelValues(e.Target.Label()).Inc()
 	}
-}
-
-// platformOf names the platform of an outbox target, as the outbox's
-// counters do: telegram, discord, web, local or unknown.
-func platformOf(target string) string {
-	k, err := chat.ParseKey(target)
-	if err != nil {
-		return "unknown"
-	}
-	switch k.Kind {
-	case chat.KindWeb:
-		return "web"
-	case chat.KindLocal:
-		return "local"
-	case chat.KindChat:
-		return string(k.Platform)
-	}
-	return "unknown"
 }
 
 var (
@@ -291,12 +268,12 @@ func (c boardCollector) Describe(ch chan<- *prometheus.Desc) { ch <- adapterStat
 
 func (c boardCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, a := range c.b.All() {
-		for _, st := range AdapterStates {
+		for _, st := range hub.States {
 			v := 0.0
 			if a.State == st {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(adapterStateDesc, prometheus.GaugeValue, v, a.Name, st)
+			ch <- prometheus.MustNewConstMetric(adapterStateDesc, prometheus.GaugeValue, v, a.Name, string(st))
 		}
 	}
 }

@@ -394,7 +394,7 @@ func recoveryDB(b *testing.B, n, targets int) string {
 		for t := range targets {
 			k := tg(strconv.Itoa(1_000_000 + t))
 			batch = append(batch, Entry{
-				ID: ID(KindReply, "recovery", k, c), Kind: KindReply, TurnID: "recovery", Target: k.String(),
+				ID: ID(KindReply, "recovery", k, c), Kind: KindReply, TurnID: "recovery", Target: k,
 				Index: c, Total: perTarget, Text: fmt.Sprintf("pending chunk %d of target %d, a line of ordinary length", c, t),
 				EnqueuedAt: time.Unix(1_790_000_000, 0).UTC(),
 			})

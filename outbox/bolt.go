@@ -147,7 +147,7 @@ type recordAttachment struct {
 
 func encodeRecord(e *Entry) ([]byte, error) {
 	r := record{
-		ID: e.ID, Kind: e.Kind, TurnID: e.TurnID, Target: e.Target, Index: e.Index, Total: e.Total,
+		ID: e.ID, Kind: e.Kind, TurnID: e.TurnID, Target: e.Target.String(), Index: e.Index, Total: e.Total,
 		Text: e.Text, Meta: e.Meta, EnqueuedAt: e.EnqueuedAt,
 		Attempts: e.Attempts, Throttled: e.Throttled, NextAttemptAt: e.NextAttemptAt, LastError: e.LastError,
 	}
@@ -169,8 +169,12 @@ func decodeRecord(b []byte, state State) (Entry, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Entry{}, fmt.Errorf("decode outbox entry: %w", err)
 	}
+	target, err := chat.ParseKey(r.Target)
+	if err != nil {
+		return Entry{}, fmt.Errorf("decode outbox entry %q: %w", r.ID, err)
+	}
 	e := Entry{
-		ID: r.ID, Kind: r.Kind, TurnID: r.TurnID, Target: r.Target, Index: r.Index, Total: r.Total,
+		ID: r.ID, Kind: r.Kind, TurnID: r.TurnID, Target: target, Index: r.Index, Total: r.Total,
 		Text: r.Text, Meta: r.Meta, EnqueuedAt: r.EnqueuedAt,
 		Attempts: r.Attempts, Throttled: r.Throttled, NextAttemptAt: r.NextAttemptAt, LastError: r.LastError,
 		State: state, DeliveredAt: r.DeadAt,
@@ -427,11 +431,13 @@ func (s *BoltStore) Enqueue(ctx context.Context, entries []Entry) ([]string, err
 		return nil, nil
 	}
 	recs := make([][]byte, len(entries))
+	targets := make([]string, len(entries))
 	for i := range entries {
 		e := &entries[i]
 		if err := e.validate(); err != nil {
 			return nil, fmt.Errorf("enqueue: %w", err)
 		}
+		targets[i] = e.Target.String()
 		b, err := encodeRecord(&Entry{
 			ID: e.ID, Kind: e.Kind, TurnID: e.TurnID, Target: e.Target, Index: e.Index, Total: e.Total,
 			Text: e.Text, Attachment: e.Attachment, Meta: e.Meta, EnqueuedAt: e.EnqueuedAt,
@@ -458,13 +464,13 @@ func (s *BoltStore) Enqueue(ctx context.Context, entries []Entry) ([]string, err
 			if err != nil {
 				return fmt.Errorf("next sequence: %w", err)
 			}
-			if err := b.queue.Put(queueKey(e.Target, seq), recs[i]); err != nil {
+			if err := b.queue.Put(queueKey(targets[i], seq), recs[i]); err != nil {
 				return fmt.Errorf("write %q: %w", e.ID, err)
 			}
-			if err := putIndex(b.index, e.ID, indexRecord{State: StatePending, Target: e.Target, Seq: seq}); err != nil {
+			if err := putIndex(b.index, e.ID, indexRecord{State: StatePending, Target: targets[i], Seq: seq}); err != nil {
 				return err
 			}
-			delta.add(e.Target, cPending, 1)
+			delta.add(targets[i], cPending, 1)
 			added = append(added, e.ID)
 		}
 		if err := delta.apply(b.counts); err != nil {
@@ -752,14 +758,15 @@ func (s *BoltStore) Dead(ctx context.Context, id string, r Retry, at time.Time) 
 	})
 }
 
-// deliveredEntry rebuilds what is known of a delivered id.
+// deliveredEntry rebuilds what is known of a delivered id: its parts, the
+// target among them, come from the id (ParseID).
 func deliveredEntry(id string, ir indexRecord) Entry {
-	e := Entry{ID: id, Target: ir.Target, State: StateDelivered, PlatformMessageID: ir.MsgID}
+	e := Entry{ID: id, State: StateDelivered, PlatformMessageID: ir.MsgID}
 	if ir.At > 0 {
 		e.DeliveredAt = time.Unix(0, ir.At).UTC()
 	}
-	if k, turn, _, i, err := ParseID(id); err == nil {
-		e.Kind, e.TurnID, e.Index = k, turn, i
+	if k, turn, target, i, err := ParseID(id); err == nil {
+		e.Kind, e.TurnID, e.Target, e.Index = k, turn, target, i
 	}
 	return e
 }
@@ -928,7 +935,7 @@ func (s *BoltStore) Purge(ctx context.Context, f Filter) (int, error) {
 			}
 			if f.match(&e) {
 				ids = append(ids, bytes.Clone(k))
-				delta.add(e.Target, cDead, -1)
+				delta.add(e.Target.String(), cDead, -1)
 			}
 		}
 		for _, id := range ids {

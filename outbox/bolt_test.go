@@ -21,7 +21,7 @@ func TestBoltEnqueueAtomicAndValidated(t *testing.T) {
 	s := newBolt(t)
 	good := entries(KindReply, "turn", tg("1"), 2)
 	bad := good[1]
-	bad.Target = "chat:slack:1"
+	bad.Target = chat.ChatKey("slack", "1", "")
 	if _, err := s.Enqueue(ctx, []Entry{good[0], bad}); err == nil {
 		t.Fatal("enqueue with an invalid entry succeeded")
 	}
@@ -83,7 +83,7 @@ func TestBoltQueueOrderAndTargets(t *testing.T) {
 			if !ok {
 				break
 			}
-			if e.Target != k.String() {
+			if e.Target != k {
 				t.Fatalf("head of %s is %s", k, e.ID)
 			}
 			got = append(got, e.ID)
@@ -148,7 +148,7 @@ func TestBoltStatesAndCounts(t *testing.T) {
 	}
 	del := mustGet(t, s, es[1].ID)
 	if del.State != StateDelivered || del.PlatformMessageID != "m1" || !del.DeliveredAt.Equal(t0) ||
-		del.Kind != KindReply || del.TurnID != "t" || del.Index != 1 || del.Target != "chat:telegram:1" {
+		del.Kind != KindReply || del.TurnID != "t" || del.Index != 1 || del.Target != tg("1") {
 		t.Fatalf("delivered: %+v", del)
 	}
 	if _, err := s.Get(ctx, "reply:nope:web:0"); !errors.Is(err, ErrNotFound) {

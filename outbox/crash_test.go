@@ -296,7 +296,7 @@ func TestCrashChild(t *testing.T) {
 		es := make([]Entry, crashChunks)
 		for c := range es {
 			es[c] = Entry{ID: ID(KindReply, crashTurnID, k, c), Kind: KindReply, TurnID: crashTurnID,
-				Target: k.String(), Index: c, Total: crashChunks, Text: fmt.Sprintf("chunk %d", c)}
+				Target: k, Index: c, Total: crashChunks, Text: fmt.Sprintf("chunk %d", c)}
 		}
 		if _, err := o.Enqueue(context.Background(), es); err != nil {
 			t.Fatal(err)

@@ -110,8 +110,9 @@ type Entry struct {
 	ID     string `json:"id"`
 	Kind   Kind   `json:"kind"`
 	TurnID string `json:"turn_id"`
-	// Target is the canonical target key (chat.Key.String()).
-	Target string `json:"target"`
+	// Target is where the chunk goes: parsed once, when the entry is made
+	// or loaded, and stored as its canonical key (chat.Key.String()).
+	Target chat.Key `json:"target"`
 	// Index is the chunk's position in its turn for this target, from 0;
 	// Total is the number of chunks of the turn for this target.
 	Index int    `json:"index"`
@@ -147,12 +148,11 @@ func NewEntries(kind Kind, turnID string, target chat.Key, split chat.Split, met
 	if split.Attachment != nil {
 		total++
 	}
-	key := target.String()
 	out := make([]Entry, 0, total)
 	add := func(text string, att *chat.Attachment) {
 		i := len(out)
 		out = append(out, Entry{
-			ID: ID(kind, turnID, target, i), Kind: kind, TurnID: turnID, Target: key,
+			ID: ID(kind, turnID, target, i), Kind: kind, TurnID: turnID, Target: target,
 			Index: i, Total: total, Text: text, Attachment: att, Meta: maps.Clone(meta),
 			State: StatePending,
 		})
@@ -177,17 +177,13 @@ func (e *Entry) validate() error {
 	if err := validTurnID(e.TurnID); err != nil {
 		return fmt.Errorf("outbox entry %q: %w", e.ID, err)
 	}
-	k, err := chat.ParseKey(e.Target)
-	if err != nil {
+	if err := e.Target.Validate(); err != nil {
 		return fmt.Errorf("outbox entry %q: %w", e.ID, err)
-	}
-	if k.String() != e.Target {
-		return fmt.Errorf("outbox entry %q: target key %q is not canonical (want %q)", e.ID, e.Target, k.String())
 	}
 	if e.Index < 0 || e.Total < 1 || e.Index >= e.Total {
 		return fmt.Errorf("outbox entry %q: chunk index %d of %d is out of range (want 0 <= index < total)", e.ID, e.Index, e.Total)
 	}
-	if want := ID(e.Kind, e.TurnID, k, e.Index); e.ID != want {
+	if want := ID(e.Kind, e.TurnID, e.Target, e.Index); e.ID != want {
 		return fmt.Errorf("outbox entry %q: id does not match its parts (want %q)", e.ID, want)
 	}
 	return nil

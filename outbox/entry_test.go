@@ -83,7 +83,7 @@ func TestNewEntries(t *testing.T) {
 		t.Fatalf("got %d entries, want 3", len(es))
 	}
 	for i, e := range es {
-		if e.ID != ID(KindReply, "telegram.42.7", target, i) || e.Index != i || e.Total != 3 || e.Target != "chat:telegram:42" {
+		if e.ID != ID(KindReply, "telegram.42.7", target, i) || e.Index != i || e.Total != 3 || e.Target != target {
 			t.Errorf("entry %d: %+v", i, e)
 		}
 		if err := e.validate(); err != nil {
@@ -126,8 +126,16 @@ func TestEntryValidate(t *testing.T) {
 		{"unknown kind", func(e *Entry) { e.Kind = "reply2" }},
 		{"empty turn", func(e *Entry) { e.TurnID = "" }},
 		{"turn with colon", func(e *Entry) { e.TurnID = "a:b" }},
-		{"bad target", func(e *Entry) { e.Target = "chat:slack:1" }},
-		{"non-canonical target", func(e *Entry) { e.Target = "telegram:1" }},
+		// The id is made to match, so that only the target is wrong.
+		{"bad target", func(e *Entry) {
+			e.Target = chat.ChatKey("slack", "1", "")
+			e.ID = ID(e.Kind, e.TurnID, e.Target, e.Index)
+		}},
+		{"non-canonical target", func(e *Entry) {
+			e.Target = chat.ChatKey(chat.Telegram, "01", "")
+			e.ID = ID(e.Kind, e.TurnID, e.Target, e.Index)
+		}},
+		{"no target", func(e *Entry) { e.Target = chat.Key{}; e.ID = ID(e.Kind, e.TurnID, e.Target, e.Index) }},
 		{"negative index", func(e *Entry) { e.Index = -1 }},
 		{"index past total", func(e *Entry) { e.Index = 2 }},
 		{"zero total", func(e *Entry) { e.Total = 0 }},

@@ -75,7 +75,7 @@ func entries(kind Kind, turn string, target chat.Key, n int) []Entry {
 	out := make([]Entry, n)
 	for i := range out {
 		out[i] = Entry{
-			ID: ID(kind, turn, target, i), Kind: kind, TurnID: turn, Target: target.String(),
+			ID: ID(kind, turn, target, i), Kind: kind, TurnID: turn, Target: target,
 			Index: i, Total: n, Text: fmt.Sprintf("chunk %d of %s for %s", i, turn, target),
 		}
 	}
@@ -120,13 +120,13 @@ func newRecorder(clk clock.Clock) *recorder {
 
 func (r *recorder) Send(ctx context.Context, e *Entry) (Receipt, error) {
 	r.mu.Lock()
-	if r.active[e.Target] {
+	c := call{ID: e.ID, Target: e.Target.String(), At: r.clk.Now()}
+	if r.active[c.Target] {
 		r.overlaps = append(r.overlaps, e.ID)
 	}
-	r.active[e.Target] = true
+	r.active[c.Target] = true
 	r.perID[e.ID]++
 	n := r.perID[e.ID]
-	c := call{ID: e.ID, Target: e.Target, At: r.clk.Now()}
 	r.calls = append(r.calls, c)
 	r.mu.Unlock()
 
@@ -141,9 +141,9 @@ func (r *recorder) Send(ctx context.Context, e *Entry) (Receipt, error) {
 		err = ctx.Err()
 	}
 	r.mu.Lock()
-	r.active[e.Target] = false
+	r.active[c.Target] = false
 	if err == nil {
-		r.delivered[e.Target] = append(r.delivered[e.Target], e.ID)
+		r.delivered[c.Target] = append(r.delivered[c.Target], e.ID)
 	}
 	r.mu.Unlock()
 	r.notify <- c

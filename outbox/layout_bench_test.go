@@ -82,13 +82,13 @@ func encodeJSONForBench(e *Entry) ([]byte, error) { return encodeRecord(e) }
 // encodeBinaryForBench is a length-prefixed binary form of an enqueued
 // entry: what a smaller encoding than JSON would write.
 func encodeBinaryForBench(e *Entry) ([]byte, error) {
-	b := make([]byte, 0, 64+len(e.ID)+len(e.TurnID)+len(e.Target)+len(e.Text))
+	b := make([]byte, 0, 64+len(e.ID)+len(e.TurnID)+len(e.Text))
 	str := func(s string) { b = binary.AppendUvarint(b, uint64(len(s))); b = append(b, s...) }
 	b = append(b, 1) // format version
 	str(e.ID)
 	str(string(e.Kind))
 	str(e.TurnID)
-	str(e.Target)
+	str(e.Target.String())
 	b = binary.AppendUvarint(b, uint64(e.Index))
 	b = binary.AppendUvarint(b, uint64(e.Total))
 	str(e.Text)
@@ -129,17 +129,17 @@ func layoutToday(tx *bolt.Tx, e *Entry, enc func(*Entry) ([]byte, error), bin bo
 	if err != nil {
 		return err
 	}
-	if err := q.Put(queueKey(e.Target, seq), v); err != nil {
+	if err := q.Put(queueKey(e.Target.String(), seq), v); err != nil {
 		return err
 	}
 	if bin {
-		if err := idx.Put([]byte(e.ID), binaryIndex(StatePending, seq, e.Target)); err != nil {
+		if err := idx.Put([]byte(e.ID), binaryIndex(StatePending, seq, e.Target.String())); err != nil {
 			return err
 		}
-	} else if err := putIndex(idx, e.ID, indexRecord{State: StatePending, Target: e.Target, Seq: seq}); err != nil {
+	} else if err := putIndex(idx, e.ID, indexRecord{State: StatePending, Target: e.Target.String(), Seq: seq}); err != nil {
 		return err
 	}
-	return addCount(tx, e.Target)
+	return addCount(tx, e.Target.String())
 }
 
 // layoutGlobal writes e in an append-only queue keyed by the global
@@ -168,26 +168,26 @@ func layoutGlobal(l *layoutState, tx *bolt.Tx, e *Entry, order, fifo, bin bool) 
 		return nil, err
 	}
 	if order {
-		if err := tx.Bucket([]byte(lOrder)).Put(key, []byte(e.Target)); err != nil {
+		if err := tx.Bucket([]byte(lOrder)).Put(key, []byte(e.Target.String())); err != nil {
 			return nil, err
 		}
 	}
 	if fifo {
-		if err := tx.Bucket([]byte(lFIFO)).Put(queueKey(e.Target, seq), key); err != nil {
+		if err := tx.Bucket([]byte(lFIFO)).Put(queueKey(e.Target.String(), seq), key); err != nil {
 			return nil, err
 		}
 	}
 	if bin {
-		if err := idx.Put([]byte(e.ID), binaryIndex(StatePending, seq, e.Target)); err != nil {
+		if err := idx.Put([]byte(e.ID), binaryIndex(StatePending, seq, e.Target.String())); err != nil {
 			return nil, err
 		}
-	} else if err := putIndex(idx, e.ID, indexRecord{State: StatePending, Target: e.Target, Seq: seq}); err != nil {
+	} else if err := putIndex(idx, e.ID, indexRecord{State: StatePending, Target: e.Target.String(), Seq: seq}); err != nil {
 		return nil, err
 	}
-	if err := addCount(tx, e.Target); err != nil {
+	if err := addCount(tx, e.Target.String()); err != nil {
 		return nil, err
 	}
-	target := e.Target
+	target := e.Target.String()
 	return func() {
 		l.mu.Lock()
 		l.fifo[target] = append(l.fifo[target], seq)

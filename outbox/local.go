@@ -179,23 +179,22 @@ func (s *LocalSender) lock(path string) *sync.Mutex {
 	return m
 }
 
-// Path returns the file a local target key writes to, or why it may not
-// be written (see NewLocalSender).
-func (s *LocalSender) Path(target string) (string, error) {
-	pl, err := s.place(target)
+// Path returns the file a local target writes to, or why it may not be
+// written (see NewLocalSender).
+func (s *LocalSender) Path(k chat.Key) (string, error) {
+	pl, err := s.place(k)
 	if err != nil {
 		return "", err
 	}
 	return pl.path(), nil
 }
 
-func (s *LocalSender) place(target string) (localPlace, error) {
-	k, err := chat.ParseKey(target)
-	if err != nil {
-		return localPlace{}, err
-	}
+func (s *LocalSender) place(k chat.Key) (localPlace, error) {
 	if k.Kind != chat.KindLocal {
-		return localPlace{}, fmt.Errorf("target %q is not a local:<path> target", target)
+		return localPlace{}, fmt.Errorf("target %q is not a local:<path> target", k)
+	}
+	if err := k.Validate(); err != nil {
+		return localPlace{}, err
 	}
 	return placeLocal(s.state.Dir(), s.roots, k.Path)
 }

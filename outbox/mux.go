@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/a6afc2ce/hermes-hub/chat"
 )
 
 // Mux chooses the Sender for a target. Patterns are a target kind ("web",
-// "local", "chat") or "chat:<platform>" ("chat:telegram", "chat:discord");
+// "local", "chat") or "chat:<platform>" for a chat platform of chat.Specs
+// ("chat:telegram", "chat:discord");
 // "chat:<platform>" is preferred over "chat". It is safe for concurrent use.
 type Mux struct {
 	mu sync.RWMutex
@@ -15,7 +18,39 @@ type Mux struct {
 }
 
 // AcceptedPatterns is shown in every Handle error.
-const AcceptedPatterns = "accepted patterns: web, local, chat, chat:telegram, chat:discord"
+var AcceptedPatterns = "accepted patterns: web, local, chat" + chatPatterns()
+
+// chatPatterns lists ", chat:<platform>" for every chat platform.
+func chatPatterns() string {
+	var b strings.Builder
+	for _, s := range chat.Specs() {
+		b.WriteString(", " + PatternOf(chat.ChatKey(s.Name, "", "")))
+	}
+	return b.String()
+}
+
+// PatternOf is the most specific pattern that matches k: web, local or
+// chat:<platform>.
+func PatternOf(k chat.Key) string {
+	if k.Kind == chat.KindChat {
+		return "chat:" + string(k.Platform)
+	}
+	return string(k.Kind)
+}
+
+// validPattern reports whether Handle accepts pattern.
+func validPattern(pattern string) bool {
+	switch pattern {
+	case "web", "local", "chat":
+		return true
+	}
+	p, ok := strings.CutPrefix(pattern, "chat:")
+	if !ok {
+		return false
+	}
+	_, ok = chat.SpecOf(chat.Platform(p))
+	return ok
+}
 
 // NewMux returns an empty Mux: every target has no sender until Handle.
 func NewMux() *Mux { return &Mux{m: map[string]Sender{}} }
@@ -23,9 +58,7 @@ func NewMux() *Mux { return &Mux{m: map[string]Sender{}} }
 // Handle registers s for the targets pattern matches, replacing any sender
 // registered for the same pattern.
 func (m *Mux) Handle(pattern string, s Sender) error {
-	switch pattern {
-	case "web", "local", "chat", "chat:telegram", "chat:discord":
-	default:
+	if !validPattern(pattern) {
 		return fmt.Errorf("outbox mux: unknown pattern %q (%s)", pattern, AcceptedPatterns)
 	}
 	if s == nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 )
 
@@ -298,7 +299,7 @@ func (o *Outbox) Enqueue(ctx context.Context, entries []Entry) ([]string, error)
 		return nil, fmt.Errorf("outbox %w", err)
 	}
 	// added is a subsequence of prepared's ids, in order.
-	woken := map[string]bool{}
+	woken := map[chat.Key]bool{}
 	j := 0
 	for i := 0; i < len(prepared) && j < len(added); i++ {
 		if prepared[i].ID != added[j] {
@@ -307,7 +308,7 @@ func (o *Outbox) Enqueue(ctx context.Context, entries []Entry) ([]string, error)
 		j++
 		if t := prepared[i].Target; !woken[t] {
 			woken[t] = true
-			o.wake(t)
+			o.wake(t.String())
 		}
 	}
 	return added, nil
@@ -323,7 +324,7 @@ func (o *Outbox) Requeue(ctx context.Context, id string) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("outbox %w", err)
 	}
-	o.wake(e.Target)
+	o.wake(e.Target.String())
 	return e, nil
 }
 

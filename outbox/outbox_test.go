@@ -24,7 +24,7 @@ func TestDedupeAcrossStates(t *testing.T) {
 	s := newBolt(t)
 	rec := newRecorder(nil)
 	rec.reply = func(e *Entry, _ int) error {
-		if e.Target == "chat:discord:2" {
+		if e.Target == dc("2") {
 			return Permanent(errors.New("403 blocked"))
 		}
 		return nil
@@ -147,7 +147,7 @@ func TestRetryAfterExact(t *testing.T) {
 	s := newBolt(t)
 	rec := newRecorder(fake)
 	rec.reply = func(e *Entry, n int) error {
-		if e.Target == "chat:telegram:1" && e.Index == 0 && n == 1 {
+		if e.Target == tg("1") && e.Index == 0 && n == 1 {
 			return RetryAfter(30*time.Second, errors.New("429 Too Many Requests"))
 		}
 		return nil
@@ -166,7 +166,7 @@ func TestRetryAfterExact(t *testing.T) {
 	}
 	// The other target is not held up.
 	for range y {
-		if e := recv(t, ev.delivered, "other target"); e.Target != "chat:telegram:2" {
+		if e := recv(t, ev.delivered, "other target"); e.Target != tg("2") {
 			t.Fatalf("delivered %s while chat:telegram:1 waits", e.ID)
 		}
 	}
@@ -230,7 +230,7 @@ func TestTransientBackoff(t *testing.T) {
 			t.Errorf("attempt %d: stored %d attempts, next %v", i, got.Attempts, got.NextAttemptAt)
 		}
 		fake.Advance(d - time.Nanosecond)
-		if st, _ := o.targetState(e.Target); st != tWaiting {
+		if st, _ := o.targetState(e.Target.String()); st != tWaiting {
 			t.Fatalf("attempt %d: target state %d before the backoff elapsed, want waiting", i, st)
 		}
 		if n := rec.count(e.ID); n != i {
@@ -438,11 +438,11 @@ func TestRetryTimeSurvivesRestart(t *testing.T) {
 	o2 := New(s, muxFor(t, rec2), Options{Clock: fake, Events: ev2, Logger: testkit.Discard()})
 	run(t, o2)
 	testkit.WaitFor(t, "target to wait for its retry time", func() bool {
-		st, ok := o2.targetState(e.Target)
+		st, ok := o2.targetState(e.Target.String())
 		return ok && st == tWaiting
 	})
 	fake.Set(r.next.Add(-time.Nanosecond))
-	if st, _ := o2.targetState(e.Target); st != tWaiting {
+	if st, _ := o2.targetState(e.Target.String()); st != tWaiting {
 		t.Fatalf("target state %d before the stored retry time, want waiting", st)
 	}
 	if n := rec2.total(); n != 0 {
@@ -517,15 +517,15 @@ func TestStats(t *testing.T) {
 	release := make(chan struct{})
 	rec := newRecorder(fake)
 	rec.block = func(e *Entry) {
-		if e.Target == "chat:telegram:1" {
+		if e.Target == tg("1") {
 			<-release
 		}
 	}
 	rec.reply = func(e *Entry, _ int) error {
 		switch e.Target {
-		case "chat:discord:2":
+		case dc("2"):
 			return Transient(errors.New("503"))
-		case "chat:discord:3":
+		case dc("3"):
 			return Permanent(errors.New("404 Unknown Channel"))
 		}
 		return nil
@@ -654,7 +654,7 @@ func TestRunCtxCancelNoLeak(t *testing.T) {
 	s := newBolt(t)
 	rec := newRecorder(nil)
 	rec.reply = func(e *Entry, _ int) error {
-		if e.Target == "chat:discord:1" {
+		if e.Target == dc("1") {
 			return RetryAfter(time.Hour, errors.New("429")) // leaves a real timer armed
 		}
 		return nil
@@ -741,7 +741,7 @@ func TestFairness(t *testing.T) {
 	var once sync.Once
 	rec := newRecorder(nil)
 	rec.block = func(e *Entry) {
-		if e.Target == "chat:telegram:1" {
+		if e.Target == tg("1") {
 			once.Do(func() { <-hold })
 		}
 	}

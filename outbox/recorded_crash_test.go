@@ -243,7 +243,7 @@ func TestRecordedCrashChild(t *testing.T) {
 		es := make([]Entry, recCrashChunks)
 		for c := range es {
 			es[c] = Entry{ID: ID(KindReply, turnID, chat.WebKey, c), Kind: KindReply, TurnID: turnID,
-				Target: chat.WebKey.String(), Index: c, Total: recCrashChunks, Text: fmt.Sprintf("chunk %d", c)}
+				Target: chat.WebKey, Index: c, Total: recCrashChunks, Text: fmt.Sprintf("chunk %d", c)}
 		}
 		if _, err := o.Enqueue(context.Background(), es); err != nil {
 			t.Fatal(err)

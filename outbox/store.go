@@ -76,7 +76,7 @@ type Filter struct {
 }
 
 func (f *Filter) match(e *Entry) bool {
-	return (f.Target == "" || e.Target == f.Target) &&
+	return (f.Target == "" || e.Target.String() == f.Target) &&
 		(f.Kind == "" || e.Kind == f.Kind) &&
 		(f.TurnID == "" || e.TurnID == f.TurnID)
 }

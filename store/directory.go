@@ -643,7 +643,7 @@ func (d *Directory) merge(flows *os.Root) (int, error) {
 // web records and records without a valid chat key give none.
 func entryFromRecord(rec MirrorRecord) (DirectoryEntry, bool) {
 	p := chat.Platform(rec.Platform)
-	if p != chat.Telegram && p != chat.Discord {
+	if _, ok := chat.SpecOf(p); !ok {
 		return DirectoryEntry{}, false
 	}
 	e := DirectoryEntry{Platform: p, ChatID: rec.ChatID, ThreadID: rec.ThreadID, SeenAt: rec.TS}

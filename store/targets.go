@@ -160,19 +160,7 @@ func entryOf(k chat.Key) targetEntry {
 }
 
 // validTarget accepts k only if its canonical form parses back to k.
-func validTarget(k chat.Key) error {
-	if k.IsZero() {
-		return fmt.Errorf("empty target key (%s)", chat.AcceptedKeyForms)
-	}
-	p, err := chat.ParseKey(k.String())
-	if err != nil {
-		return err
-	}
-	if p != k {
-		return fmt.Errorf("invalid target key %q: its parts are not canonical (ids are decimal digits, a thread only on telegram; %s)", k.String(), chat.AcceptedKeyForms)
-	}
-	return nil
-}
+func validTarget(k chat.Key) error { return k.Validate() }
 
 // Normalize returns k as the targets store it (chat.Key.Normalized: a
 // local path cleaned, and relative when it lies in the state directory).

@@ -17,6 +17,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/internal/serial"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
@@ -78,7 +79,7 @@ type Adapter struct {
 	stopping bool
 	runCtx   context.Context
 	wg       sync.WaitGroup
-	lanes    map[string][]func(context.Context) // per channel: message turns waiting, in order
+	lanes    serial.Lanes // per channel: its message turns, in order
 }
 
 var _ hub.Adapter = (*Adapter)(nil)
@@ -102,7 +103,7 @@ type Intake interface {
 
 // StatusReporter receives the adapter's state for the status page.
 type StatusReporter interface {
-	Report(state, detail string)
+	Report(state hub.State, detail string)
 }
 
 // New builds the adapter and its session without touching the network. It
@@ -187,6 +188,12 @@ func (a *Adapter) Name() string { return Name }
 // Sender returns the outbox.Sender of "chat:discord" targets.
 func (a *Adapter) Sender() outbox.Sender { return a.sender }
 
+// Platform is the adapter as the runtime attaches it (hub.Runtime.Attach):
+// itself, its Sender and its progress view.
+func (a *Adapter) Platform() hub.Platform {
+	return hub.Platform{Name: chat.Discord, Adapter: a, Sender: a.sender, Progress: a.progress}
+}
+
 func (a *Adapter) applicationID() string { s, _ := a.appID.Load().(string); return s }
 func (a *Adapter) botUserID() string     { s, _ := a.botID.Load().(string); return s }
 
@@ -212,7 +219,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 		a.mu.Unlock()
 	}()
 
-	a.board("starting", "connecting to the gateway")
+	a.board(hub.StateStarting, "connecting to the gateway")
 	for attempt := 1; ; attempt++ {
 		err := a.session.Open()
 		if err == nil {
@@ -223,11 +230,11 @@ func (a *Adapter) Run(ctx context.Context) error {
 		}
 		if fatal := fatalClose(err); fatal != "" {
 			a.stop(cancel)
-			a.board("stopped", fatal)
+			a.board(hub.StateStopped, fatal)
 			return fmt.Errorf("discord gateway: %s: %w", fatal, err)
 		}
 		delay := gatewayBackoff.Delay(attempt)
-		a.board("degraded", "gateway: "+err.Error())
+		a.board(hub.StateDegraded, "gateway: "+err.Error())
 		a.log.Warn("gateway connection failed; retrying", "err", err, "in", delay)
 		if !clock.Sleep(ctx, a.clock, delay) {
 			a.stop(cancel)
@@ -236,7 +243,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	}
 	if err := a.RegisterCommands(ctx); err != nil {
 		a.log.Error("slash commands not registered", "err", err)
-		a.board("degraded", "slash commands not registered: "+err.Error())
+		a.board(hub.StateDegraded, "slash commands not registered: "+err.Error())
 	}
 	<-ctx.Done()
 	a.stop(cancel)
@@ -256,7 +263,8 @@ func (a *Adapter) stop(cancel context.CancelFunc) {
 		a.log.Warn("close gateway session", "err", err)
 	}
 	a.wg.Wait()
-	a.board("stopped", "")
+	a.lanes.Wait()
+	a.board(hub.StateStopped, "")
 }
 
 // fatalClose names a gateway close code that retrying cannot fix, or "".
@@ -280,7 +288,7 @@ func fatalClose(err error) string {
 	return ""
 }
 
-func (a *Adapter) board(state, detail string) {
+func (a *Adapter) board(state hub.State, detail string) {
 	if a.status != nil {
 		a.status.Report(state, detail)
 	}
@@ -314,39 +322,15 @@ func (a *Adapter) spawn(f func(ctx context.Context)) bool {
 // they were sent.
 func (a *Adapter) inOrder(lane string, f func(ctx context.Context)) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.stopping || !a.running {
-		a.mu.Unlock()
-		return
-	}
-	if a.lanes == nil {
-		a.lanes = map[string][]func(context.Context){}
-	}
-	q, busy := a.lanes[lane]
-	a.lanes[lane] = append(q, f)
-	if busy {
-		a.mu.Unlock()
 		return
 	}
 	ctx := a.runCtx
-	a.wg.Add(1)
-	a.mu.Unlock()
-	go func() {
-		defer a.wg.Done()
-		for {
-			a.mu.Lock()
-			q := a.lanes[lane]
-			if len(q) == 0 {
-				delete(a.lanes, lane)
-				a.mu.Unlock()
-				return
-			}
-			job := q[0]
-			q[0] = nil
-			a.lanes[lane] = q[1:]
-			a.mu.Unlock()
-			job(ctx)
-		}
-	}()
+	a.lanes.Add(lane, func() bool {
+		f(ctx)
+		return true
+	})
 }
 
 // acquire takes a turn slot, or fails when ctx ends first.
@@ -381,17 +365,17 @@ func (a *Adapter) onConnect(s *discordgo.Session, _ *discordgo.Connect) {
 		return
 	}
 	name, _ := a.botName.Load().(string)
-	a.board("running", "connected as "+name)
+	a.board(hub.StateRunning, "connected as "+name)
 }
 
 func (a *Adapter) onDisconnect(_ *discordgo.Session, _ *discordgo.Disconnect) {
 	if !a.isStopping() {
-		a.board("degraded", "gateway connection lost; reconnecting")
+		a.board(hub.StateDegraded, "gateway connection lost; reconnecting")
 	}
 }
 
 func (a *Adapter) onResumed(_ *discordgo.Session, _ *discordgo.Resumed) {
-	a.board("running", "resumed")
+	a.board(hub.StateRunning, "resumed")
 }
 
 // RegisterCommands replaces the application's slash commands with the

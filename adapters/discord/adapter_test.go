@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/store"
 	"github.com/bwmarrin/discordgo"
 )
@@ -61,7 +62,7 @@ func TestGatewaySessionAndCommands(t *testing.T) {
 	}
 }
 
-func boardState(e *testEnv) string {
+func boardState(e *testEnv) hub.State {
 	for _, s := range e.rt.Board.All() {
 		if s.Name == Name {
 			return s.State

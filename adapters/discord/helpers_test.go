@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/discord/discordtest"
-	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -100,11 +99,12 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Mux.Handle("chat:discord", e.ad.Sender()); err != nil {
-		t.Fatal(err)
+	p := e.ad.Platform() // attached as cmd/hub serve does
+	if !o.progress {
+		p.Progress = nil
 	}
-	if o.progress {
-		rt.Hub.SetProgressView(chat.Discord, e.ad.ProgressView())
+	if err := rt.Attach(p); err != nil {
+		t.Fatal(err)
 	}
 	if o.beforeStart != nil {
 		o.beforeStart(e)

@@ -275,12 +275,12 @@ func (a *Adapter) handle(ctx context.Context, in *chat.Inbound) (*hub.TurnResult
 			return res, true
 		}
 		d := turnBackoff.Delay(attempt)
-		a.board("degraded", "the hub could not record turn "+in.TurnID)
+		a.board(hub.StateDegraded, "the hub could not record turn "+in.TurnID)
 		a.log.Error("the hub could not record a turn; it is kept and retried", "turn", in.TurnID, "err", err, "retry_in", d)
 		if !clock.Sleep(ctx, a.clock, d) {
 			return nil, false
 		}
-		a.board("running", "connected")
+		a.board(hub.StateRunning, "connected")
 	}
 }
 

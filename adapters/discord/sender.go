@@ -121,9 +121,9 @@ func Nonce(outboxID string) string {
 // message, with a nonce so a resend never posts it twice.
 func (s *Sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
 	a := s.a
-	k, err := chat.ParseKey(e.Target)
-	if err != nil || k.Kind != chat.KindChat || k.Platform != chat.Discord {
-		return outbox.Receipt{}, outbox.Permanent(fmt.Errorf("discord sender: target %q is not a Discord channel (accepted: chat:discord:<channel_id>)", e.Target))
+	k := e.Target
+	if k.Kind != chat.KindChat || k.Platform != chat.Discord {
+		return outbox.Receipt{}, outbox.Permanent(fmt.Errorf("discord sender: target %q is not a Discord channel (accepted: chat:discord:<channel_id>)", k))
 	}
 	m := prepare(e)
 	if it, ok := interactionOf(e.Meta, a.applicationID()); ok {

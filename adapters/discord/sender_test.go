@@ -19,7 +19,7 @@ import (
 func entry(turn, channel string, index, total int, text string, meta map[string]string) *outbox.Entry {
 	key := chat.ChatKey(chat.Discord, channel, "")
 	return &outbox.Entry{
-		ID: outbox.ID(outbox.KindReply, turn, key, index), Kind: outbox.KindReply, TurnID: turn, Target: key.String(),
+		ID: outbox.ID(outbox.KindReply, turn, key, index), Kind: outbox.KindReply, TurnID: turn, Target: key,
 		Index: index, Total: total, Text: text, Meta: meta, State: outbox.StatePending,
 	}
 }
@@ -317,7 +317,7 @@ func TestSendErrorClasses(t *testing.T) {
 			}
 		})
 	}
-	_, err := send(t, e, &outbox.Entry{ID: "reply:x:chat:telegram:1:0", Target: "chat:telegram:1", Text: "x"})
+	_, err := send(t, e, &outbox.Entry{ID: "reply:x:chat:telegram:1:0", Target: chat.ChatKey(chat.Telegram, "1", ""), Text: "x"})
 	if !outbox.IsPermanent(err) || !strings.Contains(err.Error(), "chat:discord:<channel_id>") {
 		t.Errorf("foreign target: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/config"
+	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -186,7 +187,7 @@ func (s *Server) Handler(o HTTPOptions) (http.Handler, error) {
 		return nil, auth.ErrInvalidToken
 	}
 	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(injectIDs(lim.wrap(stream), o.MaxBodyBytes))
-	s.report("running", "streamable HTTP")
+	s.report(hub.StateRunning, "streamable HTTP")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && !originOK(r, o, origins) {
 			writeError(w, http.StatusForbidden, nil, fmt.Sprintf("cross-origin request refused: Origin %q is not this hub's origin (add it to web.allowed_origins to allow it)", o))

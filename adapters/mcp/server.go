@@ -32,7 +32,7 @@ type Intake interface {
 
 // StatusReporter receives the surface's state for the status page.
 type StatusReporter interface {
-	Report(state, detail string)
+	Report(state hub.State, detail string)
 }
 
 // DefaultProgressInterval is how often a call with a progress token hears

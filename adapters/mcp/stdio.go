@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a6afc2ce/hermes-hub/hub"
 )
 
 // The bounds of `hub mcp` (docs/mcp.md): what one line may hold and how far
@@ -41,17 +43,17 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	s.stdio.Store("stdio-" + hex.EncodeToString(b[:]))
-	s.report("running", "stdio")
+	s.report(hub.StateRunning, "stdio")
 	conn := newStdioConn(in, out, s.opts.MaxLineBytes, s.opts.MaxPending)
 	err := s.srv.Run(ctx, stdioTransport{conn})
-	s.report("stopped", "")
+	s.report(hub.StateStopped, "")
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
 }
 
-func (s *Server) report(state, detail string) {
+func (s *Server) report(state hub.State, detail string) {
 	if s.opts.Status != nil {
 		s.opts.Status.Report(state, detail)
 	}

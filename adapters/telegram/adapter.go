@@ -122,7 +122,7 @@ type Cursors interface {
 
 // StatusReporter receives the adapter's state for the status page.
 type StatusReporter interface {
-	Report(state, detail string)
+	Report(state hub.State, detail string)
 }
 
 // New builds the adapter from its configuration. It does not touch the
@@ -201,9 +201,14 @@ func defaultClient(poll time.Duration) *http.Client {
 // Name returns "telegram".
 func (a *Adapter) Name() string { return string(chat.Telegram) }
 
-// Sender returns the outbox.Sender of chat:telegram targets; register it
-// with rt.Mux.Handle("chat:telegram", a.Sender()) before rt.Start.
+// Sender returns the outbox.Sender of chat:telegram targets.
 func (a *Adapter) Sender() outbox.Sender { return a.send }
+
+// Platform is the adapter as the runtime attaches it (hub.Runtime.Attach,
+// before Start): itself, its Sender and its progress view.
+func (a *Adapter) Platform() hub.Platform {
+	return hub.Platform{Name: chat.Telegram, Adapter: a, Sender: a.send, Progress: a.progress}
+}
 
 // Run connects to the Bot API (getMe, retried with backoff while the API is
 // down), sets the command menu, then receives updates until ctx is done:
@@ -214,8 +219,8 @@ func (a *Adapter) Run(ctx context.Context) error {
 	if a.hub == nil {
 		return errors.New("telegram: Run needs Options.Intake")
 	}
-	a.board("starting", "connecting to the Bot API")
-	defer a.board("stopped", "")
+	a.board(hub.StateStarting, "connecting to the Bot API")
+	defer a.board(hub.StateStopped, "")
 	me, err := a.connect(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -251,11 +256,11 @@ func (a *Adapter) connect(ctx context.Context) (botUser, error) {
 		}
 		var ae *APIError
 		if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound) {
-			a.board("degraded", "the Bot API refused the token")
+			a.board(hub.StateDegraded, "the Bot API refused the token")
 			return botUser{}, fmt.Errorf("telegram: the Bot API refused the token (%d %s): check telegram.token and telegram.api_endpoint", ae.Code, ae.Description)
 		}
 		d := retryBackoff.Delay(attempt)
-		a.board("degraded", "getMe failed: "+err.Error())
+		a.board(hub.StateDegraded, "getMe failed: "+err.Error())
 		a.log.Warn("telegram: Bot API unavailable; retrying", "err", err, "retry_in", d)
 		if !clock.Sleep(ctx, a.clk, d) {
 			return botUser{}, ctx.Err()
@@ -323,7 +328,7 @@ func (a *Adapter) applyMigration(m migration) {
 }
 
 // board reports the adapter's state.
-func (a *Adapter) board(state, detail string) {
+func (a *Adapter) board(state hub.State, detail string) {
 	if a.opts.Status != nil {
 		a.opts.Status.Report(state, detail)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
-	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -212,11 +211,12 @@ func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Mux.Handle("chat:telegram", h.ad.Sender()); err != nil {
-		t.Fatal(err)
+	p := h.ad.Platform() // attached as cmd/hub serve does
+	if !o.progress {
+		p.Progress = nil
 	}
-	if o.progress {
-		rt.Hub.SetProgressView(chat.Telegram, h.ad.ProgressView())
+	if err := rt.Attach(p); err != nil {
+		t.Fatal(err)
 	}
 	he.Start(t)
 	t.Cleanup(h.stop)
@@ -255,7 +255,7 @@ func (h *harness) stop() {
 }
 
 // boardState returns the adapter's state on the runtime's board.
-func (h *harness) boardState() string {
+func (h *harness) boardState() hub.State {
 	for _, s := range h.rt.Board.All() {
 		if s.Name == "telegram" {
 			return s.State

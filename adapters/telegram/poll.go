@@ -13,6 +13,8 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/a6afc2ce/hermes-hub/internal/serial"
 )
 
 // Polling constants.
@@ -54,11 +56,11 @@ type poller struct {
 	maxSeen  int64
 	lastAt   time.Time // when the last update arrived
 	saved    savedOffset
-	queues   map[string][]job // per chat, in arrival order
-	progress chan struct{}    // a turn finished
+	progress chan struct{} // a turn finished
 
-	sem chan struct{}
-	wg  sync.WaitGroup
+	chats serial.Lanes // per chat: its messages' turns, in arrival order
+	sem   chan struct{}
+	wg    sync.WaitGroup // callbacks and /cancel, besides the chats
 }
 
 type job struct {
@@ -69,7 +71,7 @@ type job struct {
 func newPoller(a *Adapter, botID int64) *poller {
 	return &poller{
 		a: a, cursor: offsetCursor(botID),
-		window: map[int64]bool{}, queues: map[string][]job{},
+		window:   map[int64]bool{},
 		progress: make(chan struct{}, 1), sem: make(chan struct{}, maxConcurrentTurns),
 	}
 }
@@ -135,7 +137,7 @@ func (p *poller) run(ctx, turnCtx context.Context, cancelTurns context.CancelFun
 	p.load()
 	a := p.a
 	timeout := a.cfg.PollTimeout.D()
-	a.board("running", "polling")
+	a.board(hub.StateRunning, "polling")
 	failures := 0
 	for ctx.Err() == nil {
 		p.persist()
@@ -148,7 +150,7 @@ func (p *poller) run(ctx, turnCtx context.Context, cancelTurns context.CancelFun
 			}
 			failures++
 			d := retryBackoff.Delay(failures)
-			a.board("degraded", "getUpdates failed: "+err.Error())
+			a.board(hub.StateDegraded, "getUpdates failed: "+err.Error())
 			a.log.Warn("telegram: getUpdates failed; retrying", "err", err, "retry_in", d, "failures", failures)
 			var ae *APIError
 			if errors.As(err, &ae) && ae.Code == http.StatusConflict && strings.Contains(strings.ToLower(ae.Description), "webhook") {
@@ -161,7 +163,7 @@ func (p *poller) run(ctx, turnCtx context.Context, cancelTurns context.CancelFun
 		}
 		if failures > 0 {
 			failures = 0
-			a.board("running", "polling")
+			a.board(hub.StateRunning, "polling")
 		}
 		fresh := p.accept(ctx, turnCtx, updates)
 		if fresh == 0 && (len(updates) > 0 || a.clk.Now().Sub(started) < timeout/2 || timeout == 0) {
@@ -242,51 +244,19 @@ func (p *poller) accept(ctx, turnCtx context.Context, updates []rawUpdate) int {
 	return fresh
 }
 
-// enqueue appends a job to its chat's queue and starts the chat's worker
-// if it is idle.
+// enqueue queues a job behind the earlier ones of its chat. A job the hub
+// fails to record is retried with backoff and holds back the chat (and the
+// offset) until it succeeds or the adapter stops; jobs not started when the
+// adapter stops stay below the watermark's reach: the next start fetches
+// them again.
 func (p *poller) enqueue(ctx, turnCtx context.Context, j job) {
-	key := j.in.ChatID
-	p.mu.Lock()
-	q, running := p.queues[key]
-	p.queues[key] = append(q, j)
-	p.mu.Unlock()
-	if running {
-		return
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.work(ctx, turnCtx, key)
-	}()
-}
-
-// work runs one chat's jobs in order until its queue is empty. A job the
-// hub fails to record is retried with backoff and holds back the chat (and
-// the offset) until it succeeds or the adapter stops.
-func (p *poller) work(ctx, turnCtx context.Context, key string) {
-	for {
-		p.mu.Lock()
-		q := p.queues[key]
-		if len(q) == 0 || ctx.Err() != nil {
-			// Jobs not started when the adapter stops stay below the
-			// watermark's reach: the next start fetches them again.
-			delete(p.queues, key)
-			p.mu.Unlock()
-			return
+	p.chats.Add(j.in.ChatID, func() bool {
+		if ctx.Err() != nil || !p.handle(ctx, turnCtx, j) {
+			return false
 		}
-		j := q[0]
-		p.mu.Unlock()
-		if !p.handle(ctx, turnCtx, j) {
-			p.mu.Lock()
-			delete(p.queues, key)
-			p.mu.Unlock()
-			return
-		}
-		p.mu.Lock()
-		p.queues[key] = p.queues[key][1:]
-		p.mu.Unlock()
 		p.done(j.id)
-	}
+		return true
+	})
 }
 
 // handle runs one job until the hub has recorded it; false means the
@@ -305,12 +275,12 @@ func (p *poller) handle(ctx, turnCtx context.Context, j job) bool {
 			return true
 		}
 		d := retryBackoff.Delay(attempt)
-		p.a.board("degraded", fmt.Sprintf("the hub could not record turn %s", j.in.TurnID))
+		p.a.board(hub.StateDegraded, fmt.Sprintf("the hub could not record turn %s", j.in.TurnID))
 		p.a.log.Error("telegram: the hub could not record a turn; the update is kept and retried", "turn", j.in.TurnID, "update_id", j.id, "err", err, "retry_in", d)
 		if !clock.Sleep(ctx, p.a.clk, d) {
 			return false
 		}
-		p.a.board("running", "polling")
+		p.a.board(hub.StateRunning, "polling")
 	}
 }
 
@@ -346,6 +316,7 @@ func (p *poller) shutdown(cancelTurns context.CancelFunc) {
 	finished := make(chan struct{})
 	go func() {
 		p.wg.Wait()
+		p.chats.Wait()
 		close(finished)
 	}()
 	t := p.a.clk.AfterFunc(shutdownGrace, cancelTurns)

@@ -35,12 +35,13 @@ var _ outbox.Sender = (*Sender)(nil)
 // more as plain text; a group that became a supergroup is recorded and the
 // chunk goes to the new chat.
 func (s *Sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
-	k, err := chat.ParseKey(e.Target)
-	if err != nil || k.Kind != chat.KindChat || k.Platform != chat.Telegram {
-		return outbox.Receipt{}, outbox.Permanent(fmt.Errorf("telegram: target %q is not a chat:telegram:<chat_id>[:<thread_id>] key", e.Target))
+	k := e.Target
+	if k.Kind != chat.KindChat || k.Platform != chat.Telegram {
+		return outbox.Receipt{}, outbox.Permanent(fmt.Errorf("telegram: target %q is not a chat:telegram:<chat_id>[:<thread_id>] key", k))
 	}
+	target := k.String() // the limiter's name of the target
 	chatID := s.a.mig.resolve(k.ChatID)
-	if d := s.a.lim.wait(e.Target, chatID); d > 0 {
+	if d := s.a.lim.wait(target, chatID); d > 0 {
 		return outbox.Receipt{}, outbox.RetryAfter(d, errPaced)
 	}
 	replyTo := ""
@@ -57,7 +58,7 @@ func (s *Sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, err
 		id, err = s.deliver(ctx, e, chatID, k.ThreadID, "")
 	}
 	if err != nil {
-		return outbox.Receipt{}, s.classify(e.Target, chatID, err)
+		return outbox.Receipt{}, s.classify(target, chatID, err)
 	}
 	return outbox.Receipt{MessageID: id}, nil
 }

@@ -39,7 +39,7 @@ func entryFor(target, text string, index, total int, meta map[string]string) *ou
 	}
 	return &outbox.Entry{
 		ID: outbox.ID(outbox.KindReply, "telegram.1.1", k, index), Kind: outbox.KindReply, TurnID: "telegram.1.1",
-		Target: target, Index: index, Total: total, Text: text, Meta: meta, State: outbox.StatePending,
+		Target: k, Index: index, Total: total, Text: text, Meta: meta, State: outbox.StatePending,
 	}
 }
 

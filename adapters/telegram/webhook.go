@@ -10,6 +10,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/hub"
 )
 
 // SecretHeader carries the webhook's secret_token on every update Telegram
@@ -38,7 +39,7 @@ func (a *Adapter) runWebhook(ctx, turnCtx context.Context, cancelTurns context.C
 			return nil
 		}
 		d := retryBackoff.Delay(attempt)
-		a.board("degraded", "setWebhook failed: "+err.Error())
+		a.board(hub.StateDegraded, "setWebhook failed: "+err.Error())
 		a.log.Warn("telegram: setWebhook failed; retrying", "err", err, "retry_in", d)
 		if !clock.Sleep(ctx, a.clk, d) {
 			return nil
@@ -48,7 +49,7 @@ func (a *Adapter) runWebhook(ctx, turnCtx context.Context, cancelTurns context.C
 	a.mu.Lock()
 	a.turnCtx = turnCtx
 	a.mu.Unlock()
-	a.board("running", "webhook")
+	a.board(hub.StateRunning, "webhook")
 
 	<-ctx.Done()
 	a.mu.Lock()

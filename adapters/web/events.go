@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/outbox"
@@ -343,7 +344,7 @@ func (sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error)
 	if err := ctx.Err(); err != nil {
 		return outbox.Receipt{}, err
 	}
-	if e.Target != "web" {
+	if e.Target != chat.WebKey {
 		return outbox.Receipt{}, outbox.Permanent(fmt.Errorf("web sender: target %q is not web", e.Target))
 	}
 	return outbox.Receipt{}, nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 
@@ -280,15 +281,15 @@ func TestEachChunkShowsOnce(t *testing.T) {
 	if evs := e.srv.events.snapshot(); evs[1].Type != EventNotice {
 		t.Errorf("a notice chunk became %q", evs[1].Type)
 	}
-	if _, err := e.srv.Sender().Send(context.Background(), &outbox.Entry{ID: "reply:web.d1:web:0", Target: "web"}); err != nil {
+	if _, err := e.srv.Sender().Send(context.Background(), &outbox.Entry{ID: "reply:web.d1:web:0", Target: chat.WebKey}); err != nil {
 		t.Errorf("a web chunk: %v", err)
 	}
-	if _, err := e.srv.Sender().Send(context.Background(), &outbox.Entry{ID: "x", Target: "local:a"}); !outbox.IsPermanent(err) {
+	if _, err := e.srv.Sender().Send(context.Background(), &outbox.Entry{ID: "x", Target: chat.LocalKey("a")}); !outbox.IsPermanent(err) {
 		t.Errorf("a non-web target: err = %v, want permanent", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.srv.Sender().Send(ctx, &outbox.Entry{ID: "reply:web.d3:web:0", Target: "web"}); err == nil {
+	if _, err := e.srv.Sender().Send(ctx, &outbox.Entry{ID: "reply:web.d3:web:0", Target: chat.WebKey}); err == nil {
 		t.Error("Send with a cancelled context succeeded")
 	}
 }

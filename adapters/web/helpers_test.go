@@ -91,10 +91,9 @@ func newEnv(t testing.TB, ec envConfig) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.Mux.Handle("web", srv.Sender()); err != nil {
+	if err := rt.Attach(srv.Platform()); err != nil { // as cmd/hub serve does
 		t.Fatal(err)
 	}
-	rt.Hub.SetProgressView(chat.Web, srv.ProgressView()) // as cmd/hub serve does
 	if ec.beforeStart != nil {
 		ec.beforeStart(rt)
 	}

@@ -24,8 +24,8 @@ type Progress struct {
 	Tail string `json:"tail,omitempty"`
 }
 
-// ProgressView shows the progress of calls from the panel (install it with
-// hub.SetProgressView(chat.Web, …)): every update is a progress event of the
+// ProgressView shows the progress of calls from the panel (attached with
+// the panel, Platform): every update is a progress event of the
 // web conversation, which the panel renders in place, one element per call
 // with a Cancel control while it runs. Running updates reach the connected
 // clients (and clients that connect while the call runs) without entering

@@ -39,7 +39,7 @@ func TestPanelShowsBatchedRepliesOnce(t *testing.T) {
 		for i := range es {
 			es[i] = outbox.Entry{
 				ID: outbox.ID(outbox.KindReply, turnID, chat.WebKey, i), Kind: outbox.KindReply, TurnID: turnID,
-				Target: chat.WebKey.String(), Index: i, Total: n, Text: fmt.Sprintf("%s chunk %d", turnID, i),
+				Target: chat.WebKey, Index: i, Total: n, Text: fmt.Sprintf("%s chunk %d", turnID, i),
 			}
 			want = append(want, es[i].ID)
 		}

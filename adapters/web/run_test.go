@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -97,7 +98,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	}
 }
 
-func boardState(e *testEnv) string {
+func boardState(e *testEnv) hub.State {
 	for _, a := range e.rt.Board.All() {
 		if a.Name == "web" {
 			return a.State

@@ -144,7 +144,7 @@ type Conversation interface {
 
 // StatusReporter receives the adapter's state for the status page.
 type StatusReporter interface {
-	Report(state, detail string)
+	Report(state hub.State, detail string)
 }
 
 // New builds a Server: it picks the token (the configured one, or a
@@ -228,11 +228,16 @@ func New(opts Options) (*Server, error) {
 }
 
 // Name is the adapter's name.
-func (s *Server) Name() string { return "web" }
+func (s *Server) Name() string { return string(chat.Web) }
 
-// Sender returns the outbox.Sender of the "web" target. Register it with
-// Runtime.Mux.Handle("web", …) before Runtime.Start.
+// Sender returns the outbox.Sender of the "web" target.
 func (s *Server) Sender() outbox.Sender { return sender{} }
+
+// Platform is the panel as the runtime attaches it (hub.Runtime.Attach,
+// before Start): the server, its Sender and its progress view.
+func (s *Server) Platform() hub.Platform {
+	return hub.Platform{Name: chat.Web, Adapter: s, Sender: s.Sender(), Progress: s.ProgressView()}
+}
 
 // Token returns the token that authenticates API clients and logins.
 func (s *Server) Token() string { return s.token }
@@ -304,7 +309,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("web: Run called twice")
 	}
-	board := func(state, detail string) {
+	board := func(state hub.State, detail string) {
 		if s.reporter != nil {
 			s.reporter.Report(state, detail)
 		}
@@ -321,14 +326,14 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
 		if err != nil {
-			board("stopped", "TLS certificate: "+err.Error())
+			board(hub.StateStopped, "TLS certificate: "+err.Error())
 			return fmt.Errorf("web: load TLS certificate %s: %w", s.cfg.TLSCert, err)
 		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	tcp, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
-		board("stopped", err.Error())
+		board(hub.StateStopped, err.Error())
 		return fmt.Errorf("web: listen on %s: %w", s.cfg.Listen, err)
 	}
 	ln := netlimit.NewListener(tcp, netlimit.Limits{
@@ -337,7 +342,7 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	s.conns.Store(ln)
 	s.addr.Store(ln.Addr().String())
-	board("running", "listening on "+ln.Addr().String())
+	board(hub.StateRunning, "listening on "+ln.Addr().String())
 	s.log.Info("web panel listening", "addr", ln.Addr().String(), "tls", srv.TLSConfig != nil)
 
 	errc := make(chan error, 1)
@@ -351,7 +356,7 @@ func (s *Server) Run(ctx context.Context) error {
 	select {
 	case err := <-errc:
 		s.stopStreams()
-		board("stopped", err.Error())
+		board(hub.StateStopped, err.Error())
 		return fmt.Errorf("web: serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -363,7 +368,7 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = srv.Close()
 	}
 	<-errc
-	board("stopped", "")
+	board(hub.StateStopped, "")
 	return nil
 }
 

@@ -122,10 +122,11 @@ type reloadableAdapter interface {
 }
 
 // enableReload makes rt reloadable with every part `hub serve` has (the
-// access policy, the session rules, the log level, the adapters' settings),
+// access policy, the session rules, the log level, the attached platforms'
+// adapters' settings),
 // resolves the workspaces' protected files again on every reload, and
 // reloads on SIGHUP until ctx ends.
-func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions *hub.SessionSwitch, set *workspaces.Set, adapters []hub.Adapter, logger *slog.Logger) {
+func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions *hub.SessionSwitch, set *workspaces.Set, logger *slog.Logger) {
 	if lc.load == nil {
 		return
 	}
@@ -135,8 +136,8 @@ func enableReload(ctx context.Context, rt *hub.Runtime, lc liveConfig, sessions 
 	if lc.level != nil {
 		r.Register(hub.Reloadable{Name: "log", Keys: []string{"log.level"}, Apply: func(cfg *config.Config) { lc.level.Set(parseLevel(cfg.Log.Level)) }})
 	}
-	for _, a := range adapters {
-		if ra, ok := a.(reloadableAdapter); ok {
+	for _, p := range rt.Platforms() {
+		if ra, ok := p.Adapter.(reloadableAdapter); ok {
 			r.Register(ra.Reloadable())
 		}
 	}

@@ -144,36 +144,22 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	api.Version = hubVersion()
 	api.Nodes = nodeList
 	api.Workspaces = workspaceAdmin{set: tc.set, hub: rt.Hub}
-	var adapters []hub.Adapter
-	var webSrv *web.Server
-	if *cfg.Web.Enabled {
-		webSrv, err = web.New(web.Options{
-			Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: api,
-			Status: rt.Board.Reporter("web"), Config: cfg.Web, Logger: logger,
-			Sessions: st.Sessions(clk),
-			Health:   metrics.Health(rt.Board, rt.Running), Metrics: webMetrics(cfg, mx),
-		})
-		if err != nil {
-			return err
-		}
-		if err := rt.Mux.Handle("web", webSrv.Sender()); err != nil {
-			return err
-		}
-		rt.Hub.SetProgressView(chat.Web, webSrv.ProgressView())
-		adapters = append(adapters, webSrv)
-		if cfg.MCP.Enabled {
-			if err := mountMCP(cfg, rt, webSrv, logger); err != nil {
-				return err
-			}
-		}
-	}
-	extra, err := platformAdapters(cfg, rt, webSrv, logger)
+	webSrv, err := attachPlatforms(cfg, rt, web.Options{
+		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: api,
+		Config: cfg.Web, Logger: logger, Sessions: st.Sessions(clk),
+		Health: metrics.Health(rt.Board, rt.Running), Metrics: webMetrics(cfg, mx),
+	}, logger)
 	if err != nil {
 		return err
 	}
-	adapters = append(adapters, extra...)
+	if webSrv != nil && cfg.MCP.Enabled {
+		if err := mountMCP(cfg, rt, webSrv, logger); err != nil {
+			return err
+		}
+	}
+	platforms := rt.Platforms()
 
-	enableReload(ctx, rt, live, sessions, tc.set, adapters, logger)
+	enableReload(ctx, rt, live, sessions, tc.set, logger)
 	if err := rt.Start(ctx); err != nil {
 		return err
 	}
@@ -200,26 +186,27 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}()
 
 	var wg sync.WaitGroup
-	errs := make(chan error, len(adapters))
+	errs := make(chan error, len(platforms))
 	actx, stopAdapters := context.WithCancel(ctx)
 	defer stopAdapters()
-	for _, a := range adapters {
+	for _, p := range platforms {
 		wg.Add(1)
-		rt.Board.Set(a.Name(), "starting", "")
-		go func(a hub.Adapter) {
+		a := p.Adapter
+		rt.Board.Set(a.Name(), hub.StateStarting, "")
+		go func() {
 			defer wg.Done()
 			if err := a.Run(actx); err != nil && !errors.Is(err, context.Canceled) {
-				rt.Board.Set(a.Name(), "stopped", err.Error())
+				rt.Board.Set(a.Name(), hub.StateStopped, err.Error())
 				logger.Error("adapter stopped", "adapter", a.Name(), "err", err)
 				errs <- fmt.Errorf("%s: %w", a.Name(), err)
 				return
 			}
-			rt.Board.Set(a.Name(), "stopped", "")
-		}(a)
+			rt.Board.Set(a.Name(), hub.StateStopped, "")
+		}()
 	}
-	names := make([]string, len(adapters))
-	for i, a := range adapters {
-		names[i] = a.Name()
+	names := make([]string, len(platforms))
+	for i, p := range platforms {
+		names[i] = string(p.Name)
 	}
 	logger.Info("hub running", "run_id", rt.RunID, "state", rt.State.Dir(), "workspace", tc.set.Default().Dir(), "adapters", strings.Join(names, ","), "startup_ms", clk.Now().Sub(started).Milliseconds())
 	if webSrv != nil {

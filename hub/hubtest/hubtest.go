@@ -250,7 +250,7 @@ func (r *Recorder) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, e
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cp := *e
-	r.sent[e.Target] = append(r.sent[e.Target], &cp)
+	r.sent[e.Target.String()] = append(r.sent[e.Target.String()], &cp)
 	r.count++
 	return outbox.Receipt{MessageID: fmt.Sprint(r.count)}, nil
 }
@@ -276,8 +276,12 @@ func (r *Recorder) Wait(t testing.TB, target string, n int) []*outbox.Entry {
 // HandleAll registers r as the sender of every chat platform and the web.
 func (r *Recorder) HandleAll(t testing.TB, rt *hub.Runtime) {
 	t.Helper()
-	for _, p := range []string{"chat:" + string(chat.Telegram), "chat:" + string(chat.Discord), "web"} {
-		if err := rt.Mux.Handle(p, r); err != nil {
+	keys := []chat.Key{chat.WebKey}
+	for _, s := range chat.Specs() {
+		keys = append(keys, chat.ChatKey(s.Name, "", ""))
+	}
+	for _, k := range keys {
+		if err := rt.Mux.Handle(outbox.PatternOf(k), r); err != nil {
 			t.Fatal(err)
 		}
 	}

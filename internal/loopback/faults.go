@@ -2,8 +2,122 @@ package loopback
 
 import (
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 )
+
+// Faults is the fault-injection core every fake platform shares: the
+// schedule of faults of type F, matched against requests R (Schedule), and
+// whether the platform is up (Down, Up), over the loopback server the fake
+// serves on. A fake gives it its own API (a Bot API method to match, an
+// HTTP method and path) and plays a taken fault's network part with Stall.
+//
+// Its methods are safe for concurrent use. It takes no lock of the fake's,
+// so a fake may call Take under its own lock, to record a request together
+// with the fault it is answered with.
+type Faults[F, R any] struct {
+	net *Server
+
+	mu    sync.Mutex
+	sched Schedule[F, R]
+	mode  DownMode
+}
+
+// NewFaults returns the faults of a fake served on net: none scheduled, the
+// platform up.
+func NewFaults[F, R any](net *Server) *Faults[F, R] { return &Faults[F, R]{net: net} }
+
+// Queue answers the next request that match accepts with f, before any
+// rule (Schedule.Queue).
+func (x *Faults[F, R]) Queue(f F, match func(R) bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sched.Queue(f, match)
+}
+
+// AddRule answers every every-th request that match accepts with f, count
+// times (0: until Clear) (Schedule.AddRule).
+func (x *Faults[F, R]) AddRule(every, count int, f F, match func(R) bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sched.AddRule(every, count, f, match)
+}
+
+// Clear removes every rule and queued fault.
+func (x *Faults[F, R]) Clear() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sched.Clear()
+}
+
+// Done reports whether every rule with a count has fired that often.
+func (x *Faults[F, R]) Done() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.sched.Done()
+}
+
+// Take returns the fault for this request, if any (Schedule.Take).
+func (x *Faults[F, R]) Take(req R) (F, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.sched.Take(req)
+}
+
+// Mode is how the platform is unavailable now (Running when it is up).
+func (x *Faults[F, R]) Mode() DownMode {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.mode
+}
+
+// Down takes the platform away until Up: with Refused its port is closed
+// and every open connection cut; with Unavailable the port stays open and
+// the fake answers as an unavailable platform does (it reads Mode).
+func (x *Faults[F, R]) Down(mode DownMode) {
+	x.mu.Lock()
+	x.mode = mode
+	x.mu.Unlock()
+	if mode == Refused {
+		x.net.Down()
+	}
+}
+
+// Up brings the platform back, on the same port.
+func (x *Faults[F, R]) Up() error {
+	x.mu.Lock()
+	x.mode = Running
+	x.mu.Unlock()
+	return x.net.Up()
+}
+
+// Stall plays the network part of a taken fault (Server.Stall).
+func (x *Faults[F, R]) Stall(w http.ResponseWriter, r *http.Request, delay time.Duration, hang, drop bool) bool {
+	return x.net.Stall(w, r, delay, hang, drop)
+}
+
+// Describe names a fault for request records and logs, as every fake does:
+// its delay, then how it ends (hang, drop, or answer, the fake's own
+// description of the answer it gives, "" for none), or "none".
+func Describe(delay time.Duration, hang, drop bool, answer string) string {
+	var parts []string
+	if delay > 0 {
+		parts = append(parts, "delay "+delay.String())
+	}
+	switch {
+	case hang:
+		parts = append(parts, "hang")
+	case drop:
+		parts = append(parts, "drop")
+	case answer != "":
+		parts = append(parts, answer)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
 
 // Schedule decides which requests a fake server answers with a fault of
 // type F instead of its normal answer; R is what a fault is matched against
@@ -11,8 +125,7 @@ import (
 // matching request come first, in the order queued; then rules, each firing
 // on every Every-th request it matches, Count times.
 //
-// A Schedule is not safe for concurrent use: the fake server's own lock
-// guards it, together with the request record it writes.
+// A Schedule is not safe for concurrent use: Faults guards it.
 type Schedule[F, R any] struct {
 	queue []pending[F, R]
 	rules []*rule[F, R]

@@ -164,3 +164,121 @@ func httptestRequest(ctx context.Context) *http.Request {
 	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1/", nil)
 	return r
 }
+
+// TestFaultsDownAndUp: Down Refused closes the port (connections refused)
+// until Up brings it back on the same port; Down Unavailable keeps it open
+// and tells the fake through Mode.
+func TestFaultsDownAndUp(t *testing.T) {
+	var x *Faults[string, string]
+	srv, err := New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if x.Mode() == Unavailable {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "up")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	x = NewFaults[string, string](srv)
+	get := func() (int, error) {
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := c.Get("http://" + srv.Addr() + "/")
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	addr := srv.Addr()
+	for _, step := range []struct {
+		mode DownMode
+		want int // status; 0: connection refused
+	}{{Running, 200}, {Refused, 0}, {Running, 200}, {Unavailable, 503}, {Running, 200}} {
+		if step.mode == Running {
+			if err := x.Up(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			x.Down(step.mode)
+		}
+		if x.Mode() != step.mode {
+			t.Fatalf("Mode() = %v after %v", x.Mode(), step.mode)
+		}
+		code, err := get()
+		if (step.want == 0) != (err != nil) || code != step.want {
+			t.Fatalf("%v: status %d, err %v; want %d", step.mode, code, err, step.want)
+		}
+	}
+	if srv.Addr() != addr {
+		t.Fatalf("back on %s, want the same port %s", srv.Addr(), addr)
+	}
+}
+
+// TestFaultsConcurrentUse: faults queued and taken from many goroutines are
+// each answered once (the schedule is guarded).
+func TestFaultsConcurrentUse(t *testing.T) {
+	x := NewFaults[int, string](nil)
+	const n = 200
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x.Queue(i, is("a"))
+		}()
+	}
+	wg.Wait()
+	x.AddRule(1, 5, -1, is("a"))
+	got := make(chan int, 2*n)
+	for range n + 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if f, ok := x.Take("a"); ok {
+				got <- f
+			}
+		}()
+	}
+	wg.Wait()
+	close(got)
+	seen, rule := map[int]bool{}, 0
+	for f := range got {
+		if f == -1 {
+			rule++
+			continue
+		}
+		if seen[f] {
+			t.Fatalf("fault %d answered twice", f)
+		}
+		seen[f] = true
+	}
+	if len(seen) != n || rule != 5 || !x.Done() {
+		t.Fatalf("%d queued faults and %d rule faults answered, Done %v; want %d and 5", len(seen), rule, x.Done(), n)
+	}
+	x.Clear()
+	if _, ok := x.Take("a"); ok {
+		t.Fatal("a fault after Clear")
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	for _, tt := range []struct {
+		delay      time.Duration
+		hang, drop bool
+		answer     string
+		want       string
+	}{
+		{0, false, false, "", "none"},
+		{0, false, false, "429 Too Many Requests", "429 Too Many Requests"},
+		{time.Second, false, false, "", "delay 1s"},
+		{time.Second, false, false, "500", "delay 1s, 500"},
+		{0, true, false, "500", "hang"},
+		{2 * time.Second, false, true, "500", "delay 2s, drop"},
+	} {
+		if got := Describe(tt.delay, tt.hang, tt.drop, tt.answer); got != tt.want {
+			t.Errorf("Describe(%v, %v, %v, %q) = %q, want %q", tt.delay, tt.hang, tt.drop, tt.answer, got, tt.want)
+		}
+	}
+}

@@ -41,22 +41,11 @@ func (f Fault) matches(r request) bool {
 
 // String describes the fault for request records and logs.
 func (f Fault) String() string {
-	var parts []string
-	if f.Delay > 0 {
-		parts = append(parts, "delay "+f.Delay.String())
+	answer := ""
+	if f.Status != 0 {
+		answer = strconv.Itoa(f.Status)
 	}
-	switch {
-	case f.Hang:
-		parts = append(parts, "hang")
-	case f.Hijack:
-		parts = append(parts, "drop")
-	case f.Status != 0:
-		parts = append(parts, strconv.Itoa(f.Status))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
+	return loopback.Describe(f.Delay, f.Hang, f.Hijack, answer)
 }
 
 // RateLimit is a 429 fault with Discord's body and headers, asking to wait
@@ -81,11 +70,7 @@ func ServerError(method, prefix string, status int) Fault {
 
 // FailNext queues a fault for the next matching request; queued faults are
 // used before any rule.
-func (s *Server) FailNext(ft Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults.Queue(ft, ft.matches)
-}
+func (s *Server) FailNext(ft Fault) { s.faults.Queue(ft, ft.matches) }
 
 // Rule answers the requests its Fault matches on a schedule: every
 // Every-th matching request (1 or 0: every one), counted from when the rule
@@ -97,30 +82,18 @@ type Rule struct {
 }
 
 // AddRule adds a fault schedule.
-func (s *Server) AddRule(r Rule) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults.AddRule(r.Every, r.Count, r.Fault, r.Fault.matches)
-}
+func (s *Server) AddRule(r Rule) { s.faults.AddRule(r.Every, r.Count, r.Fault, r.Fault.matches) }
 
 // ClearRules removes every fault schedule and queued fault.
-func (s *Server) ClearRules() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults.Clear()
-}
+func (s *Server) ClearRules() { s.faults.Clear() }
 
 // RulesDone reports whether every rule with a Count has fired that often.
-func (s *Server) RulesDone() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.faults.Done()
-}
+func (s *Server) RulesDone() bool { return s.faults.Done() }
 
 // applyFault answers the request as ft says; it reports whether the normal
 // answer should follow (a slow success).
 func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, ft Fault) bool {
-	if !s.net.Stall(w, r, ft.Delay, ft.Hang, ft.Hijack) {
+	if !s.faults.Stall(w, r, ft.Delay, ft.Hang, ft.Hijack) {
 		return false
 	}
 	if ft.Status != 0 {
@@ -147,21 +120,12 @@ const (
 )
 
 // Down takes Discord away in the given mode until Up; the gateway
-// connection is cut in either mode.
+// connection is cut in either mode, once the port is closed (Refused), so
+// the client cannot reconnect in between.
 func (s *Server) Down(mode DownMode) {
-	s.mu.Lock()
-	s.down = mode
-	s.mu.Unlock()
+	s.faults.Down(mode)
 	s.DropConnection()
-	if mode == Refused {
-		s.net.Down()
-	}
 }
 
 // Up brings Discord back on the same port.
-func (s *Server) Up() error {
-	s.mu.Lock()
-	s.down = Running
-	s.mu.Unlock()
-	return s.net.Up()
-}
+func (s *Server) Up() error { return s.faults.Up() }

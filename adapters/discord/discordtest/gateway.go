@@ -54,9 +54,9 @@ func frame(op int, t string, s int64, d any) map[string]any {
 
 func (s *Server) gateway(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	down, interval := s.down, s.interval
+	interval := s.interval
 	s.mu.Unlock()
-	if down == Unavailable {
+	if s.faults.Mode() == Unavailable {
 		http.Error(w, "503 Service Unavailable", http.StatusServiceUnavailable)
 		return
 	}

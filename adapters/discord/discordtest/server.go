@@ -3,7 +3,6 @@ package discordtest
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/a6afc2ce/hermes-hub/internal/loopback"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -13,8 +12,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/a6afc2ce/hermes-hub/internal/loopback"
 )
 
 // Defaults of a new Server.
@@ -31,7 +33,8 @@ const (
 // methods are safe for concurrent use. The id fields are fixed when
 // NewServer returns and must not be changed.
 type Server struct {
-	net *loopback.Server
+	net    *loopback.Server
+	faults *loopback.Faults[Fault, request]
 
 	// BotID is the bot user's id, AppID the application's, GuildID the one
 	// guild the bot is in (announced by GUILD_CREATE), ChannelID that
@@ -53,8 +56,6 @@ type Server struct {
 	expired   map[string]bool                // interaction tokens no longer accepted
 	unknown   map[string]bool                // channels that do not exist
 	noAccess  map[string]bool                // channels the bot cannot see
-	faults    loopback.Schedule[Fault, request]
-	down      DownMode
 
 	// gateway
 	upgrader   websocket.Upgrader
@@ -147,6 +148,7 @@ func NewServer() *Server {
 		panic(err) // as httptest.NewServer does: a test cannot go on without it
 	}
 	s.net = n
+	s.faults = loopback.NewFaults[Fault, request](n)
 	return s
 }
 
@@ -351,11 +353,25 @@ func apiErr(w http.ResponseWriter, status, code int, msg string) {
 	writeJSON(w, status, map[string]any{"code": code, "message": msg})
 }
 
+// MaxContent is the most a message's content may hold, in UTF-16 units,
+// the unit the hub measures chunks in.
+const MaxContent = 2000
+
+// tooLong refuses content over MaxContent as Discord does, and reports
+// whether it did.
+func tooLong(w http.ResponseWriter, content string) bool {
+	if n := len(utf16.Encode([]rune(content))); n > MaxContent {
+		writeJSON(w, http.StatusBadRequest, map[string]any{
+			"code": 50035, "message": "Invalid Form Body",
+			"errors": map[string]any{"content": map[string]any{"_errors": []map[string]string{{"code": "BASE_TYPE_MAX_LENGTH", "message": fmt.Sprintf("Must be %d or fewer in length.", MaxContent)}}}},
+		})
+		return true
+	}
+	return false
+}
+
 func (s *Server) rest(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	down := s.down
-	s.mu.Unlock()
-	if down == Unavailable {
+	if s.faults.Mode() == Unavailable {
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = io.WriteString(w, "<html><body>503 Service Unavailable</body></html>")
@@ -511,6 +527,9 @@ func (s *Server) original(w http.ResponseWriter, method, token string, req Reque
 			apiErr(w, 400, 50035, "Invalid Form Body")
 			return
 		}
+		if tooLong(w, p.Content) {
+			return
+		}
 		if c.Original == nil {
 			c.Original = &Message{ID: s.newID(), Flags: c.Flags}
 		}
@@ -541,6 +560,9 @@ func (s *Server) followup(w http.ResponseWriter, token string, req Request) {
 		apiErr(w, 400, 50035, "Invalid Form Body")
 		return
 	}
+	if tooLong(w, p.Content) {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.byToken[token]; s.expired[token] || !ok {
@@ -566,6 +588,9 @@ func (s *Server) createMessage(w http.ResponseWriter, ch string, req Request) {
 	}
 	if err := json.Unmarshal(req.Body, &p); err != nil {
 		apiErr(w, 400, 50035, "Invalid Form Body")
+		return
+	}
+	if tooLong(w, p.Content) {
 		return
 	}
 	s.mu.Lock()
@@ -614,6 +639,9 @@ func (s *Server) editMessage(w http.ResponseWriter, ch, id string, req Request) 
 	var p webhookPayload
 	if err := json.Unmarshal(req.Body, &p); err != nil {
 		apiErr(w, 400, 50035, "Invalid Form Body")
+		return
+	}
+	if tooLong(w, p.Content) {
 		return
 	}
 	s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -192,5 +193,28 @@ func TestDownRefusedThenUp(t *testing.T) {
 	s.Down(Unavailable)
 	if c, err := post(t, context.Background(), s, "/channels/1/messages", map[string]any{"content": "x"}); err != nil || c != 503 {
 		t.Fatalf("unavailable: %d %v", c, err)
+	}
+}
+
+// TestContentLimit: content over MaxContent UTF-16 units is refused as
+// Discord refuses it, on every route that takes content.
+func TestContentLimit(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	if code := channelPost(t, s, strings.Repeat("é", MaxContent), "n1"); code != 200 {
+		t.Fatalf("%d units: %d", MaxContent, code)
+	}
+	if code := channelPost(t, s, strings.Repeat("x", MaxContent-1)+"😀", "n2"); code != 400 {
+		t.Fatalf("%d units: %d, want 400", MaxContent+1, code)
+	}
+	if code, err := post(t, context.Background(), s, "/interactions/930000000000000001/tok-1/callback", map[string]any{"type": 5}); err != nil || code != 204 {
+		t.Fatalf("deferral: %d %v", code, err)
+	}
+	code, err := post(t, context.Background(), s, "/webhooks/"+s.AppID+"/tok-1", map[string]any{"content": strings.Repeat("x", MaxContent+1)})
+	if err != nil || code != 400 {
+		t.Fatalf("a follow-up over the limit: %d %v", code, err)
+	}
+	if n := len(s.ChannelMessages(s.ChannelID)); n != 1 {
+		t.Fatalf("%d channel messages, want 1", n)
 	}
 }

@@ -35,28 +35,18 @@ type Fault struct {
 
 // String describes the fault for call records and logs.
 func (f Fault) String() string {
-	var parts []string
-	if f.Delay > 0 {
-		parts = append(parts, "delay "+f.Delay.String())
-	}
+	answer := ""
 	switch {
-	case f.Hang:
-		parts = append(parts, "hang")
-	case f.Drop:
-		parts = append(parts, "drop")
 	case f.HTMLStatus != 0:
-		parts = append(parts, fmt.Sprintf("HTML %d", f.HTMLStatus))
+		answer = fmt.Sprintf("HTML %d", f.HTMLStatus)
 	case f.Code != 0:
-		s := fmt.Sprintf("%d %s", f.Code, f.Description)
+		answer = fmt.Sprintf("%d %s", f.Code, f.Description)
 		if f.RetryAfter > 0 {
-			s += fmt.Sprintf(" (retry_after %d)", f.RetryAfter)
+			answer += fmt.Sprintf(" (retry_after %d)", f.RetryAfter)
 		}
-		parts = append(parts, strings.TrimSpace(s))
+		answer = strings.TrimSpace(answer)
 	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
+	return loopback.Describe(f.Delay, f.Hang, f.Drop, answer)
 }
 
 // TooManyRequests is Telegram's 429 answer asking to wait retryAfter
@@ -84,8 +74,6 @@ type Rule struct {
 // Inject queues faults for the next calls of method, one per call, before
 // any rule.
 func (s *Server) Inject(method string, faults ...Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, ft := range faults {
 		s.faults.Queue(ft, func(m string) bool { return m == method })
 	}
@@ -93,31 +81,21 @@ func (s *Server) Inject(method string, faults ...Fault) {
 
 // AddRule adds a fault schedule.
 func (s *Server) AddRule(r Rule) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.faults.AddRule(r.Every, r.Count, r.Fault, func(m string) bool {
 		return m == r.Method || (r.Method == "" && m != "getUpdates")
 	})
 }
 
 // ClearRules removes every fault schedule and queued fault.
-func (s *Server) ClearRules() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults.Clear()
-}
+func (s *Server) ClearRules() { s.faults.Clear() }
 
 // RulesDone reports whether every rule with a Count has fired that often.
-func (s *Server) RulesDone() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.faults.Done()
-}
+func (s *Server) RulesDone() bool { return s.faults.Done() }
 
 // applyFault answers the call as ft says; it reports whether the normal
 // answer should follow (a slow success).
 func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, ft Fault) bool {
-	if !s.net.Stall(w, r, ft.Delay, ft.Hang, ft.Drop) {
+	if !s.faults.Stall(w, r, ft.Delay, ft.Hang, ft.Drop) {
 		return false
 	}
 	switch {
@@ -154,19 +132,7 @@ const (
 )
 
 // Down takes the API away in the given mode until Up.
-func (s *Server) Down(mode DownMode) {
-	s.mu.Lock()
-	s.down = mode
-	s.mu.Unlock()
-	if mode == Refused {
-		s.net.Down()
-	}
-}
+func (s *Server) Down(mode DownMode) { s.faults.Down(mode) }
 
 // Up brings the API back on the same port.
-func (s *Server) Up() error {
-	s.mu.Lock()
-	s.down = Running
-	s.mu.Unlock()
-	return s.net.Up()
-}
+func (s *Server) Up() error { return s.faults.Up() }

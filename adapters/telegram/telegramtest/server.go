@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/a6afc2ce/hermes-hub/internal/loopback"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
+
+	"github.com/a6afc2ce/hermes-hub/internal/loopback"
 )
 
 // Defaults of a new Server.
@@ -32,6 +36,7 @@ const maxUpdatesPerAnswer = 100
 // concurrent use.
 type Server struct {
 	net      *loopback.Server
+	faults   *loopback.Faults[Fault, string] // by method
 	botID    int64
 	username string
 
@@ -43,8 +48,6 @@ type Server struct {
 	delivered  []int64       // update ids returned by getUpdates, first time each
 	seenUpd    map[int64]bool
 	calls      []Call
-	faults     loopback.Schedule[Fault, string] // by method
-	down       DownMode
 	blocked    map[string]string // chat id → description (403)
 	badChats   map[string]string // chat id → description (400)
 	migrated   map[string]int64  // chat id → new supergroup id
@@ -120,6 +123,7 @@ func NewServer() *Server {
 		panic(err) // as httptest.NewServer does: a test cannot go on without it
 	}
 	s.net = n
+	s.faults = loopback.NewFaults[Fault, string](n)
 	return s
 }
 
@@ -360,8 +364,9 @@ func (s *Server) Webhook() string {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	down := s.faults.Mode()
 	s.mu.Lock()
-	down, token := s.down, s.token
+	token := s.token
 	s.mu.Unlock()
 	if down == Unavailable {
 		writeHTML(w, http.StatusServiceUnavailable)
@@ -543,6 +548,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, method stri
 		writeAPI(w, 400, map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: message text is empty"})
 		return
 	}
+	if why := overLimit(m.Text, m.Caption, m.ParseMode); why != "" {
+		writeAPI(w, 400, map[string]any{"ok": false, "error_code": 400, "description": why})
+		return
+	}
 	s.nextMsgID++
 	m.MessageID = s.nextMsgID
 	s.sent = append(s.sent, m)
@@ -551,6 +560,37 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, method stri
 	}
 	id, _ := strconv.ParseInt(chatID, 10, 64)
 	writeOK(w, map[string]any{"message_id": m.MessageID, "date": now.Unix(), "chat": map[string]any{"id": id, "type": "private"}, "text": m.Text})
+}
+
+// Telegram's limits on one message, in UTF-16 units of the text as shown
+// (after the entities of parse_mode are parsed).
+const (
+	MaxText    = 4096
+	MaxCaption = 1024
+)
+
+// overLimit says why Telegram refuses a text or caption that is too long,
+// or "".
+func overLimit(text, caption, parseMode string) string {
+	switch {
+	case shownUnits(text, parseMode) > MaxText:
+		return "Bad Request: message is too long"
+	case shownUnits(caption, parseMode) > MaxCaption:
+		return "Bad Request: message caption is too long"
+	}
+	return ""
+}
+
+// tag is an HTML tag of the Bot API's HTML parse mode.
+var tag = regexp.MustCompile(`<[^>]*>`)
+
+// shownUnits is the length of s as Telegram shows it: in HTML parse mode
+// without its tags and with its entities as the characters they stand for.
+func shownUnits(s, parseMode string) int {
+	if parseMode == "HTML" {
+		s = html.UnescapeString(tag.ReplaceAllString(s, ""))
+	}
+	return len(utf16.Encode([]rune(s)))
 }
 
 func writeOK(w http.ResponseWriter, result any) {
@@ -582,6 +622,10 @@ func (s *Server) editMessage(w http.ResponseWriter, params url.Values) {
 			continue
 		}
 		text, markup := params.Get("text"), params.Get("reply_markup")
+		if why := overLimit(text, "", params.Get("parse_mode")); why != "" {
+			writeAPI(w, 400, map[string]any{"ok": false, "error_code": 400, "description": why})
+			return
+		}
 		if text == m.Text && markup == m.ReplyMarkup {
 			writeAPI(w, 400, map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"})
 			return

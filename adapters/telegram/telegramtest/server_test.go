@@ -265,3 +265,41 @@ func TestWrongTokenIsUnauthorized(t *testing.T) {
 		t.Fatalf("status %d, want 401", resp.StatusCode)
 	}
 }
+
+// TestMessageLimits: the fake refuses what Telegram refuses as too long,
+// counting the text as shown: HTML tags and entities do not count.
+func TestMessageLimits(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	sendHTML := func(method string, p url.Values) (int, string) {
+		t.Helper()
+		p.Set("chat_id", "7")
+		p.Set("parse_mode", "HTML")
+		code, m, err := call(t, context.Background(), s, method, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := m["description"].(string)
+		return code, d
+	}
+	// 4096 shown, far more sent: every "&lt;" and "<b></b>" shows as one
+	// character or none.
+	full := "<b>" + strings.Repeat("&lt;", 2048) + "</b>" + strings.Repeat("é", 2048)
+	if code, d := sendHTML("sendMessage", url.Values{"text": {full}}); code != 200 {
+		t.Fatalf("a text of %d shown units: %d %s", MaxText, code, d)
+	}
+	if code, d := sendHTML("sendMessage", url.Values{"text": {full + "x"}}); code != 400 || d != "Bad Request: message is too long" {
+		t.Fatalf("one unit over: %d %q", code, d)
+	}
+	// A character outside the BMP is two units, as Telegram counts.
+	if code, d := sendHTML("sendMessage", url.Values{"text": {strings.Repeat("x", MaxText-1) + "😀"}}); code != 400 {
+		t.Fatalf("%d units ending in a surrogate pair: %d %q", MaxText+1, code, d)
+	}
+	id := strconv.Itoa(int(s.Messages()[0].MessageID))
+	if code, d := sendHTML("editMessageText", url.Values{"message_id": {id}, "text": {strings.Repeat("y", MaxText+1)}}); code != 400 || d != "Bad Request: message is too long" {
+		t.Fatalf("an edit over the limit: %d %q", code, d)
+	}
+	if n := len(s.Messages()); n != 1 || s.Messages()[0].Text != full {
+		t.Fatalf("%d messages kept, or the first was edited", n)
+	}
+}
