@@ -2,7 +2,12 @@
 
 package posix
 
-import "golang.org/x/sys/unix"
+import (
+	"io/fs"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // Supported reports whether the workspace's calls exist here: they do.
 func Supported() error { return nil }
@@ -72,4 +77,13 @@ func Linkat(olddirfd int, oldpath string, newdirfd int, newpath string, flags in
 // Renameat is renameat(2).
 func Renameat(olddirfd int, oldpath string, newdirfd int, newpath string) error {
 	return unix.Renameat(olddirfd, oldpath, newdirfd, newpath)
+}
+
+// Owner is the user and group owning a host stat result (an os.FileInfo).
+func Owner(fi fs.FileInfo) (uid, gid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
 }
