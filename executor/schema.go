@@ -99,7 +99,8 @@ func (reg *registration) schema() VerbSchema {
 	return reg.cached
 }
 
-// IDL renders the types reachable from t in the seed's IDL, each type once.
+// IDL renders the types reachable from t in the schema IDL (`hub schema`,
+// docs/mcp.md), each type once.
 func IDL(types ...reflect.Type) string {
 	b := newIDLBuilder()
 	for _, t := range types {
@@ -239,7 +240,7 @@ func (b *idlBuilder) fields(t reflect.Type) []Field {
 	return out
 }
 
-// String renders every registered type in the seed's IDL:
+// String renders every registered type in the schema IDL:
 //
 //	// description
 //	type Name

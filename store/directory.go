@@ -283,7 +283,8 @@ func (d *Directory) upsertLocked(e DirectoryEntry) bool {
 			}
 		}
 	}
-	// chat_title only feeds the display name; the file keeps the seed's meta.
+	// chat_title only feeds the display name; the file keeps the other meta
+	// (docs/state.md, "channel_directory.json").
 	title := meta[MetaChatTitle]
 	delete(meta, MetaChatTitle)
 	switch {

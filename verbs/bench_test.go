@@ -13,6 +13,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 // benchLine is one 40-byte line of the benchmark files.
@@ -123,8 +124,8 @@ func BenchmarkLineCount(b *testing.B) {
 // cheapest verb: decode the envelope (JSON, or YAML normalised to JSON),
 // decode the arguments strictly, run fs.exists, encode the result.
 func BenchmarkDispatchExists(b *testing.B) {
-	e := newEnv(b)
-	if err := os.WriteFile(filepath.Join(e.dir, "README.md"), []byte("x\n"), 0o644); err != nil {
+	e := verbtest.New(b)
+	if err := os.WriteFile(filepath.Join(e.Dir, "README.md"), []byte("x\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	inputs := map[string]string{
@@ -137,7 +138,7 @@ func BenchmarkDispatchExists(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				out := e.x.Execute(ctx, in)
+				out := e.X.Execute(ctx, in)
 				if len(out) < 20 || out[13] != 't' { // {"succeeded":true
 					b.Fatalf("unexpected result %s", out)
 				}
@@ -443,12 +444,12 @@ func TestDispatchAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are measured without the race detector (make test runs go test once without it for this)")
 	}
-	e := newEnv(t)
-	e.put("README.md", "x\n")
+	e := verbtest.New(t)
+	e.Put("README.md", "x\n")
 	in := []byte(`{"verb":"fs.exists","arguments":{"path":"README.md"}}`)
 	ctx := context.Background()
-	e.x.Execute(ctx, in) // warm the pools
-	if n := testing.AllocsPerRun(200, func() { e.x.Execute(ctx, in) }); n > 12 {
+	e.X.Execute(ctx, in) // warm the pools
+	if n := testing.AllocsPerRun(200, func() { e.X.Execute(ctx, in) }); n > 12 {
 		t.Errorf("fs.exists dispatch allocates %v times, over the budget of 12", n)
 	}
 }

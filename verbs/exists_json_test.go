@@ -7,6 +7,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 // encodingJSON encodes v as Outcome.JSON's slow path does: encoding/json,
@@ -50,10 +51,10 @@ func TestFsExistsResultJSON(t *testing.T) {
 // Outcome.JSON takes the appender, and compares its bytes with
 // encoding/json's for the same value.
 func TestFsExistsOutcomeJSON(t *testing.T) {
-	e := newEnv(t)
-	e.put("here.txt", "x\n")
+	e := verbtest.New(t)
+	e.Put("here.txt", "x\n")
 	for _, path := range []string{"here.txt", "missing.txt", "."} {
-		o := e.x.ExecuteInput(context.Background(), []byte(`{"verb":"fs.exists","arguments":{"path":"`+path+`"}}`))
+		o := e.X.ExecuteInput(context.Background(), []byte(`{"verb":"fs.exists","arguments":{"path":"`+path+`"}}`))
 		if o.Err != nil {
 			t.Fatalf("fs.exists %s: %v", path, o.Err)
 		}

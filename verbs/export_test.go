@@ -1,16 +1,6 @@
 package verbs
 
-import (
-	"io/fs"
-	"testing"
-)
-
-// WithoutSupervisor makes proc.run start programs directly for the rest of
-// t, as in a binary that never calls MaybeRunSupervisor.
-func WithoutSupervisor(t testing.TB) {
-	was := supervisorReady.Swap(false)
-	t.Cleanup(func() { supervisorReady.Store(was) })
-}
+import "io/fs"
 
 // LineCacheStats returns the hits and misses of s's line-count cache, and
 // the entries it keeps.
@@ -22,10 +12,3 @@ func LineIndexMarks(s *Set, fi fs.FileInfo) int {
 	e, _ := s.lines.lookup(fi)
 	return len(e.marks)
 }
-
-// ChooseProcUserFor is ChooseProcUser for a hub running as euid, with
-// lookup resolving users; LookupProcUser is the real lookup.
-var (
-	ChooseProcUserFor = chooseProcUser
-	LookupProcUser    = lookupProcUser
-)

@@ -12,11 +12,12 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 func TestRegisterAllVerbs(t *testing.T) {
-	e := newEnv(t)
-	reg := e.x.Registry()
+	e := verbtest.New(t)
+	reg := e.X.Registry()
 	want := map[string]bool{ // name -> read-only
 		"fs.exists": true, "fs.readFile": true, "fs.readRange": true, "fs.writeFile": false,
 		"fs.writeRange": false, "fs.deleteFile": false, "fs.moveFile": false, "fs.copyFile": false,
@@ -51,19 +52,19 @@ func TestRegisterAllVerbs(t *testing.T) {
 			}
 		}
 	}
-	if err := e.set.Register(reg); err == nil {
+	if err := e.Set.Register(reg); err == nil {
 		t.Error("registering twice succeeded")
 	}
-	if _, err := verbs.NewSet(nil, verbs.DefaultOptions(e.state)); err == nil {
+	if _, err := verbs.NewSet(nil, verbs.DefaultOptions(e.State)); err == nil {
 		t.Error("NewSet accepted a nil workspace source")
 	}
-	if _, err := verbs.NewSet(e.ws, verbs.Options{}); err == nil {
+	if _, err := verbs.NewSet(e.WS, verbs.Options{}); err == nil {
 		t.Error("NewSet accepted options without a state dir")
 	}
 }
 
 func TestSchemaShapes(t *testing.T) {
-	e := newEnv(t)
+	e := verbtest.New(t)
 	cases := []struct {
 		verb     string
 		required []string
@@ -78,7 +79,7 @@ func TestSchemaShapes(t *testing.T) {
 		{"sys.machineInfo", nil, nil},
 	}
 	for _, c := range cases {
-		s, _ := e.x.Registry().Schema(c.verb)
+		s, _ := e.X.Registry().Schema(c.verb)
 		var req, opt []string
 		for _, f := range s.Arguments.Fields {
 			if f.Required {
@@ -97,11 +98,11 @@ func TestSchemaShapes(t *testing.T) {
 }
 
 func TestExists(t *testing.T) {
-	e := newEnv(t)
-	e.put("a/b.txt", "x")
-	e.put("top.txt", "x")
+	e := verbtest.New(t)
+	e.Put("a/b.txt", "x")
+	e.Put("top.txt", "x")
 	for name, target := range map[string]string{"ln-in": "a/b.txt", "ln-dangling": "missing", "ln-dir": "a"} {
-		if err := os.Symlink(target, filepath.Join(e.dir, name)); err != nil {
+		if err := os.Symlink(target, filepath.Join(e.Dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,71 +116,71 @@ func TestExists(t *testing.T) {
 		{"top.txt", true}, {"missing", false}, {"top.txt/c", false},
 		{"ln-in", true}, {"ln-dangling", false}, {"ln-dir", true}, {"ln-dir/b.txt", true},
 	} {
-		if got := ok[verbs.FsExistsResult](e, "fs.exists", verbs.FsExistsArgs{Path: c.path}).Exists; got != c.want {
+		if got := verbtest.OK[verbs.FsExistsResult](e, "fs.exists", verbs.FsExistsArgs{Path: c.path}).Exists; got != c.want {
 			t.Errorf("exists %q = %v, want %v", c.path, got, c.want)
 		}
 	}
-	e.fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: "../outside/secret.txt"}, "'..'")
+	e.Fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: "../outside/secret.txt"}, "'..'")
 	for name, target := range map[string]string{"ln-abs": "/etc", "ln-up": "../outside"} {
-		if err := os.Symlink(target, filepath.Join(e.dir, name)); err != nil {
+		if err := os.Symlink(target, filepath.Join(e.Dir, name)); err != nil {
 			t.Fatal(err)
 		}
-		e.fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: name}, "resolves outside the workspace")
+		e.Fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: name}, "resolves outside the workspace")
 	}
-	e.fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: ""}, "empty")
-	e.fails(executor.CodeInvalidArguments, "fs.exists", map[string]any{}, "path")
+	e.Fails(executor.CodeForbiddenPath, "fs.exists", verbs.FsExistsArgs{Path: ""}, "empty")
+	e.Fails(executor.CodeInvalidArguments, "fs.exists", map[string]any{}, "path")
 }
 
 func TestReadFile(t *testing.T) {
-	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 100 })
-	e.put("docs/a.md", "héllo\nworld\n")
-	e.put("big.txt", strings.Repeat("x", 101))
-	e.put("nul.bin", "ab\x00cd")
-	e.put("latin1.txt", "caf\xe9")
-	mkfifo(t, filepath.Join(e.dir, "fifo"))
+	e := verbtest.New(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 100 })
+	e.Put("docs/a.md", "héllo\nworld\n")
+	e.Put("big.txt", strings.Repeat("x", 101))
+	e.Put("nul.bin", "ab\x00cd")
+	e.Put("latin1.txt", "caf\xe9")
+	mkfifo(t, filepath.Join(e.Dir, "fifo"))
 
-	if got := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/a.md"}).Content; got != "héllo\nworld\n" {
+	if got := verbtest.OK[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/a.md"}).Content; got != "héllo\nworld\n" {
 		t.Errorf("content %q", got)
 	}
 	// Direct call, no executor.
-	res, err := e.set.ReadFile(context.Background(), verbs.FsReadFileArgs{Path: "docs//a.md"})
+	res, err := e.Set.ReadFile(context.Background(), verbs.FsReadFileArgs{Path: "docs//a.md"})
 	if err != nil || res.Content != "héllo\nworld\n" {
 		t.Errorf("direct call: %q, %v", res.Content, err)
 	}
-	e.fails(executor.CodeNotFound, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/none.md"}, "File not found: docs/none.md")
-	e.fails(executor.CodeIsADirectory, "fs.readFile", verbs.FsReadFileArgs{Path: "docs"}, "Path is a directory: docs")
-	e.fails(executor.CodeTooLarge, "fs.readFile", verbs.FsReadFileArgs{Path: "big.txt"}, "101 bytes", "100", "fs.readRange")
+	e.Fails(executor.CodeNotFound, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/none.md"}, "File not found: docs/none.md")
+	e.Fails(executor.CodeIsADirectory, "fs.readFile", verbs.FsReadFileArgs{Path: "docs"}, "Path is a directory: docs")
+	e.Fails(executor.CodeTooLarge, "fs.readFile", verbs.FsReadFileArgs{Path: "big.txt"}, "101 bytes", "100", "fs.readRange")
 	// Content that is not UTF-8 text comes back base64, named as such, so
 	// what fs.writeFile can write with encoding base64 can be read back.
 	for p, raw := range map[string]string{"nul.bin": "ab\x00cd", "latin1.txt": "caf\xe9"} {
-		r := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: p})
+		r := verbtest.OK[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: p})
 		want := verbs.VfsFile{Path: p, Encoding: verbs.EncodingBase64, SizeBytes: int64(len(raw))}
 		if r.Content != base64.StdEncoding.EncodeToString([]byte(raw)) || r.File == nil || *r.File != want {
 			t.Errorf("read %s: %q %+v", p, r.Content, r.File)
 		}
 	}
 	// Host files carry no versions or times.
-	if r := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/a.md"}); r.File == nil || *r.File != (verbs.VfsFile{Path: "docs/a.md", Encoding: verbs.EncodingUTF8, SizeBytes: 13}) {
+	if r := verbtest.OK[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/a.md"}); r.File == nil || *r.File != (verbs.VfsFile{Path: "docs/a.md", Encoding: verbs.EncodingUTF8, SizeBytes: 13}) {
 		t.Errorf("host file metadata %+v", r.File)
 	}
-	e.fails(executor.CodeInvalidArguments, "fs.readFile", verbs.FsReadFileArgs{Path: "fifo"}, "named pipe")
-	e.fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "."}, "root")
+	e.Fails(executor.CodeInvalidArguments, "fs.readFile", verbs.FsReadFileArgs{Path: "fifo"}, "named pipe")
+	e.Fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "."}, "root")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = e.set.ReadFile(ctx, verbs.FsReadFileArgs{Path: "docs/a.md"})
-	checkErr(t, err, executor.CodeCanceled)
+	_, err = e.Set.ReadFile(ctx, verbs.FsReadFileArgs{Path: "docs/a.md"})
+	verbtest.CheckErr(t, err, executor.CodeCanceled)
 }
 
 func TestReadRange(t *testing.T) {
-	e := newEnv(t)
-	e.put("five.txt", "one\ntwo\r\nthree\nfour\nfive")
-	e.put("empty.txt", "")
-	e.put("bad.txt", "ok\ncaf\xe9\n")
+	e := verbtest.New(t)
+	e.Put("five.txt", "one\ntwo\r\nthree\nfour\nfive")
+	e.Put("empty.txt", "")
+	e.Put("bad.txt", "ok\ncaf\xe9\n")
 	cr := strings.Repeat("a", 64<<10-1) // '\r' lands at the end of the first 64 KiB read
-	e.put("cr.txt", cr+"\r\nnext\n")
+	e.Put("cr.txt", cr+"\r\nnext\n")
 	long := strings.Repeat("0123456789", 30000) // 300 KB line
-	e.put("long.txt", "first\n"+long+"\nlast\n")
+	e.Put("long.txt", "first\n"+long+"\nlast\n")
 
 	for _, c := range []struct {
 		name     string
@@ -191,15 +192,15 @@ func TestReadRange(t *testing.T) {
 	}{
 		{"one line", "five.txt", 2, 2, nil, "2: two"},
 		{"range strips CRLF", "five.txt", 1, 3, nil, "1: one\n2: two\n3: three"},
-		{"unnumbered", "five.txt", 2, 3, ptr(false), "two\nthree"},
-		{"last line without newline", "five.txt", 4, 5, ptr(true), "4: four\n5: five"},
-		{"whole", "five.txt", 1, 5, ptr(false), "one\ntwo\nthree\nfour\nfive"},
-		{"invalid UTF-8 replaced", "bad.txt", 2, 2, ptr(false), "caf\uFFFD"},
-		{"CR at buffer boundary", "cr.txt", 1, 2, ptr(false), cr + "\nnext"},
-		{"long line", "long.txt", 2, 3, ptr(false), long + "\nlast"},
+		{"unnumbered", "five.txt", 2, 3, verbtest.Ptr(false), "two\nthree"},
+		{"last line without newline", "five.txt", 4, 5, verbtest.Ptr(true), "4: four\n5: five"},
+		{"whole", "five.txt", 1, 5, verbtest.Ptr(false), "one\ntwo\nthree\nfour\nfive"},
+		{"invalid UTF-8 replaced", "bad.txt", 2, 2, verbtest.Ptr(false), "caf\uFFFD"},
+		{"CR at buffer boundary", "cr.txt", 1, 2, verbtest.Ptr(false), cr + "\nnext"},
+		{"long line", "long.txt", 2, 3, verbtest.Ptr(false), long + "\nlast"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := ok[verbs.FsReadRangeResult](e, "fs.readRange", verbs.FsReadRangeArgs{Path: c.path, StartLine: c.start, EndLine: c.end, IncludeLineNumbers: c.numbered}).Content
+			got := verbtest.OK[verbs.FsReadRangeResult](e, "fs.readRange", verbs.FsReadRangeArgs{Path: c.path, StartLine: c.start, EndLine: c.end, IncludeLineNumbers: c.numbered}).Content
 			if got != c.want {
 				t.Errorf("got %.80q, want %.80q", got, c.want)
 			}
@@ -217,24 +218,24 @@ func TestReadRange(t *testing.T) {
 		{"five.txt", 7, 9, "Invalid line range: 7-9 (file has 5 lines"},
 		{"empty.txt", 1, 1, "Invalid line range: 1-1 (file has 0 lines"},
 	} {
-		e.fails(executor.CodeInvalidArguments, "fs.readRange", verbs.FsReadRangeArgs{Path: c.path, StartLine: c.start, EndLine: c.end}, c.msg)
+		e.Fails(executor.CodeInvalidArguments, "fs.readRange", verbs.FsReadRangeArgs{Path: c.path, StartLine: c.start, EndLine: c.end}, c.msg)
 	}
-	e.fails(executor.CodeNotFound, "fs.readRange", verbs.FsReadRangeArgs{Path: "none.txt", StartLine: 1, EndLine: 1}, "File not found: none.txt")
+	e.Fails(executor.CodeNotFound, "fs.readRange", verbs.FsReadRangeArgs{Path: "none.txt", StartLine: 1, EndLine: 1}, "File not found: none.txt")
 }
 
 func TestReadRangeCaps(t *testing.T) {
-	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 1000 })
-	e.put("long.txt", "short\n"+strings.Repeat("y", 5000)+"\nshort\n")
-	e.put("d/x", "")
-	e.fails(executor.CodeTooLarge, "fs.readRange", verbs.FsReadRangeArgs{Path: "long.txt", StartLine: 1, EndLine: 3}, "more than 1000 bytes")
-	if got := ok[verbs.FsReadRangeResult](e, "fs.readRange", verbs.FsReadRangeArgs{Path: "long.txt", StartLine: 3, EndLine: 3}).Content; got != "3: short" {
+	e := verbtest.New(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 1000 })
+	e.Put("long.txt", "short\n"+strings.Repeat("y", 5000)+"\nshort\n")
+	e.Put("d/x", "")
+	e.Fails(executor.CodeTooLarge, "fs.readRange", verbs.FsReadRangeArgs{Path: "long.txt", StartLine: 1, EndLine: 3}, "more than 1000 bytes")
+	if got := verbtest.OK[verbs.FsReadRangeResult](e, "fs.readRange", verbs.FsReadRangeArgs{Path: "long.txt", StartLine: 3, EndLine: 3}).Content; got != "3: short" {
 		t.Errorf("line after a long skipped line: %q", got)
 	}
-	e.fails(executor.CodeIsADirectory, "fs.readRange", verbs.FsReadRangeArgs{Path: "d", StartLine: 1, EndLine: 1})
+	e.Fails(executor.CodeIsADirectory, "fs.readRange", verbs.FsReadRangeArgs{Path: "d", StartLine: 1, EndLine: 1})
 }
 
 func TestLineCountAgreesWithReadRange(t *testing.T) {
-	e := newEnv(t)
+	e := verbtest.New(t)
 	many := strings.Repeat("line\n", 150000) // crosses many 64 KiB blocks
 	for _, c := range []struct {
 		content string
@@ -243,80 +244,80 @@ func TestLineCountAgreesWithReadRange(t *testing.T) {
 		{"", 0}, {"a", 1}, {"a\n", 1}, {"a\nb", 2}, {"\n", 1}, {"\n\n", 2},
 		{"a\r\nb\r\n", 2}, {"a\r\nb", 2}, {many, 150000}, {many + "tail", 150001},
 	} {
-		e.put("f.txt", c.content)
-		got := ok[verbs.FsLineCountResult](e, "fs.lineCount", verbs.FsLineCountArgs{Path: "f.txt"}).LineCount
+		e.Put("f.txt", c.content)
+		got := verbtest.OK[verbs.FsLineCountResult](e, "fs.lineCount", verbs.FsLineCountArgs{Path: "f.txt"}).LineCount
 		if got != c.want {
 			t.Errorf("lineCount(%.20q) = %d, want %d", c.content, got, c.want)
 			continue
 		}
 		if got > 0 {
-			ok[verbs.FsReadRangeResult](e, "fs.readRange", verbs.FsReadRangeArgs{Path: "f.txt", StartLine: got, EndLine: got})
+			verbtest.OK[verbs.FsReadRangeResult](e, "fs.readRange", verbs.FsReadRangeArgs{Path: "f.txt", StartLine: got, EndLine: got})
 		}
-		e.fails(executor.CodeInvalidArguments, "fs.readRange", verbs.FsReadRangeArgs{Path: "f.txt", StartLine: got + 1, EndLine: got + 1})
+		e.Fails(executor.CodeInvalidArguments, "fs.readRange", verbs.FsReadRangeArgs{Path: "f.txt", StartLine: got + 1, EndLine: got + 1})
 	}
-	e.fails(executor.CodeNotFound, "fs.lineCount", verbs.FsLineCountArgs{Path: "nope"}, "File not found: nope")
-	e.put("dir/x", "")
-	e.fails(executor.CodeIsADirectory, "fs.lineCount", verbs.FsLineCountArgs{Path: "dir"})
+	e.Fails(executor.CodeNotFound, "fs.lineCount", verbs.FsLineCountArgs{Path: "nope"}, "File not found: nope")
+	e.Put("dir/x", "")
+	e.Fails(executor.CodeIsADirectory, "fs.lineCount", verbs.FsLineCountArgs{Path: "dir"})
 }
 
 // TestWriteFileKeepsEveryMode: replacing a file keeps its permission bits,
 // whether or not they are what a new file gets under the umask.
 func TestWriteFileKeepsEveryMode(t *testing.T) {
-	e := newEnv(t)
+	e := verbtest.New(t)
 	for i, mode := range []os.FileMode{0o600, 0o644, 0o664, 0o666, 0o755, 0o400, 0o751} {
 		name := fmt.Sprintf("m%d.txt", i)
-		p := filepath.Join(e.dir, name)
+		p := filepath.Join(e.Dir, name)
 		if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chmod(p, mode); err != nil {
 			t.Fatal(err)
 		}
-		ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: name, Content: "new"})
+		verbtest.OK[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: name, Content: "new"})
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != mode {
 			t.Errorf("mode %04o: after replace %v (%v)", mode, fi.Mode().Perm(), err)
 		}
-		if got := e.get(name); got != "new" {
+		if got := e.Get(name); got != "new" {
 			t.Errorf("mode %04o: content %q", mode, got)
 		}
 	}
 }
 
 func TestWriteFile(t *testing.T) {
-	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxWriteChars = 10 })
-	ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt", Content: "hello"})
-	if got := e.get("new/deep/file.txt"); got != "hello" {
+	e := verbtest.New(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxWriteChars = 10 })
+	verbtest.OK[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt", Content: "hello"})
+	if got := e.Get("new/deep/file.txt"); got != "hello" {
 		t.Errorf("content %q", got)
 	}
 	// Replacing keeps the permission bits.
-	p := filepath.Join(e.dir, "new/deep/file.txt")
+	p := filepath.Join(e.Dir, "new/deep/file.txt")
 	if err := os.Chmod(p, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt", Content: "éééééééééé"}) // 10 characters, 20 bytes
+	verbtest.OK[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt", Content: "éééééééééé"}) // 10 characters, 20 bytes
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v after replace, want 0600", fi.Mode().Perm())
 	}
-	if got := e.get("new/deep/file.txt"); got != "éééééééééé" {
+	if got := e.Get("new/deep/file.txt"); got != "éééééééééé" {
 		t.Errorf("content %q", got)
 	}
-	e.fails(executor.CodeTooLarge, "fs.writeFile", verbs.FsWriteFileArgs{Path: "x.txt", Content: "12345678901"}, "11 characters", "at most 10")
-	e.fails(executor.CodeIsADirectory, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep", Content: "x"}, "Path is a directory: new/deep")
-	e.fails(executor.CodeNotADirectory, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt/x", Content: "x"}, "new/deep/file.txt")
-	e.fails(executor.CodeForbiddenPath, "fs.writeFile", verbs.FsWriteFileArgs{Path: ".", Content: "x"})
+	e.Fails(executor.CodeTooLarge, "fs.writeFile", verbs.FsWriteFileArgs{Path: "x.txt", Content: "12345678901"}, "11 characters", "at most 10")
+	e.Fails(executor.CodeIsADirectory, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep", Content: "x"}, "Path is a directory: new/deep")
+	e.Fails(executor.CodeNotADirectory, "fs.writeFile", verbs.FsWriteFileArgs{Path: "new/deep/file.txt/x", Content: "x"}, "new/deep/file.txt")
+	e.Fails(executor.CodeForbiddenPath, "fs.writeFile", verbs.FsWriteFileArgs{Path: ".", Content: "x"})
 	// Writing through a link inside the workspace replaces the target's
 	// content and keeps the link.
-	if err := os.Symlink("new/deep/file.txt", filepath.Join(e.dir, "link")); err != nil {
+	if err := os.Symlink("new/deep/file.txt", filepath.Join(e.Dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "link", Content: "via link"})
-	if fi, err := os.Lstat(filepath.Join(e.dir, "link")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+	verbtest.OK[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "link", Content: "via link"})
+	if fi, err := os.Lstat(filepath.Join(e.Dir, "link")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("link replaced: %v %v", fi, err)
 	}
-	if got := e.get("new/deep/file.txt"); got != "via link" {
+	if got := e.Get("new/deep/file.txt"); got != "via link" {
 		t.Errorf("target content %q", got)
 	}
-	noTempFiles(t, e.dir)
+	noTempFiles(t, e.Dir)
 }
 
 // noTempFiles fails if a temporary file was left anywhere under dir.
@@ -331,151 +332,151 @@ func noTempFiles(t *testing.T, dir string) {
 }
 
 func TestDeleteFile(t *testing.T) {
-	e := newEnv(t)
-	e.put("a.txt", "x")
-	e.put("d/b.txt", "y")
-	if err := os.Symlink("d/b.txt", filepath.Join(e.dir, "ln")); err != nil {
+	e := verbtest.New(t)
+	e.Put("a.txt", "x")
+	e.Put("d/b.txt", "y")
+	if err := os.Symlink("d/b.txt", filepath.Join(e.Dir, "ln")); err != nil {
 		t.Fatal(err)
 	}
-	ok[verbs.FsDeleteFileResult](e, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "a.txt"})
-	if e.exists("a.txt") {
+	verbtest.OK[verbs.FsDeleteFileResult](e, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "a.txt"})
+	if e.Exists("a.txt") {
 		t.Error("a.txt still exists")
 	}
-	ok[verbs.FsDeleteFileResult](e, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "ln"})
-	if e.exists("ln") || !e.exists("d/b.txt") {
+	verbtest.OK[verbs.FsDeleteFileResult](e, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "ln"})
+	if e.Exists("ln") || !e.Exists("d/b.txt") {
 		t.Error("deleting a link must remove the link, not its target")
 	}
-	e.fails(executor.CodeNotFound, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "a.txt"}, "File not found: a.txt")
-	e.fails(executor.CodeIsADirectory, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "d"}, "fs.deleteDirectory")
+	e.Fails(executor.CodeNotFound, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "a.txt"}, "File not found: a.txt")
+	e.Fails(executor.CodeIsADirectory, "fs.deleteFile", verbs.FsDeleteFileArgs{Path: "d"}, "fs.deleteDirectory")
 }
 
 func TestMoveFile(t *testing.T) {
-	e := newEnv(t)
-	e.put("a.txt", "A")
-	e.put("b.txt", "B")
-	e.put("dir/x", "")
-	ok[verbs.FsMoveFileResult](e, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "a.txt", DestinationPath: "p/q/a2.txt"})
-	if e.exists("a.txt") || e.get("p/q/a2.txt") != "A" {
+	e := verbtest.New(t)
+	e.Put("a.txt", "A")
+	e.Put("b.txt", "B")
+	e.Put("dir/x", "")
+	verbtest.OK[verbs.FsMoveFileResult](e, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "a.txt", DestinationPath: "p/q/a2.txt"})
+	if e.Exists("a.txt") || e.Get("p/q/a2.txt") != "A" {
 		t.Error("move did not happen")
 	}
-	e.fails(executor.CodeAlreadyExists, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "b.txt", DestinationPath: "p/q/a2.txt"}, "File already exists: p/q/a2.txt")
-	if e.get("b.txt") != "B" || e.get("p/q/a2.txt") != "A" {
+	e.Fails(executor.CodeAlreadyExists, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "b.txt", DestinationPath: "p/q/a2.txt"}, "File already exists: p/q/a2.txt")
+	if e.Get("b.txt") != "B" || e.Get("p/q/a2.txt") != "A" {
 		t.Error("a refused move changed a file")
 	}
-	e.fails(executor.CodeNotFound, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "none", DestinationPath: "z"}, "File not found: none")
-	e.fails(executor.CodeIsADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "dir", DestinationPath: "dir2"}, "files only")
-	e.fails(executor.CodeNotADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "b.txt", DestinationPath: "p/q/a2.txt/c"}, "p/q/a2.txt is a file")
+	e.Fails(executor.CodeNotFound, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "none", DestinationPath: "z"}, "File not found: none")
+	e.Fails(executor.CodeIsADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "dir", DestinationPath: "dir2"}, "files only")
+	e.Fails(executor.CodeNotADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "b.txt", DestinationPath: "p/q/a2.txt/c"}, "p/q/a2.txt is a file")
 }
 
 func TestCopyFile(t *testing.T) {
-	e := newEnv(t)
+	e := verbtest.New(t)
 	big := strings.Repeat("0123456789abcdef", 100000) // 1.6 MB, streamed
-	e.put("src.bin", big)
-	if err := os.Chmod(filepath.Join(e.dir, "src.bin"), 0o751); err != nil {
+	e.Put("src.bin", big)
+	if err := os.Chmod(filepath.Join(e.Dir, "src.bin"), 0o751); err != nil {
 		t.Fatal(err)
 	}
-	e.put("other", "o")
-	e.put("dir/x", "")
-	ok[verbs.FsCopyFileResult](e, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "src.bin", DestinationPath: "c/d/copy.bin"})
-	if e.get("c/d/copy.bin") != big || e.get("src.bin") != big {
+	e.Put("other", "o")
+	e.Put("dir/x", "")
+	verbtest.OK[verbs.FsCopyFileResult](e, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "src.bin", DestinationPath: "c/d/copy.bin"})
+	if e.Get("c/d/copy.bin") != big || e.Get("src.bin") != big {
 		t.Error("copy content differs")
 	}
-	if fi, _ := os.Stat(filepath.Join(e.dir, "c/d/copy.bin")); fi.Mode().Perm() != 0o751 {
+	if fi, _ := os.Stat(filepath.Join(e.Dir, "c/d/copy.bin")); fi.Mode().Perm() != 0o751 {
 		t.Errorf("copy mode %v, want 0751", fi.Mode().Perm())
 	}
-	e.fails(executor.CodeAlreadyExists, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "other", DestinationPath: "c/d/copy.bin"}, "File already exists: c/d/copy.bin")
-	if e.get("c/d/copy.bin") != big {
+	e.Fails(executor.CodeAlreadyExists, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "other", DestinationPath: "c/d/copy.bin"}, "File already exists: c/d/copy.bin")
+	if e.Get("c/d/copy.bin") != big {
 		t.Error("refused copy overwrote the destination")
 	}
-	e.fails(executor.CodeNotFound, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "none", DestinationPath: "z"}, "File not found: none")
-	e.fails(executor.CodeIsADirectory, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "dir", DestinationPath: "z"}, "files only")
-	noTempFiles(t, e.dir)
+	e.Fails(executor.CodeNotFound, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "none", DestinationPath: "z"}, "File not found: none")
+	e.Fails(executor.CodeIsADirectory, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "dir", DestinationPath: "z"}, "files only")
+	noTempFiles(t, e.Dir)
 }
 
 func TestCreateDirectory(t *testing.T) {
-	e := newEnv(t)
-	ok[verbs.FsCreateDirectoryResult](e, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "a/b/c"})
-	if fi, err := os.Stat(filepath.Join(e.dir, "a/b/c")); err != nil || !fi.IsDir() {
+	e := verbtest.New(t)
+	verbtest.OK[verbs.FsCreateDirectoryResult](e, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "a/b/c"})
+	if fi, err := os.Stat(filepath.Join(e.Dir, "a/b/c")); err != nil || !fi.IsDir() {
 		t.Fatal("directory not created")
 	}
-	ok[verbs.FsCreateDirectoryResult](e, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "a/b"})
-	ok[verbs.FsCreateDirectoryResult](e, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "."})
-	e.put("f.txt", "x")
-	e.fails(executor.CodeAlreadyExists, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "f.txt"}, "File already exists: f.txt")
-	e.fails(executor.CodeNotADirectory, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "f.txt/sub"}, "f.txt is a file")
+	verbtest.OK[verbs.FsCreateDirectoryResult](e, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "a/b"})
+	verbtest.OK[verbs.FsCreateDirectoryResult](e, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "."})
+	e.Put("f.txt", "x")
+	e.Fails(executor.CodeAlreadyExists, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "f.txt"}, "File already exists: f.txt")
+	e.Fails(executor.CodeNotADirectory, "fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "f.txt/sub"}, "f.txt is a file")
 }
 
 func TestDeleteDirectory(t *testing.T) {
-	e := newEnv(t)
-	e.put("tree/a/b/c.txt", "x")
-	e.put("tree/d.txt", "y")
-	e.put("file.txt", "z")
-	ok[verbs.FsDeleteDirectoryResult](e, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"})
-	if e.exists("tree") {
+	e := verbtest.New(t)
+	e.Put("tree/a/b/c.txt", "x")
+	e.Put("tree/d.txt", "y")
+	e.Put("file.txt", "z")
+	verbtest.OK[verbs.FsDeleteDirectoryResult](e, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"})
+	if e.Exists("tree") {
 		t.Error("tree still exists")
 	}
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "."}, "workspace root")
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "./"}, "workspace root")
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: ""}, "empty")
-	e.fails(executor.CodeNotFound, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"}, "Directory not found: tree")
-	e.fails(executor.CodeNotADirectory, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "file.txt"}, "fs.deleteFile")
-	if !e.exists(".hub/hub.db") || !e.exists("file.txt") {
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "."}, "workspace root")
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "./"}, "workspace root")
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: ""}, "empty")
+	e.Fails(executor.CodeNotFound, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"}, "Directory not found: tree")
+	e.Fails(executor.CodeNotADirectory, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "file.txt"}, "fs.deleteFile")
+	if !e.Exists(".hub/hub.db") || !e.Exists("file.txt") {
 		t.Error("refused deletes removed something")
 	}
 }
 
 func TestDeleteDirectoryHoldingState(t *testing.T) {
-	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.Deny = []string{"var/hub"} })
-	e.put("var/hub/hub.db", "state")
-	e.put("var/other.txt", "x")
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "var"}, "var/hub", "reserved for the hub's state")
-	if !e.exists("var/hub/hub.db") || !e.exists("var/other.txt") {
+	e := verbtest.New(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.Deny = []string{"var/hub"} })
+	e.Put("var/hub/hub.db", "state")
+	e.Put("var/other.txt", "x")
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "var"}, "var/hub", "reserved for the hub's state")
+	if !e.Exists("var/hub/hub.db") || !e.Exists("var/other.txt") {
 		t.Error("refused delete removed something")
 	}
 }
 
 func TestListDir(t *testing.T) {
-	e := newEnv(t)
-	e.put("b.txt", "bb")
-	e.put("a.txt", "")
-	e.put("zdir/x", "xxx")
-	e.put("adir/y", "")
-	if err := os.Symlink("zdir", filepath.Join(e.dir, "mlink")); err != nil {
+	e := verbtest.New(t)
+	e.Put("b.txt", "bb")
+	e.Put("a.txt", "")
+	e.Put("zdir/x", "xxx")
+	e.Put("adir/y", "")
+	if err := os.Symlink("zdir", filepath.Join(e.Dir, "mlink")); err != nil {
 		t.Fatal(err)
 	}
-	got := entryStrings(ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries)
+	got := verbtest.EntryStrings(verbtest.OK[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries)
 	want := []string{"adir/", "mlink/", "zdir/", "a.txt", "b.txt"} // no sizes or versions in the host workspace
 	if !slices.Equal(got, want) {
 		t.Errorf("entries %v, want %v (.hub must be hidden)", got, want)
 	}
-	if got := entryStrings(ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "mlink"}).Entries); !slices.Equal(got, []string{"x"}) {
+	if got := verbtest.EntryStrings(verbtest.OK[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "mlink"}).Entries); !slices.Equal(got, []string{"x"}) {
 		t.Errorf("listing through a link: %v", got)
 	}
-	empty := ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "adir/"})
+	empty := verbtest.OK[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{Path: "adir/"})
 	if len(empty.Entries) != 1 {
 		t.Errorf("adir: %v", empty.Entries)
 	}
 	// Without a path, the root: by arguments, by envelope, by chat.
-	if got := entryStrings(ok[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{}).Entries); !slices.Equal(got, want) {
+	if got := verbtest.EntryStrings(verbtest.OK[verbs.FsListDirResult](e, "fs.listDir", verbs.FsListDirArgs{}).Entries); !slices.Equal(got, want) {
 		t.Errorf("no path: %v, want the root %v", got, want)
 	}
-	if out := e.x.ExecuteInput(context.Background(), []byte(`{"verb":"fs.listDir"}`)); out.Err != nil || !strings.Contains(string(out.JSON()), `"adir"`) {
+	if out := e.X.ExecuteInput(context.Background(), []byte(`{"verb":"fs.listDir"}`)); out.Err != nil || !strings.Contains(string(out.JSON()), `"adir"`) {
 		t.Errorf("envelope without arguments: %s", out.JSON())
 	}
 	for in, args := range map[string]string{"/fs.listDir": `{}`, "/fs.listDir zdir": `{"path":"zdir"}`} {
-		cmd, err := e.x.ParseCommand(in)
+		cmd, err := e.X.ParseCommand(in)
 		if err != nil || string(cmd.Arguments) != args {
 			t.Errorf("%s: %v %s, want %s", in, err, cmd.Arguments, args)
 		}
 	}
-	e.fails(executor.CodeNotFound, "fs.listDir", verbs.FsListDirArgs{Path: "none"}, "Directory not found: none")
-	e.fails(executor.CodeNotADirectory, "fs.listDir", verbs.FsListDirArgs{Path: "a.txt"}, "a.txt is a file")
+	e.Fails(executor.CodeNotFound, "fs.listDir", verbs.FsListDirArgs{Path: "none"}, "Directory not found: none")
+	e.Fails(executor.CodeNotADirectory, "fs.listDir", verbs.FsListDirArgs{Path: "a.txt"}, "a.txt is a file")
 }
 
 func TestSymlinksInsideWorkspace(t *testing.T) {
-	e := newEnv(t)
-	e.put("real/docs/a.md", "A\n")
-	e.put("b/file.txt", "B\n")
+	e := verbtest.New(t)
+	e.Put("real/docs/a.md", "A\n")
+	e.Put("b/file.txt", "B\n")
 	links := map[string]string{
 		"a/up":     "../b/file.txt", // '..' in a target that stays inside
 		"docs":     "real/docs",
@@ -484,7 +485,7 @@ func TestSymlinksInsideWorkspace(t *testing.T) {
 		"dangling": "b/new.txt",
 	}
 	for name, target := range links {
-		p := filepath.Join(e.dir, filepath.FromSlash(name))
+		p := filepath.Join(e.Dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -493,41 +494,21 @@ func TestSymlinksInsideWorkspace(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]string{"a/up": "B\n", "docs/a.md": "A\n", "chain1": "B\n"} {
-		if got := ok[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: path}).Content; got != want {
+		if got := verbtest.OK[verbs.FsReadFileResult](e, "fs.readFile", verbs.FsReadFileArgs{Path: path}).Content; got != want {
 			t.Errorf("read %s = %q, want %q", path, got, want)
 		}
 	}
-	ok[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "dangling", Content: "N"})
-	if e.get("b/new.txt") != "N" {
+	verbtest.OK[verbs.FsWriteFileResult](e, "fs.writeFile", verbs.FsWriteFileArgs{Path: "dangling", Content: "N"})
+	if e.Get("b/new.txt") != "N" {
 		t.Error("writing through a dangling link did not create its target")
 	}
-	ok[verbs.FsWriteRangeResult](e, "fs.writeRange", verbs.FsWriteRangeArgs{Path: "docs/a.md", StartLine: 2, Content: "more"})
-	if e.get("real/docs/a.md") != "A\nmore\n" {
-		t.Errorf("writeRange through a directory link: %q", e.get("real/docs/a.md"))
+	verbtest.OK[verbs.FsWriteRangeResult](e, "fs.writeRange", verbs.FsWriteRangeArgs{Path: "docs/a.md", StartLine: 2, Content: "more"})
+	if e.Get("real/docs/a.md") != "A\nmore\n" {
+		t.Errorf("writeRange through a directory link: %q", e.Get("real/docs/a.md"))
 	}
 	// A link inside the workspace whose target is inside the state is refused.
-	if err := os.Symlink("../.hub", filepath.Join(e.dir, "b/state")); err != nil {
+	if err := os.Symlink("../.hub", filepath.Join(e.Dir, "b/state")); err != nil {
 		t.Fatal(err)
 	}
-	e.fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "b/state/hub.db"}, "reserved for the hub's state")
-}
-
-// entryStrings renders listing entries as "dir/" or "file <size>", with
-// " v<version> <updatedAt>" when the entry carries them.
-func entryStrings(es []verbs.DirEntry) []string {
-	var out []string
-	for _, e := range es {
-		s := e.Name
-		switch {
-		case e.IsDirectory:
-			s += "/"
-		case e.SizeBytes != nil:
-			s += fmt.Sprintf(" %d", *e.SizeBytes)
-		}
-		if e.Version != 0 || e.UpdatedAt != "" {
-			s += fmt.Sprintf(" v%d %s", e.Version, e.UpdatedAt)
-		}
-		out = append(out, s)
-	}
-	return out
+	e.Fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "b/state/hub.db"}, "reserved for the hub's state")
 }

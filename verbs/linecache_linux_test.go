@@ -12,6 +12,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 func changeTimeOf(fi os.FileInfo) time.Time {
@@ -32,10 +33,10 @@ func changeTime(t *testing.T, p string) time.Time {
 // same length invalidates its cached count, even when its modification
 // time is then set back to what it was (only the change time differs).
 func TestLineCountCacheSameSizeWrite(t *testing.T) {
-	e := newEnv(t)
-	p := filepath.Join(e.dir, "a.txt")
+	e := verbtest.New(t)
+	p := filepath.Join(e.Dir, "a.txt")
 	before, after := "aa\nbb\ncc\n", "aaaaaaaa\n" // 9 bytes each: 3 lines, then 1
-	writeFile(t, p, before)
+	verbtest.WriteFile(t, p, before)
 	s := setAt(t, e, clock.Real{}.Now().Add(time.Hour))
 	count := func() int {
 		t.Helper()
@@ -67,7 +68,7 @@ func TestLineCountCacheSameSizeWrite(t *testing.T) {
 		if i > 1000 {
 			t.Fatal("the change time never moved")
 		}
-		writeFile(t, p, before)
+		verbtest.WriteFile(t, p, before)
 	}
 	fi1, err := os.Stat(p)
 	if err != nil {
@@ -90,7 +91,7 @@ func TestLineCountCacheSameSizeWrite(t *testing.T) {
 // line index (built by fs.lineCount) starts reads at its marks. Results and
 // errors must be identical.
 func TestReadRangeIndexMatchesForward(t *testing.T) {
-	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 300_000 })
+	e := verbtest.New(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 300_000 })
 	forward := setAt(t, e, time.Unix(0, 0))
 	indexed := setAt(t, e, clock.Real{}.Now().Add(time.Hour))
 	r := rand.New(rand.NewPCG(3, 4))
@@ -99,13 +100,13 @@ func TestReadRangeIndexMatchesForward(t *testing.T) {
 		long, final bool
 	}{{150_000, false, true}, {1_500, true, false}, {300_000, false, false}} {
 		name := fmt.Sprintf("big-%d.txt", i)
-		writeFile(t, filepath.Join(e.dir, name), genLines(r, f.lines, f.long, true, f.final))
+		verbtest.WriteFile(t, filepath.Join(e.Dir, name), genLines(r, f.lines, f.long, true, f.final))
 		lc, err := indexed.LineCount(context.Background(), verbs.FsLineCountArgs{Path: name})
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := lc.LineCount
-		fi, err := os.Stat(filepath.Join(e.dir, name))
+		fi, err := os.Stat(filepath.Join(e.Dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,14 +12,15 @@ import (
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 // setAt returns a second Set on e's workspace whose clock reads now.
-func setAt(t *testing.T, e *testEnv, now time.Time) *verbs.Set {
+func setAt(t *testing.T, e *verbtest.Env, now time.Time) *verbs.Set {
 	t.Helper()
 	opts := verbs.DefaultOptions(t.TempDir())
 	opts.Clock = clock.NewFake(now)
-	s, err := verbs.NewSet(e.ws, opts)
+	s, err := verbs.NewSet(e.WS, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func outcome(s *verbs.Set, args verbs.FsReadRangeArgs) string {
 // the start) and with one that counted the file first (so ranges near the
 // end are read backwards). Results and errors must be identical.
 func TestReadRangeBackwardMatchesForward(t *testing.T) {
-	e := newEnv(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 300_000 })
+	e := verbtest.New(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 300_000 })
 	forward := setAt(t, e, time.Unix(0, 0))                    // every file is "just written": never cached
 	backward := setAt(t, e, clock.Real{}.Now().Add(time.Hour)) // every file is old: cached
 	r := rand.New(rand.NewPCG(1, 2))
@@ -99,7 +100,7 @@ func TestReadRangeBackwardMatchesForward(t *testing.T) {
 		if f.lines == 1 && !f.final && content == "" {
 			content = "x" // a one-line file without an ending must not be empty
 		}
-		writeFile(t, filepath.Join(e.dir, name), content)
+		verbtest.WriteFile(t, filepath.Join(e.Dir, name), content)
 		lc, err := backward.LineCount(context.Background(), verbs.FsLineCountArgs{Path: name})
 		if err != nil {
 			t.Fatal(err)
@@ -143,8 +144,8 @@ func TestReadRangeBackwardMatchesForward(t *testing.T) {
 // TestLineCountCached: a second count of an unchanged file is a cache hit,
 // and is not read; a file changed within the last seconds is not cached.
 func TestLineCountCached(t *testing.T) {
-	e := newEnv(t)
-	writeFile(t, filepath.Join(e.dir, "a.txt"), "1\n2\n3\n")
+	e := verbtest.New(t)
+	verbtest.WriteFile(t, filepath.Join(e.Dir, "a.txt"), "1\n2\n3\n")
 	old := setAt(t, e, clock.Real{}.Now().Add(time.Hour))
 	count := func(s *verbs.Set) int {
 		t.Helper()

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/verbs/confine"
 )
 
 // Lines, as every verb counts them: a line ends at '\n' (a '\r' before it is
@@ -195,12 +196,12 @@ var errLineTooLong = errors.New("line too long")
 // is read from that mark; otherwise the file is read from the start.
 func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResult, error) {
 	var res FsReadRangeResult
-	w, l, release, err := s.usePath(ctx, false, a.Path, followFinal)
+	p, l, release, err := s.usePath(ctx, false, a.Path, confine.FollowFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	show := l.show
+	show := l.Show()
 	f, fi, err := openRegular(l)
 	if err != nil {
 		return res, err
@@ -210,7 +211,7 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 	if a.StartLine < 1 || a.EndLine < a.StartLine {
 		n, err := s.countFile(ctx, f, fi)
 		if err != nil {
-			return res, fsError(err, show, "read")
+			return res, confine.FSError(err, show, "read")
 		}
 		return res, invalidRange(a.StartLine, a.EndLine, n)
 	}
@@ -235,11 +236,11 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 			_, err = f.Seek(off, io.SeekStart)
 		}
 		if err != nil {
-			return res, fsError(err, show, "read")
+			return res, confine.FSError(err, show, "read")
 		}
 	case from.off > 0:
 		if _, err := f.Seek(from.off, io.SeekStart); err != nil {
-			return res, fsError(err, show, "read")
+			return res, confine.FSError(err, show, "read")
 		}
 	}
 	br := bufio.NewReaderSize(src, blockSize)
@@ -247,14 +248,14 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 		skip := a.StartLine - from.line
 		skipped, _, err := copyLines(br, io.Discard, skip)
 		if err != nil {
-			return res, fsError(err, show, "read")
+			return res, confine.FSError(err, show, "read")
 		}
 		if skipped < skip {
 			s.keepCount(f, fi, from.line-1+skipped)
 			return res, invalidRange(a.StartLine, a.EndLine, from.line-1+skipped)
 		}
 	}
-	limit := int(min(w.opts.MaxReadBytes, int64(^uint(0)>>1)))
+	limit := int(min(p.ws.opts.MaxReadBytes, int64(^uint(0)>>1)))
 	var out, line bytes.Buffer
 	for ln := a.StartLine; ln <= a.EndLine; ln++ {
 		line.Reset()
@@ -264,7 +265,7 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 				"Lines %d-%d of %s are more than %d bytes, the most fs.readRange returns; read fewer lines", a.StartLine, ln, show, limit)
 		}
 		if err != nil {
-			return res, fsError(err, show, "read")
+			return res, confine.FSError(err, show, "read")
 		}
 		if !ok {
 			if !backward {
@@ -284,7 +285,7 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 	if !known {
 		s.countRest(f, fi, br, a.EndLine)
 	}
-	res.Content = string(out.Bytes())
+	res.Content = out.String()
 	if !utf8.ValidString(res.Content) {
 		res.Content = strings.ToValidUTF8(res.Content, "\uFFFD")
 	}
@@ -404,7 +405,7 @@ func lineStart(ctx context.Context, f io.ReaderAt, size int64, n, k int) (int64,
 func rangeError(r io.Reader, start, end, consumed int, show string) error {
 	n, err := countLines(r)
 	if err != nil {
-		return fsError(err, show, "read")
+		return confine.FSError(err, show, "read")
 	}
 	return invalidRange(start, end, consumed+n)
 }
@@ -423,12 +424,12 @@ func invalidInsert(start, n int) error {
 // it was last counted comes from the cache.
 func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResult, error) {
 	var res FsLineCountResult
-	_, l, release, err := s.usePath(ctx, false, a.Path, followFinal)
+	_, l, release, err := s.usePath(ctx, false, a.Path, confine.FollowFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	show := l.show
+	show := l.Show()
 	f, fi, err := openRegular(l)
 	if err != nil {
 		return res, err
@@ -436,7 +437,7 @@ func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResu
 	defer f.Close()
 	n, err := s.countFile(ctx, f, fi)
 	if err != nil {
-		return res, fsError(err, show, "read")
+		return res, confine.FSError(err, show, "read")
 	}
 	res.LineCount = n
 	return res, nil
@@ -445,13 +446,13 @@ func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResu
 // WriteRange implements fs.writeRange.
 func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeResult, error) {
 	var res FsWriteRangeResult
-	w, l, release, err := s.usePath(ctx, true, a.Path, followFinal)
+	p, l, release, err := s.usePath(ctx, true, a.Path, confine.FollowFinal)
 	if err != nil {
 		return res, err
 	}
 	defer release()
-	name, show := l.name, l.show
-	if err := w.checkWriteSize(a.Content, "fs.writeRange"); err != nil {
+	show := l.Show()
+	if err := p.ws.checkWriteSize(a.Content, "fs.writeRange"); err != nil {
 		return res, err
 	}
 	f, fi, err := openRegular(l)
@@ -464,7 +465,7 @@ func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeR
 		if a.EndLine == nil {
 			n, err := countLines(src)
 			if err != nil {
-				return res, fsError(err, show, "read")
+				return res, confine.FSError(err, show, "read")
 			}
 			return res, invalidInsert(a.StartLine, n)
 		}
@@ -474,29 +475,29 @@ func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeR
 	// The file's style: its first line ending, and whether it ends in one.
 	eol, err := firstEnding(src)
 	if err != nil {
-		return res, fsError(err, show, "read")
+		return res, confine.FSError(err, show, "read")
 	}
 	size := fi.Size()
 	finalNewline := strings.HasSuffix(a.Content, "\n")
 	if size > 0 {
 		var last [1]byte
 		if _, err := f.ReadAt(last[:], size-1); err != nil {
-			return res, fsError(err, show, "read")
+			return res, confine.FSError(err, show, "read")
 		}
 		finalNewline = last[0] == '\n'
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return res, fsError(err, show, "read")
+		return res, confine.FSError(err, show, "read")
 	}
 	newLines := splitLines(a.Content)
 
-	err = atomicWrite(l, fi.Mode().Perm(), true, false, func(tmp *os.File) error {
+	err = l.WriteAtomic(fi.Mode().Perm(), true, false, func(tmp *os.File) error {
 		br := bufio.NewReaderSize(src, blockSize)
 		bw := bufio.NewWriterSize(tmp, blockSize)
 		cw := &tailWriter{w: bw}
 		kept, unterminated, err := copyLines(br, cw, a.StartLine-1)
 		if err != nil {
-			return fsError(err, show, "read")
+			return confine.FSError(err, show, "read")
 		}
 		if kept < a.StartLine-1 {
 			if a.EndLine == nil {
@@ -508,7 +509,7 @@ func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeR
 			want := *a.EndLine - a.StartLine + 1
 			skipped, _, err := copyLines(br, io.Discard, want)
 			if err != nil {
-				return fsError(err, show, "read")
+				return confine.FSError(err, show, "read")
 			}
 			if skipped < want {
 				return invalidRange(a.StartLine, *a.EndLine, kept+skipped)
@@ -544,7 +545,7 @@ func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeR
 			}
 		}
 		if _, err := io.Copy(bw, br); err != nil {
-			return fsError(err, show, "read")
+			return confine.FSError(err, show, "read")
 		}
 		return bw.Flush()
 	})
@@ -552,14 +553,14 @@ func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeR
 		return res, err
 	}
 	var newSize int64
-	if nfi, err := l.stat(); err == nil {
+	if nfi, err := l.Lstat(); err == nil {
 		newSize = nfi.Size()
 	}
-	if !w.session() {
-		res.File = w.vfsFile(show, EncodingUTF8, newSize, nil)
+	if p.sess == nil {
+		res.File = vfsFile(show, EncodingUTF8, newSize, nil)
 		return res, nil
 	}
-	m, err := w.recordWrite(name, show, fi, "")
+	m, err := p.sess.recordWrite(l.Name(), show, fi, "")
 	if err != nil {
 		return res, err
 	}
@@ -567,7 +568,7 @@ func (s *Set) WriteRange(ctx context.Context, a FsWriteRangeArgs) (FsWriteRangeR
 	if m.Encoding == string(EncodingBase64) {
 		enc = EncodingBase64
 	}
-	res.File = w.vfsFile(show, enc, newSize, &m)
+	res.File = vfsFile(show, enc, newSize, &m)
 	return res, nil
 }
 

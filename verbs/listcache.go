@@ -3,8 +3,9 @@ package verbs
 import (
 	"container/list"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 )
 
 // The listing cache lets fs.listDir answer for an unchanged host directory
@@ -31,17 +32,17 @@ import (
 // directories and the protected files have left their entries out (kept
 // under the generation of the protected files it was read under, and
 // dropped when they are resolved again, see Workspace.RefreshProtected),
-// compactly: the names in one
-// string, their end offsets, and the kind of each (directory, file or
-// link). A link's kind in the result is that of its target, which can
-// change without the directory changing, so links are kept as links and
-// resolved again on every call. Session listings (sizes, versions) are
-// never kept. One cache serves every host workspace of the process, so its
-// bound is the process's whatever the number of workspaces; a listing is
-// kept under its workspace too (two workspaces over one directory deny
-// different entries), and a workspace's listings are dropped when it
-// closes (a reloaded configuration opens new workspaces, which start with
-// none).
+// compactly: the names in one string, their end offsets, and the kind of
+// each (directory, file or link). A link's kind in the result is that of
+// its target, which can change without the directory changing, so links
+// are kept as links and resolved again on every call. Session listings
+// (sizes, versions) are never kept. The cache belongs to fs.listDir, not
+// to the workspaces: one cache serves every Set and every host workspace
+// of the process, so its bound is the process's whatever the number of
+// workspaces; a listing is kept under its workspace too (two workspaces
+// over one directory deny different entries), and a workspace's listings
+// are dropped when it closes (a reloaded configuration opens new
+// workspaces, which start with none).
 
 const (
 	// listCacheBytes bounds the bytes of listings the process keeps.
@@ -60,18 +61,19 @@ type dirState struct {
 
 // listKey is what a listing is kept under.
 type listKey struct {
-	ws   uint64 // the workspace's listID
+	ws   uint64 // the workspace's id
 	gen  uint64 // the generation of the workspace's protected files
 	id   fileID
 	name string // workspace-relative, links resolved
 }
 
-// sharedLists is the process's listing cache, which every host workspace
-// uses; listIDs numbers the workspaces that use it.
-var (
-	sharedLists = newListCache(listCacheBytes)
-	listIDs     atomic.Uint64
-)
+// fileID identifies a directory on the host: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(st *unix.Stat_t) fileID { return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)} } //nolint:unconvert // Dev is 32 bits on some systems
+
+// sharedLists is the process's listing cache, which every Set uses.
+var sharedLists = newListCache(listCacheBytes)
 
 // dirListing is a host listing, compactly: entry i is named
 // names[ends[i-1]:ends[i]] (from 0 for i = 0); the first dirs entries are
@@ -167,10 +169,12 @@ func (c *listCache) get(k listKey, st dirState) (*dirListing, bool) {
 	return ce.l, true
 }
 
-// put keeps l as the listing of k in state st, unless the directory changed
-// less than racyWindow before now (when the listing was read) or the
-// listing is larger than a quarter of the cache.
-func (c *listCache) put(k listKey, st dirState, l *dirListing, now time.Time) {
+// put keeps l as the listing of k, a directory of the workspace w, in
+// state st, unless the directory changed less than racyWindow before now
+// (when the listing was read) or the listing is larger than a quarter of
+// the cache. The workspace's listings are dropped when they may no longer
+// hold (Workspace.onStale).
+func (c *listCache) put(w *Workspace, k listKey, st dirState, l *dirListing, now time.Time) {
 	if c == nil {
 		return
 	}
@@ -181,6 +185,7 @@ func (c *listCache) put(k listKey, st dirState, l *dirListing, now time.Time) {
 	if cost > c.max/4 {
 		return
 	}
+	w.onStale(c, func() { c.drop(k.ws) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byKey[k]; ok {
@@ -193,7 +198,7 @@ func (c *listCache) put(k listKey, st dirState, l *dirListing, now time.Time) {
 	}
 }
 
-// drop removes every listing of the workspace with listID ws.
+// drop removes every listing of the workspace with id ws.
 func (c *listCache) drop(ws uint64) {
 	if c == nil {
 		return

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/verbs/confine"
 )
 
 // listEnv is a host workspace at dir, with its state directory .hub
@@ -75,25 +76,21 @@ func (e *listEnv) list(rel string) []string {
 // uncached lists rel by reading it, as a listing that misses the cache does.
 func (e *listEnv) uncached(rel string) []string {
 	e.t.Helper()
-	l, err := e.w.locate(rel, followFinal|allowRoot)
+	l, err := e.w.root.Locate(rel, confine.FollowFinal|confine.AllowRoot)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	defer l.close()
-	d, err := l.openDir()
+	defer l.Close()
+	d, err := l.OpenDir()
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer d.Close()
-	id, err := fstatID(int(d.Fd()))
+	des, err := l.ReadDir(d, false)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	dl, err := e.w.readHostListing(d, l.name, id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return entryLines(e.w.hostEntries(dl, l.name))
+	return entryLines(e.w.hostEntries(hostListing(des), l.Name()))
 }
 
 // same lists rel both ways and fails when they differ; it returns the
@@ -168,9 +165,9 @@ func TestListCacheFollowsChanges(t *testing.T) {
 	for _, c := range changes {
 		c.do()
 		got := e.same("d", c.name)
-		hits, _, _, _ := e.w.lists.stats()
+		hits, _, _, _ := e.s.lists.stats()
 		again := e.same("d", c.name+", listed again")
-		if h, _, _, _ := e.w.lists.stats(); h != hits+1 {
+		if h, _, _, _ := e.s.lists.stats(); h != hits+1 {
 			t.Errorf("after %s: listing it again did not come from the cache (%d hits, then %d)", c.name, hits, h)
 		}
 		if !slices.Equal(got, again) {
@@ -216,10 +213,10 @@ func TestListCacheSameTick(t *testing.T) {
 		{ctime.Add(racyWindow / 2), false},
 		{ctime.Add(racyWindow + time.Second), true},
 	} {
-		e.w.lists = newListCache(listCacheBytes)
 		e.setClock(c.now)
+		e.s.lists = newListCache(listCacheBytes)
 		e.same("d", "setting the clock")
-		if _, _, n, _ := e.w.lists.stats(); (n == 1) != c.kept {
+		if _, _, n, _ := e.s.lists.stats(); (n == 1) != c.kept {
 			t.Errorf("clock %v after the change time: %d listings kept, want kept = %v", c.now.Sub(ctime), n, c.kept)
 		}
 	}
@@ -232,7 +229,8 @@ func TestListCacheUnit(t *testing.T) {
 	l := newDirListing([]string{"d"}, []string{"a", "b"}, nil)
 	k := listKey{id: fileID{1, 2}, name: "x"}
 	c := newListCache(4 * (l.cost(k) + 10))
-	c.put(k, old, l, now)
+	w := &Workspace{}
+	c.put(w, k, old, l, now)
 	if got, ok := c.get(k, old); !ok || got != l {
 		t.Fatal("a kept listing is not found")
 	}
@@ -242,7 +240,7 @@ func TestListCacheUnit(t *testing.T) {
 		"size":  {old.mtime, old.ctime, old.size + 1, old.nlink},
 		"nlink": {old.mtime, old.ctime, old.size, old.nlink + 1},
 	} {
-		c.put(k, old, l, now)
+		c.put(w, k, old, l, now)
 		if _, ok := c.get(k, st); ok {
 			t.Errorf("found after a change of %s", name)
 		}
@@ -251,7 +249,7 @@ func TestListCacheUnit(t *testing.T) {
 		}
 	}
 	for name, other := range map[string]listKey{"workspace": {ws: 7, id: fileID{1, 2}, name: "x"}, "inode": {id: fileID{1, 3}, name: "x"}, "device": {id: fileID{2, 2}, name: "x"}, "path": {id: fileID{1, 2}, name: "y"}} {
-		c.put(k, old, l, now)
+		c.put(w, k, old, l, now)
 		if _, ok := c.get(other, old); ok {
 			t.Errorf("found under another %s", name)
 		}
@@ -260,7 +258,7 @@ func TestListCacheUnit(t *testing.T) {
 		"mtime": {now.Add(-racyWindow + time.Millisecond).UnixNano(), old.ctime, old.size, old.nlink},
 		"ctime": {old.mtime, now.Add(-time.Millisecond).UnixNano(), old.size, old.nlink},
 	} {
-		c.put(k, st, l, now)
+		c.put(w, k, st, l, now)
 		if _, ok := c.get(k, st); ok {
 			t.Errorf("kept with a %s inside the racy window", name)
 		}
@@ -268,7 +266,7 @@ func TestListCacheUnit(t *testing.T) {
 	// The byte bound: the least recently used go first.
 	c = newListCache(4 * (l.cost(k) + 10))
 	for i := range 6 {
-		c.put(listKey{id: fileID{1, uint64(i)}, name: "x"}, old, l, now)
+		c.put(w, listKey{id: fileID{1, uint64(i)}, name: "x"}, old, l, now)
 		if i == 3 {
 			c.get(listKey{id: fileID{1, 0}, name: "x"}, old) // 0 used: 1 and 2 go first
 		}
@@ -285,7 +283,7 @@ func TestListCacheUnit(t *testing.T) {
 	// A listing over a quarter of the bound is not kept.
 	big := newDirListing(nil, []string{strings.Repeat("n", c.max/4)}, nil)
 	k = listKey{id: fileID{9, 9}, name: "big"}
-	c.put(k, old, big, now)
+	c.put(w, k, old, big, now)
 	if _, ok := c.get(k, old); ok {
 		t.Error("a listing over a quarter of the cache is kept")
 	}
@@ -316,62 +314,6 @@ func TestListCacheHidesProtected(t *testing.T) {
 	}
 	if got, want := e.same(".", "moving the state directory out"), []string{"var/", "ok"}; !slices.Equal(got, want) {
 		t.Fatalf("root listed %q, want %q", got, want)
-	}
-}
-
-// TestHostListingStats: the kinds of a listing come from the directory
-// read; when a protected directory lies in the listed one, directories are
-// stat'ed, which leaves out the protected one and sees a directory removed
-// or replaced since the read. The cases are made between the read and the
-// building of the listing.
-func TestHostListingStats(t *testing.T) {
-	e := newListEnv(t)
-	for _, d := range []string{"gone", "tolink", "todirlink", "tofile", "kept", "target"} {
-		e.do(os.Mkdir(e.path(d), 0o755))
-	}
-	e.do(os.WriteFile(e.path("f"), nil, 0o644))
-	d, err := os.Open(e.dir)
-	e.do(err)
-	defer d.Close()
-	id, err := fstatID(int(d.Fd()))
-	e.do(err)
-	if !e.w.prot.inDir(id) {
-		t.Fatal("the root holds .hub, inDir says it does not")
-	}
-	des, err := readDirents(d)
-	e.do(err)
-	e.do(os.Remove(e.path("gone")))
-	e.do(os.Remove(e.path("tolink")))
-	e.do(os.Symlink("f", e.path("tolink")))
-	e.do(os.Remove(e.path("todirlink")))
-	e.do(os.Symlink("target", e.path("todirlink")))
-	e.do(os.Remove(e.path("tofile")))
-	e.do(os.WriteFile(e.path("tofile"), nil, 0o644))
-	for _, c := range []struct {
-		hold bool
-		want []string
-	}{
-		// Stat'ed: .hub left out by identity (.hub is also denied, so the
-		// deny list is bypassed here by listing with no deny entries).
-		{true, []string{"kept/", "target/", "todirlink/", "f", "tofile", "tolink"}},
-		// As read.
-		{false, []string{".hub/", "gone/", "kept/", "target/", "todirlink/", "tofile/", "tolink/", "f"}},
-	} {
-		deny := e.w.deny
-		e.w.deny = nil
-		got := entryLines(e.w.hostEntries(e.w.hostListing(int(d.Fd()), des, ".", c.hold, fileFilter{}), "."))
-		e.w.deny = deny
-		if !slices.Equal(got, c.want) {
-			t.Errorf("hold %v: %q, want %q", c.hold, got, c.want)
-		}
-	}
-	sub, err := os.Open(e.path("kept"))
-	e.do(err)
-	defer sub.Close()
-	id, err = fstatID(int(sub.Fd()))
-	e.do(err)
-	if e.w.prot.inDir(id) {
-		t.Error("kept holds no protected directory, inDir says it does")
 	}
 }
 
@@ -474,7 +416,7 @@ func TestListCacheWorkspaces(t *testing.T) {
 	wa, sa := open("a")
 	defer wa.Close()
 	wb, sb := open("b")
-	if wa.lists != wb.lists || wa.listID == wb.listID {
+	if sa.lists != sb.lists || wa.id == wb.id {
 		t.Fatalf("the workspaces do not share the process's cache under ids of their own")
 	}
 	for range 2 { // the second round comes from the cache
@@ -496,11 +438,11 @@ func TestListCacheWorkspaces(t *testing.T) {
 		}
 		return n
 	}
-	if kept(wa.listID) != 1 || kept(wb.listID) != 1 {
-		t.Fatalf("listings kept: %d and %d, want one each", kept(wa.listID), kept(wb.listID))
+	if kept(wa.id) != 1 || kept(wb.id) != 1 {
+		t.Fatalf("listings kept: %d and %d, want one each", kept(wa.id), kept(wb.id))
 	}
 	wb.Close()
-	if kept(wb.listID) != 0 || kept(wa.listID) != 1 {
-		t.Errorf("after closing one workspace: %d of its listings and %d of the other's kept, want 0 and 1", kept(wb.listID), kept(wa.listID))
+	if kept(wb.id) != 0 || kept(wa.id) != 1 {
+		t.Errorf("after closing one workspace: %d of its listings and %d of the other's kept, want 0 and 1", kept(wb.id), kept(wa.id))
 	}
 }

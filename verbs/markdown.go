@@ -7,8 +7,9 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
-// sessionGuidance is the seed's prompt guidance for the virtual
-// filesystem, adapted to the hub's verbs. It applies to session workspaces.
+// sessionGuidance is the prompt guidance for the virtual filesystem
+// (docs/sessions.md), for the hub's verbs. It applies to session
+// workspaces.
 var sessionGuidance = []string{
 	"Your workspace belongs to this conversation alone and starts empty apart from the host mounts the operator configured. Create files with `fs.writeFile` when you need them.",
 	"Host mounts are configuration only: no verb imports more host directories during a conversation, and nothing you write reaches the host. Mounted files are copies.",

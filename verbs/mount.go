@@ -11,9 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
-
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/verbs/confine"
 )
 
 // Mount copies host files into every new session workspace (and again on
@@ -122,7 +121,7 @@ func inRoots(roots []string, p string) (int, string, bool) {
 
 // resolveMounts locates every mount's host path inside the roots and checks
 // its mount path and globs.
-func resolveMounts(mounts []Mount, roots []string, wo WorkspaceOptions, prot *protection) ([]resolvedMount, error) {
+func resolveMounts(mounts []Mount, roots []string, wo WorkspaceOptions, prot *confine.Protection) ([]resolvedMount, error) {
 	if len(mounts) > 0 && len(roots) == 0 {
 		return nil, errors.New("sessions: mounts need mount roots: list the host directories they may come from under sessions.mount_roots")
 	}
@@ -131,9 +130,9 @@ func resolveMounts(mounts []Mount, roots []string, wo WorkspaceOptions, prot *pr
 		rm, err := resolveMount(i, m, roots, wo)
 		if err == nil {
 			real := filepath.Join(roots[rm.root], filepath.FromSlash(rm.rel))
-			if g, ok := prot.holdingPath(real); ok {
-				err = fmt.Errorf("host_path lies inside %s, which is reserved for the hub's state", g.label())
-			} else if what, ok := prot.fileAt(real); ok {
+			if label, ok := prot.HoldingPath(real); ok {
+				err = fmt.Errorf("host_path lies inside %s, which is reserved for the hub's state", label)
+			} else if what, ok := prot.FileAt(real); ok {
 				err = fmt.Errorf("host_path is %s, a protected file of the hub", what)
 			}
 		}
@@ -218,7 +217,7 @@ func resolveMount(i int, m Mount, roots []string, wo WorkspaceOptions) (resolved
 	if target == "" {
 		target = rm.rel
 	}
-	clean, err := CleanPath(target, wo)
+	clean, err := confine.CleanPath(target, wo.limits())
 	if err != nil {
 		return rm, fmt.Errorf("mount path: %s", err.Error())
 	}
@@ -377,11 +376,11 @@ func (c *collector) dir(ri int, rel, inMount string) error {
 	abs := filepath.Join(c.s.roots[ri], filepath.FromSlash(rel))
 	des, err := os.ReadDir(abs)
 	if err != nil {
-		return fmt.Errorf("mount %s: read %s: %w", c.m.label, joinRel(c.m.rel, inMount), err)
+		return fmt.Errorf("mount %s: read %s: %w", c.m.label, confine.Join(c.m.rel, inMount), err)
 	}
 	for _, de := range des {
 		name := de.Name()
-		childRel, childIn := joinRel(rel, name), joinRel(inMount, name)
+		childRel, childIn := confine.Join(rel, name), confine.Join(inMount, name)
 		typ := de.Type()
 		fri, frel := ri, childRel
 		if typ&fs.ModeSymlink != 0 {
@@ -403,11 +402,11 @@ func (c *collector) dir(ri int, rel, inMount string) error {
 				c.skip(childIn, "a symbolic link whose target cannot be read")
 				continue
 			}
-			if g, ok := c.s.protection().holdingPath(target); ok {
-				c.skip(childIn, "a symbolic link into "+g.label()+", reserved for the hub's state")
+			if label, ok := c.s.protection().HoldingPath(target); ok {
+				c.skip(childIn, "a symbolic link into "+label+", reserved for the hub's state")
 				continue
 			}
-			if what, ok := c.s.protection().fileAt(target); ok {
+			if what, ok := c.s.protection().FileAt(target); ok {
 				c.skip(childIn, "a symbolic link to "+what+", a protected file of the hub")
 				continue
 			}
@@ -430,7 +429,7 @@ func (c *collector) dir(ri int, rel, inMount string) error {
 			if !fi.Mode().IsRegular() {
 				continue
 			}
-			if err := c.file(joinRel(c.m.target, childIn), childIn, fri, frel, fi.Size()); err != nil {
+			if err := c.file(confine.Join(c.m.target, childIn), childIn, fri, frel, fi.Size()); err != nil {
 				return err
 			}
 			continue
@@ -441,8 +440,8 @@ func (c *collector) dir(ri int, rel, inMount string) error {
 				continue
 			}
 			if fi, err := os.Lstat(filepath.Join(abs, name)); err == nil {
-				if g, ok := c.s.protection().lookupInfo(fi); ok {
-					c.skip(childIn, "it is "+g.label()+", reserved for the hub's state")
+				if label, ok := c.s.protection().LookupDir(fi); ok {
+					c.skip(childIn, "it is "+label+", reserved for the hub's state")
 					continue
 				}
 			}
@@ -454,11 +453,11 @@ func (c *collector) dir(ri int, rel, inMount string) error {
 			if err != nil {
 				return fmt.Errorf("mount %s: stat %s: %w", c.m.label, childIn, err)
 			}
-			if what, ok := c.s.protection().fileAt(filepath.Join(abs, name)); ok {
+			if what, ok := c.s.protection().FileAt(filepath.Join(abs, name)); ok {
 				c.skip(childIn, "it is "+what+", a protected file of the hub")
 				continue
 			}
-			if err := c.file(joinRel(c.m.target, childIn), childIn, ri, childRel, fi.Size()); err != nil {
+			if err := c.file(confine.Join(c.m.target, childIn), childIn, ri, childRel, fi.Size()); err != nil {
 				return err
 			}
 		}
@@ -471,7 +470,7 @@ func (c *collector) file(sessPath, inMount string, ri int, rel string, size int6
 	if len(c.m.Include) > 0 && !matchAny(c.m.Include, inMount) || matchAny(c.m.Exclude, inMount) {
 		return nil
 	}
-	clean, err := CleanPath(sessPath, c.s.opts.Workspace)
+	clean, err := confine.CleanPath(sessPath, c.s.opts.Workspace.limits())
 	if err != nil {
 		c.skip(inMount, err.Error())
 		return nil
@@ -557,35 +556,14 @@ var errOverBudget = errors.New("over the mount's budget")
 
 // copyMounted copies one planned file, reading at most budget bytes. The
 // file is opened from its mount root src by descriptors, following no link
-// (the plan resolved them) and refusing the hub's state directory.
+// (the plan resolved them) and refusing the hub's state directory and its
+// protected files (confine.Protection.OpenBelow).
 func (s *SessionSource) copyMounted(src *os.File, dst *os.Root, e planEntry, budget int64) (int64, error) {
-	dir, base := path.Split(e.rel)
-	if dir == "" {
-		dir = "."
-	}
-	prot := s.protection()
-	dfd, err := descend(int(src.Fd()), strings.TrimSuffix(dir, "/"), false, prot)
+	in, fi, err := s.protection().OpenBelow(src, e.rel)
 	if err != nil {
 		return 0, err
 	}
-	if err := prot.checkPlace(dfd, nil, base); err != nil {
-		unix.Close(dfd)
-		return 0, err
-	}
-	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	unix.Close(dfd)
-	if err != nil {
-		return 0, err
-	}
-	in := os.NewFile(uintptr(fd), e.rel)
 	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return 0, err
-	}
-	if err := prot.checkFileInfo(fi); err != nil {
-		return 0, err
-	}
 	if !fi.Mode().IsRegular() {
 		return 0, fmt.Errorf("%s is no longer a regular file", e.path)
 	}

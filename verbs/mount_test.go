@@ -12,6 +12,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 // projectTree is written under the mount root "hostdata/proj".
@@ -33,7 +34,7 @@ var projectTree = map[string]string{
 func withProject(mounts ...verbs.Mount) sessOption {
 	return func(o *verbs.SessionOptions, e *sessEnv) {
 		for p, c := range projectTree {
-			writeFile(e.t, filepath.Join(e.mountDir, "proj", filepath.FromSlash(p)), c)
+			verbtest.WriteFile(e.t, filepath.Join(e.mountDir, "proj", filepath.FromSlash(p)), c)
 		}
 		for i := range mounts {
 			if mounts[i].HostPath == "" {
@@ -48,7 +49,7 @@ func withProject(mounts ...verbs.Mount) sessOption {
 func sessionTree(t *testing.T, e *sessEnv) []string {
 	t.Helper()
 	sok[verbs.FsExistsResult](e, chatA, "fs.exists", verbs.FsExistsArgs{Path: "."})
-	return tree(t, e.sessionDir(chatA))
+	return verbtest.Tree(t, e.sessionDir(chatA))
 }
 
 func TestMountGlobs(t *testing.T) {
@@ -82,9 +83,9 @@ func TestMountGlobs(t *testing.T) {
 func TestMountAllowList(t *testing.T) {
 	base := t.TempDir()
 	data, data2, other := filepath.Join(base, "data"), filepath.Join(base, "data2"), filepath.Join(base, "other")
-	writeFile(t, filepath.Join(data, "docs", "a.md"), "a")
-	writeFile(t, filepath.Join(data2, "secret.txt"), "secret")
-	writeFile(t, filepath.Join(other, "only-here", "o.txt"), "o")
+	verbtest.WriteFile(t, filepath.Join(data, "docs", "a.md"), "a")
+	verbtest.WriteFile(t, filepath.Join(data2, "secret.txt"), "secret")
+	verbtest.WriteFile(t, filepath.Join(other, "only-here", "o.txt"), "o")
 	if err := os.Symlink(data2, filepath.Join(data, "escape")); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestMountByteBudget(t *testing.T) {
 	}
 	// The host grows after the start: no session is created from a mount
 	// over its budget, and the chat is told why.
-	writeFile(t, filepath.Join(e.mountDir, "proj", "zzz.txt"), "grown")
+	verbtest.WriteFile(t, filepath.Join(e.mountDir, "proj", "zzz.txt"), "grown")
 	e.sfails(chatB, executor.CodeTooLarge, "fs.listDir", verbs.FsListDirArgs{Path: "."}, "max_bytes budget")
 	if _, err := os.Stat(filepath.Dir(e.sessionDir(chatB))); err == nil {
 		if des, _ := os.ReadDir(filepath.Dir(e.sessionDir(chatB))); len(des) != 0 {
@@ -178,7 +179,7 @@ func TestOverlappingMountsMergeLaterWins(t *testing.T) {
 	}
 	e := newSessEnv(t, func(o *verbs.SessionOptions, e *sessEnv) {
 		for p, c := range files {
-			writeFile(e.t, filepath.Join(e.mountDir, filepath.FromSlash(p)), c)
+			verbtest.WriteFile(e.t, filepath.Join(e.mountDir, filepath.FromSlash(p)), c)
 		}
 		o.Mounts = []verbs.Mount{
 			{HostPath: "one", MountPath: "shared"},
@@ -192,11 +193,11 @@ func TestOverlappingMountsMergeLaterWins(t *testing.T) {
 	}
 	// The merge is deterministic: a reset and another session agree.
 	sok[verbs.VfsResetResult](e, chatA, "vfs.reset", verbs.VfsResetArgs{})
-	if got := tree(t, e.sessionDir(chatA)); !slices.Equal(got, want) {
+	if got := verbtest.Tree(t, e.sessionDir(chatA)); !slices.Equal(got, want) {
 		t.Fatalf("after reset %v", got)
 	}
 	sok[verbs.FsExistsResult](e, chatB, "fs.exists", verbs.FsExistsArgs{Path: "."})
-	if got := tree(t, e.sessionDir(chatB)); !slices.Equal(got, want) {
+	if got := verbtest.Tree(t, e.sessionDir(chatB)); !slices.Equal(got, want) {
 		t.Fatalf("another session %v", got)
 	}
 }
@@ -205,10 +206,10 @@ func TestMountSymlinksAndOddNames(t *testing.T) {
 	setup := func(follow bool) sessOption {
 		return func(o *verbs.SessionOptions, e *sessEnv) {
 			proj := filepath.Join(e.mountDir, "proj")
-			writeFile(e.t, filepath.Join(proj, "real.txt"), "real")
-			writeFile(e.t, filepath.Join(proj, "caf\u00e9.txt"), "non-ascii name")
-			writeFile(e.t, filepath.Join(proj, strings.Repeat("n", 81)), "long name")
-			writeFile(e.t, filepath.Join(e.base, "outside", "secret.txt"), "secret")
+			verbtest.WriteFile(e.t, filepath.Join(proj, "real.txt"), "real")
+			verbtest.WriteFile(e.t, filepath.Join(proj, "caf\u00e9.txt"), "non-ascii name")
+			verbtest.WriteFile(e.t, filepath.Join(proj, strings.Repeat("n", 81)), "long name")
+			verbtest.WriteFile(e.t, filepath.Join(e.base, "outside", "secret.txt"), "secret")
 			for name, target := range map[string]string{
 				"link-in":  filepath.Join(proj, "real.txt"),
 				"link-out": filepath.Join(e.base, "outside", "secret.txt"),

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,30 +14,38 @@ import (
 	"unicode/utf8"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/verbs/confine"
+	"github.com/a6afc2ce/hermes-hub/verbs/proc"
 )
 
-// waitDelay bounds how long proc.run waits for a child's output pipes to
-// close after the child has exited or been killed (a process that left the
-// process group may still hold them).
-const waitDelay = 2 * time.Second
+// ProcUser is a user proc.run runs programs as, other than the hub's own
+// (see proc.User).
+type ProcUser = proc.User
+
+// ChooseProcUser decides whom proc.run runs programs as, from the
+// configured user (verbs.proc.user), and says why (see proc.ChooseUser).
+func ChooseProcUser(configured string) (*ProcUser, string, error) {
+	return proc.ChooseUser(configured)
+}
+
+// MaybeRunSupervisor must be called first thing in main, and in TestMain of
+// tests that run proc.run: see proc.MaybeRunSupervisor.
+func MaybeRunSupervisor() { proc.MaybeRunSupervisor() }
 
 // ProcRun implements proc.run. The program runs without a shell in its own
-// process group, with only the allow-listed environment, stdin from
-// /dev/null and stdout/stderr streamed to files under the proc directory.
-// It runs under a supervisor (see MaybeRunSupervisor) that owns every
-// process it starts, even those that leave its group or session: on
-// timeout, when ctx ends and when the program exits, all of them are
-// killed, and the process, memory and CPU limits apply. Without the
-// supervisor (a binary that does not call MaybeRunSupervisor), only the
-// program's process group is killed.
+// process tree (package proc: under a supervisor that owns every process
+// it starts, within the process, memory and CPU limits), with only the
+// allow-listed environment, stdin from /dev/null and stdout/stderr
+// streamed to files under the proc directory; or, in a workspace whose
+// programs run elsewhere (Options.Runners), by that workspace's Runner.
 //
 // A non-zero exit status or a timeout is a successful verb: ExitCode and
 // TimedOut say what happened (ExitCode is -1 for a timeout or a signal).
 // The timeout error code is kept for the executor's own deadline: when ctx
-// ends first, the group is killed and ctx's error is returned.
+// ends first, the tree is killed and ctx's error is returned.
 func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error) {
 	var res ProcRunResult
-	w, release, err := s.use(ctx, false)
+	p, release, err := s.use(ctx, false)
 	if err != nil {
 		return res, err
 	}
@@ -48,53 +53,22 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 	// run for minutes, and it works on paths, not on the workspace handle.
 	release = sync.OnceFunc(release)
 	defer release()
-	if w.session() && !w.sess.src.opts.AllowProc && w.opts.Runner == nil {
+	w, runner := p.ws, s.runner(p.ws)
+	if p.sess != nil && !p.sess.src.opts.AllowProc && runner == nil {
 		return res, executor.Errorf(executor.CodeForbidden,
 			"proc.run is not available in session workspaces: a process is not confined to its directory (the operator can allow it with sessions.allow_proc)")
 	}
-	if a.Executable == "" {
-		return res, executor.Errorf(executor.CodeInvalidArguments, "Executable is empty; name a program such as git or ./script.sh")
-	}
-	if strings.IndexByte(a.Executable, 0) >= 0 {
-		return res, executor.Errorf(executor.CodeInvalidArguments, "Executable %q contains a NUL byte", a.Executable)
-	}
-	for i, arg := range a.Arguments {
-		if strings.IndexByte(arg, 0) >= 0 {
-			return res, executor.Errorf(executor.CodeInvalidArguments, "Argument %d contains a NUL byte, which a program cannot receive", i+1)
-		}
-	}
-	timeout := s.opts.DefaultTimeout
-	if a.TimeoutSeconds != nil {
-		if *a.TimeoutSeconds < 1 {
-			return res, executor.Errorf(executor.CodeInvalidArguments, "timeoutSeconds is %d; give a number of seconds from 1 to %d", *a.TimeoutSeconds, int(s.opts.MaxTimeout/time.Second))
-		}
-		timeout = s.opts.MaxTimeout
-		if secs := int64(*a.TimeoutSeconds); secs < int64(s.opts.MaxTimeout/time.Second) {
-			timeout = time.Duration(secs) * time.Second
-		}
-	}
-
-	wd := a.WorkingDirectory
-	if wd == "" {
-		wd = "."
-	}
-	wdName, wdShow, err := w.guard(wd, followFinal|allowRoot)
+	timeout, err := s.checkRun(a)
 	if err != nil {
 		return res, err
 	}
-	switch fi, err := w.root.Stat(wdName); {
-	case errors.Is(err, fs.ErrNotExist):
-		return res, executor.Errorf(executor.CodeNotFound, "Directory not found: %s", wdShow)
-	case err != nil:
-		return res, fsError(err, wdShow, "stat")
-	case !fi.IsDir():
-		return res, executor.Errorf(executor.CodeNotADirectory, "Working directory %s is a file, not a directory", wdShow)
+	wdName, err := w.workDir(a.WorkingDirectory)
+	if err != nil {
+		return res, err
 	}
-	dir := filepath.Join(w.Dir(), filepath.FromSlash(wdName))
-
 	var env []string
 	exe := a.Executable
-	if w.opts.Runner == nil {
+	if runner == nil {
 		env = s.childEnv()
 		if exe, err = s.findExecutable(w, a.Executable, wdName, env); err != nil {
 			return res, err
@@ -134,182 +108,119 @@ func (s *Set) ProcRun(ctx context.Context, a ProcRunArgs) (ProcRunResult, error)
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if w.opts.Runner != nil {
-		spec := RunSpec{
-			Workspace: w.opts.Name, Dir: w.Dir(), Hide: w.hidden(), WorkDir: wdName,
-			Executable: a.Executable, Args: a.Arguments, Timeout: timeout, Stdout: stdout, Stderr: stderr,
-		}
-		if w.sess != nil {
-			spec.Session = w.sess.id
-		}
-		return s.runElsewhere(ctx, runCtx, w.opts.Runner, spec, release, &res, stdout, stderr)
-	}
-	cmd := exec.CommandContext(runCtx, exe, a.Arguments...)
-	cmd.Args[0] = a.Executable
-	cmd.Dir = dir
-	cmd.Env = env
-	tree, err := newProcTree(cmd)
-	if err != nil {
-		return res, executor.Errorf(executor.CodeIOError, "Cannot prepare the process tree of %s: %v", a.Executable, err)
-	}
-	defer tree.close()
-	cmd.Cancel = tree.kill
-	cmd.WaitDelay = waitDelay
-	// The child writes into pipes we read ourselves, so Wait returns when
-	// the child exits even if something it started still holds them.
-	var pipes sync.WaitGroup
-	var readEnds, writeEnds []*os.File
-	defer func() { closeAll(readEnds) }()
-	for range 2 {
-		r, wr, err := os.Pipe()
-		if err != nil {
-			closeAll(writeEnds)
-			return res, executor.Errorf(executor.CodeIOError, "Cannot create a pipe for %s: %v", a.Executable, err)
-		}
-		readEnds, writeEnds = append(readEnds, r), append(writeEnds, wr)
-	}
-	cmd.Stdout, cmd.Stderr = writeEnds[0], writeEnds[1]
-	var sup *supervision
-	if supervisorReady.Load() {
-		cpu := int64(s.opts.MaxCPUSeconds)
-		if cpu == 0 {
-			cpu = int64((timeout + time.Second - 1) / time.Second)
-		}
-		sup, err = supervise(cmd, supervisorSpec{MaxProcs: s.opts.MaxProcs, MaxMemory: s.opts.MaxMemory, MaxCPU: cpu, User: s.opts.User})
-		if err != nil {
-			closeAll(writeEnds)
-			return res, executor.Errorf(executor.CodeIOError, "Cannot prepare the supervisor of %s: %v", a.Executable, err)
-		}
-	} else if u := s.opts.User; u != nil {
-		if err := runAs(cmd, u); err != nil {
-			closeAll(writeEnds)
-			return res, executor.Errorf(executor.CodeIOError, "Cannot run %s as %s: %v", a.Executable, u, err)
-		}
-	}
-
 	release()
 	start := s.opts.Clock.Now()
-	err = cmd.Start()
-	if err == nil {
-		err = tree.started()
-	}
-	closeAll(writeEnds) // the child has its own copies
-	if sup != nil {
-		sup.started(err == nil)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
+	var end proc.Result
+	if runner != nil {
+		spec := RunSpec{
+			Workspace: w.opts.Name, Dir: w.Dir(), Hide: w.root.Hidden(), WorkDir: wdName,
+			Executable: a.Executable, Args: a.Arguments, Timeout: timeout, Stdout: stdout, Stderr: stderr,
 		}
-		return res, s.runError(err, a.Executable)
-	}
-	for i, c := range []*capture{stdout, stderr} {
-		pipes.Add(1)
-		go func(r *os.File) {
-			defer pipes.Done()
-			_, _ = io.Copy(c, r)
-		}(readEnds[i])
-	}
-	waitErr := cmd.Wait()
-	res.DurationMs = s.opts.Clock.Now().Sub(start).Milliseconds()
-	var st supervisorStatus
-	if sup != nil {
-		var pid int
-		st, pid = sup.result(waitDelay)
-		if !st.Done && pid > 0 {
-			// The supervisor died before it could stop the program (killed
-			// after WaitDelay): stop at least the program's group.
-			_ = killGroup(pid)
+		if p.sess != nil {
+			spec.Session = p.sess.id
 		}
-		if st.Done {
-			slog.Debug("proc.run supervised", "executable", a.Executable, "mode", st.Mode, "exit", st.Exit, "limit", st.Limit)
-		}
+		var rr RunResult
+		rr, err = runner.Run(runCtx, spec)
+		end = proc.Result{ExitCode: rr.ExitCode, TimedOut: rr.ExitCode == -1 && errors.Is(runCtx.Err(), context.DeadlineExceeded)}
 	} else {
-		_ = tree.kill() // whatever the program left running in its group (its job on Windows)
+		end, err = proc.Run(runCtx, proc.Spec{
+			Path: exe, Args: append([]string{a.Executable}, a.Arguments...),
+			Dir: filepath.Join(w.Dir(), filepath.FromSlash(wdName)), Env: env,
+			Stdout: stdout, Stderr: stderr, Limits: s.limits(timeout), User: s.opts.User,
+		})
 	}
-	drained := make(chan struct{})
-	go func() { pipes.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(waitDelay):
-		// A process that left the group still holds a pipe: stop reading.
-		closeAll(readEnds)
-		<-drained
-	}
+	res.DurationMs = s.opts.Clock.Now().Sub(start).Milliseconds()
+	return s.ended(ctx, res, stdout, stderr, a.Executable, end, err)
+}
 
+// checkRun checks proc.run's executable and arguments and returns the
+// call's timeout.
+func (s *Set) checkRun(a ProcRunArgs) (time.Duration, error) {
+	if a.Executable == "" {
+		return 0, executor.Errorf(executor.CodeInvalidArguments, "Executable is empty; name a program such as git or ./script.sh")
+	}
+	if strings.IndexByte(a.Executable, 0) >= 0 {
+		return 0, executor.Errorf(executor.CodeInvalidArguments, "Executable %q contains a NUL byte", a.Executable)
+	}
+	for i, arg := range a.Arguments {
+		if strings.IndexByte(arg, 0) >= 0 {
+			return 0, executor.Errorf(executor.CodeInvalidArguments, "Argument %d contains a NUL byte, which a program cannot receive", i+1)
+		}
+	}
+	timeout := s.opts.DefaultTimeout
+	if a.TimeoutSeconds != nil {
+		if *a.TimeoutSeconds < 1 {
+			return 0, executor.Errorf(executor.CodeInvalidArguments, "timeoutSeconds is %d; give a number of seconds from 1 to %d", *a.TimeoutSeconds, int(s.opts.MaxTimeout/time.Second))
+		}
+		timeout = s.opts.MaxTimeout
+		if secs := int64(*a.TimeoutSeconds); secs < int64(s.opts.MaxTimeout/time.Second) {
+			timeout = time.Duration(secs) * time.Second
+		}
+	}
+	return timeout, nil
+}
+
+// workDir checks proc.run's working directory wd ("" is the root) and
+// returns its root-relative name, links resolved.
+func (w *Workspace) workDir(wd string) (string, error) {
+	if wd == "" {
+		wd = "."
+	}
+	l, err := w.root.Locate(wd, confine.FollowFinal|confine.AllowRoot)
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	switch fi, err := l.Stat(); {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", executor.Errorf(executor.CodeNotFound, "Directory not found: %s", l.Show())
+	case err != nil:
+		return "", confine.FSError(err, l.Show(), "stat")
+	case !fi.IsDir():
+		return "", executor.Errorf(executor.CodeNotADirectory, "Working directory %s is a file, not a directory", l.Show())
+	}
+	return l.Name(), nil
+}
+
+// limits are the process limits of a call with timeout.
+func (s *Set) limits(timeout time.Duration) proc.Limits {
+	cpu := int64(s.opts.MaxCPUSeconds)
+	if cpu == 0 {
+		cpu = int64((timeout + time.Second - 1) / time.Second)
+	}
+	return proc.Limits{MaxProcs: s.opts.MaxProcs, MaxMemory: s.opts.MaxMemory, MaxCPU: cpu}
+}
+
+// ended fills res once the program has ended (end, or runErr when it could
+// not be run): its output's sizes and tails, and how it ended.
+func (s *Set) ended(ctx context.Context, res ProcRunResult, stdout, stderr *capture, exe string, end proc.Result, runErr error) (ProcRunResult, error) {
 	for _, c := range []*capture{stdout, stderr} {
 		if err := c.finish(); err != nil {
-			return res, s.stateError("write output of "+a.Executable+" to", c.name, err)
+			return res, s.stateError("write output of "+exe+" to", c.name, err)
 		}
 	}
 	res.StdoutBytes, res.StderrBytes = stdout.total, stderr.total
 	res.StdoutTail, res.StderrTail = stdout.tailString(), stderr.tailString()
-
 	if err := ctx.Err(); err != nil {
 		code := executor.CodeCanceled
 		if errors.Is(err, context.DeadlineExceeded) {
 			code = executor.CodeTimeout
 		}
 		return res, &executor.Error{Code: code, Err: err, Message: fmt.Sprintf(
-			"%s was stopped before it finished (%v); its output so far is in %s and %s", a.Executable, err, res.StdoutPath, res.StderrPath)}
+			"%s was stopped before it finished (%v); its output so far is in %s and %s", exe, err, res.StdoutPath, res.StderrPath)}
 	}
-	if st.StartErrno != 0 {
-		return res, s.runError(syscall.Errno(st.StartErrno), a.Executable)
+	var se *proc.StartError
+	var pe *proc.Error
+	switch {
+	case errors.As(runErr, &se):
+		return res, s.runError(se.Err, exe)
+	case errors.As(runErr, &pe):
+		return res, &executor.Error{Code: executor.CodeIOError, Err: pe.Err, Message: pe.Error()}
+	case runErr != nil:
+		return res, runErr // a Runner's, which says what it is
 	}
-	if st.Err != "" {
-		return res, executor.Errorf(executor.CodeIOError, "The supervisor of %s failed: %s", a.Executable, st.Err)
-	}
-	// Killed after the deadline: a program that exited by itself just as
-	// the deadline passed keeps its own exit status.
-	res.ExitCode = cmd.ProcessState.ExitCode()
-	if st.Done {
-		// The supervisor's own exit says nothing of the program's.
-		res.ExitCode, waitErr = st.Exit, nil
-	} else if sup != nil && res.ExitCode != -1 {
-		return res, executor.Errorf(executor.CodeIOError, "The supervisor of %s exited (status %d) without reporting the program's", a.Executable, res.ExitCode)
-	}
-	res.TimedOut = res.ExitCode == -1 && errors.Is(runCtx.Err(), context.DeadlineExceeded)
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) && !res.TimedOut {
-		return res, executor.Errorf(executor.CodeIOError, "Waiting for %s failed: %v", a.Executable, waitErr)
-	}
+	res.ExitCode, res.TimedOut = end.ExitCode, end.TimedOut
 	return res, nil
-}
-
-// runElsewhere runs spec with a workspace's Runner and fills res as a host
-// process's run would: the same exit codes, timeout and output files.
-func (s *Set) runElsewhere(ctx, runCtx context.Context, r Runner, spec RunSpec, release func(), res *ProcRunResult, stdout, stderr *capture) (ProcRunResult, error) {
-	release()
-	start := s.opts.Clock.Now()
-	rr, runErr := r.Run(runCtx, spec)
-	res.DurationMs = s.opts.Clock.Now().Sub(start).Milliseconds()
-	for _, c := range []*capture{stdout, stderr} {
-		if err := c.finish(); err != nil {
-			return *res, s.stateError("write output of "+spec.Executable+" to", c.name, err)
-		}
-	}
-	res.StdoutBytes, res.StderrBytes = stdout.total, stderr.total
-	res.StdoutTail, res.StderrTail = stdout.tailString(), stderr.tailString()
-	if err := ctx.Err(); err != nil {
-		code := executor.CodeCanceled
-		if errors.Is(err, context.DeadlineExceeded) {
-			code = executor.CodeTimeout
-		}
-		return *res, &executor.Error{Code: code, Err: err, Message: fmt.Sprintf(
-			"%s was stopped before it finished (%v); its output so far is in %s and %s", spec.Executable, err, res.StdoutPath, res.StderrPath)}
-	}
-	if runErr != nil {
-		return *res, runErr
-	}
-	res.ExitCode = rr.ExitCode
-	res.TimedOut = res.ExitCode == -1 && errors.Is(runCtx.Err(), context.DeadlineExceeded)
-	return *res, nil
-}
-
-func closeAll(files []*os.File) {
-	for _, f := range files {
-		f.Close()
-	}
 }
 
 func startError(err error, exe string) error {
@@ -321,7 +232,7 @@ func startError(err error, exe string) error {
 	case errors.Is(err, syscall.ENOEXEC):
 		return executor.Errorf(executor.CodeInvalidArguments, "Executable %s is not a program this machine can run (a script needs a #! line)", exe)
 	}
-	return executor.Errorf(executor.CodeIOError, "Cannot start %s: %s", exe, hostless(err))
+	return executor.Errorf(executor.CodeIOError, "Cannot start %s: %s", exe, confine.Hostless(err))
 }
 
 // runError is startError for a program that did not start, naming the
@@ -342,7 +253,7 @@ func (s *Set) childEnv() []string {
 	for _, k := range s.opts.EnvAllow {
 		v, ok := os.LookupEnv(k)
 		if u := s.opts.User; u != nil {
-			if uv, overridden := u.env(k); overridden {
+			if uv, overridden := u.Env(k); overridden {
 				v, ok = uv, uv != ""
 			}
 		}
@@ -369,21 +280,22 @@ func (s *Set) findExecutable(w *Workspace, exe, wd string, env []string) (string
 		if wd != "." {
 			rel = wd + "/" + rel
 		}
-		name, show, err := w.guard(rel, followFinal)
+		l, err := w.root.Locate(rel, confine.FollowFinal)
 		if err != nil {
 			return "", err
 		}
-		fi, err := w.root.Stat(name)
+		defer l.Close()
+		fi, err := l.Stat()
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return "", executor.Errorf(executor.CodeNotFound, "Executable not found: %s (looked for %s in the workspace)", exe, show)
+				return "", executor.Errorf(executor.CodeNotFound, "Executable not found: %s (looked for %s in the workspace)", exe, l.Show())
 			}
-			return "", fsError(err, show, "stat")
+			return "", confine.FSError(err, l.Show(), "stat")
 		}
 		if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
 			return "", executor.Errorf(executor.CodeInvalidArguments, "Executable %s cannot be run: it is not an executable file", exe)
 		}
-		return filepath.Join(w.Dir(), filepath.FromSlash(name)), nil
+		return filepath.Join(w.Dir(), filepath.FromSlash(l.Name())), nil
 	}
 	pathEnv := ""
 	for _, kv := range env {
@@ -445,7 +357,7 @@ func validTurnID(id string) error {
 // stateError reports a failure on the file name of the state directory,
 // naming it relative to the state root rather than by its host path.
 func (s *Set) stateError(op, name string, err error) error {
-	return &executor.Error{Code: executor.CodeIOError, Err: err, Message: fmt.Sprintf("Cannot %s %s: %s", op, filepath.ToSlash(name), hostless(err))}
+	return &executor.Error{Code: executor.CodeIOError, Err: err, Message: fmt.Sprintf("Cannot %s %s: %s", op, filepath.ToSlash(name), confine.Hostless(err))}
 }
 
 // capture is a child's stdout or stderr: it streams to a file up to a cap,

@@ -15,34 +15,12 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
-func withTurn(id string) context.Context {
-	return executor.WithCall(context.Background(), executor.Call{TurnID: id})
-}
-
-// runProc runs proc.run through the executor for turn id.
-func runProc(t *testing.T, e *testEnv, id string, a verbs.ProcRunArgs) verbs.ProcRunResult {
-	t.Helper()
-	out := e.runCtx(withTurn(id), "proc.run", a)
-	if out.Err != nil {
-		t.Fatalf("proc.run %v: %s (%s)", a, out.Err.Message, out.Err.Code)
-	}
-	return *out.Value.(*verbs.ProcRunResult)
-}
-
-func (e *testEnv) stateFile(rel string) string {
-	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.state, filepath.FromSlash(rel)))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestProcRunEcho(t *testing.T) {
-	e := newEnv(t)
-	r := runProc(t, e, "web.t1", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"hello", "$HOME", "a b"}})
+	e := verbtest.New(t)
+	r := verbtest.RunProc(t, e, "web.t1", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"hello", "$HOME", "a b"}})
 	if r.ExitCode != 0 || r.TimedOut {
 		t.Fatalf("exit %d timedOut %v", r.ExitCode, r.TimedOut)
 	}
@@ -50,14 +28,14 @@ func TestProcRunEcho(t *testing.T) {
 		t.Errorf("paths %q %q", r.StdoutPath, r.StderrPath)
 	}
 	const want = "hello $HOME a b\n" // no shell: nothing expanded
-	if got := e.stateFile(r.StdoutPath); got != want {
+	if got := e.StateFile(r.StdoutPath); got != want {
 		t.Errorf("stdout file %q, want %q", got, want)
 	}
 	if r.StdoutTail != want || r.StdoutBytes != int64(len(want)) || r.StderrBytes != 0 || r.StderrTail != "" {
 		t.Errorf("result %+v", r)
 	}
 	for _, p := range []string{"proc/web.t1", r.StdoutPath, r.StderrPath} {
-		fi, err := os.Stat(filepath.Join(e.state, p))
+		fi, err := os.Stat(filepath.Join(e.State, p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +48,7 @@ func TestProcRunEcho(t *testing.T) {
 		}
 	}
 	// Direct call without a turn id: a cli.<time>.<hex> directory.
-	res, err := e.set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "echo err >&2; exit 0"}})
+	res, err := e.Set.ProcRun(context.Background(), verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "echo err >&2; exit 0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,74 +58,74 @@ func TestProcRunEcho(t *testing.T) {
 }
 
 func TestProcRunExitCodes(t *testing.T) {
-	e := newEnv(t)
-	r := runProc(t, e, "t.exit", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "echo out; echo bad >&2; exit 3"}})
+	e := verbtest.New(t)
+	r := verbtest.RunProc(t, e, "t.exit", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "echo out; echo bad >&2; exit 3"}})
 	if r.ExitCode != 3 || r.TimedOut || r.StdoutTail != "out\n" || r.StderrTail != "bad\n" {
 		t.Errorf("result %+v", r)
 	}
 	// The executor reports a non-zero exit as a succeeded verb.
-	out := e.runCtx(withTurn("t.exit2"), "proc.run", verbs.ProcRunArgs{Executable: "false", Arguments: []string{}})
+	out := e.RunCtx(verbtest.WithTurn("t.exit2"), "proc.run", verbs.ProcRunArgs{Executable: "false", Arguments: []string{}})
 	if !out.Succeeded() || !strings.Contains(string(out.JSON()), `"succeeded":true`) || !strings.Contains(string(out.JSON()), `"exitCode":1`) {
 		t.Errorf("false: %s", out.JSON())
 	}
 	// A signal death reads as -1.
-	if r := runProc(t, e, "t.sig", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "kill -9 $$"}}); r.ExitCode != -1 || r.TimedOut {
+	if r := verbtest.RunProc(t, e, "t.sig", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "kill -9 $$"}}); r.ExitCode != -1 || r.TimedOut {
 		t.Errorf("killed: %+v", r)
 	}
 }
 
 func TestProcRunFailures(t *testing.T) {
-	e := newEnv(t)
-	e.put("data.txt", "not a program")
-	e.put("noexec.sh", "#!/bin/sh\n")
-	e.fails(executor.CodeNotFound, "proc.run", verbs.ProcRunArgs{Executable: "no-such-program-here", Arguments: []string{}}, "Executable not found: no-such-program-here")
-	e.fails(executor.CodeNotFound, "proc.run", verbs.ProcRunArgs{Executable: "/no/such/program", Arguments: []string{}}, "Executable not found: /no/such/program")
-	e.fails(executor.CodeNotFound, "proc.run", verbs.ProcRunArgs{Executable: "./missing.sh", Arguments: []string{}}, "Executable not found: ./missing.sh")
-	e.fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "./noexec.sh", Arguments: []string{}}, "not an executable file")
-	e.fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "", Arguments: []string{}}, "empty")
-	e.fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"a\x00b"}}, "NUL")
-	e.fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}, TimeoutSeconds: ptr(0)}, "timeoutSeconds is 0")
-	e.fails(executor.CodeInvalidArguments, "proc.run", map[string]any{"executable": "echo"}, "arguments")
-	e.fails(executor.CodeNotFound, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}, WorkingDirectory: "nowhere"}, "Directory not found: nowhere")
-	e.fails(executor.CodeNotADirectory, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}, WorkingDirectory: "data.txt"})
+	e := verbtest.New(t)
+	e.Put("data.txt", "not a program")
+	e.Put("noexec.sh", "#!/bin/sh\n")
+	e.Fails(executor.CodeNotFound, "proc.run", verbs.ProcRunArgs{Executable: "no-such-program-here", Arguments: []string{}}, "Executable not found: no-such-program-here")
+	e.Fails(executor.CodeNotFound, "proc.run", verbs.ProcRunArgs{Executable: "/no/such/program", Arguments: []string{}}, "Executable not found: /no/such/program")
+	e.Fails(executor.CodeNotFound, "proc.run", verbs.ProcRunArgs{Executable: "./missing.sh", Arguments: []string{}}, "Executable not found: ./missing.sh")
+	e.Fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "./noexec.sh", Arguments: []string{}}, "not an executable file")
+	e.Fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "", Arguments: []string{}}, "empty")
+	e.Fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"a\x00b"}}, "NUL")
+	e.Fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}, TimeoutSeconds: verbtest.Ptr(0)}, "timeoutSeconds is 0")
+	e.Fails(executor.CodeInvalidArguments, "proc.run", map[string]any{"executable": "echo"}, "arguments")
+	e.Fails(executor.CodeNotFound, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}, WorkingDirectory: "nowhere"}, "Directory not found: nowhere")
+	e.Fails(executor.CodeNotADirectory, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}, WorkingDirectory: "data.txt"})
 	for _, id := range []string{"../x", "a/b", "..", "a..b", "chat:1", strings.Repeat("x", 201)} {
-		_, err := e.set.ProcRun(withTurn(id), verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}})
-		checkErr(t, err, executor.CodeInvalidArguments, "Turn id")
+		_, err := e.Set.ProcRun(verbtest.WithTurn(id), verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}})
+		verbtest.CheckErr(t, err, executor.CodeInvalidArguments, "Turn id")
 	}
-	if _, err := os.Stat(filepath.Join(e.base, "x")); err == nil {
+	if _, err := os.Stat(filepath.Join(e.Base, "x")); err == nil {
 		t.Error("a bad turn id created a directory outside the state root")
 	}
 }
 
 func TestProcRunWorkingDirectory(t *testing.T) {
-	e := newEnv(t)
-	e.put("sub/dir/script.sh", "#!/bin/sh\npwd\necho \"$@\"\n")
-	if err := os.Chmod(filepath.Join(e.dir, "sub/dir/script.sh"), 0o755); err != nil {
+	e := verbtest.New(t)
+	e.Put("sub/dir/script.sh", "#!/bin/sh\npwd\necho \"$@\"\n")
+	if err := os.Chmod(filepath.Join(e.Dir, "sub/dir/script.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := runProc(t, e, "t.wd", verbs.ProcRunArgs{Executable: "pwd", Arguments: []string{}, WorkingDirectory: "sub"})
-	if want := filepath.Join(e.dir, "sub") + "\n"; r.StdoutTail != want {
+	r := verbtest.RunProc(t, e, "t.wd", verbs.ProcRunArgs{Executable: "pwd", Arguments: []string{}, WorkingDirectory: "sub"})
+	if want := filepath.Join(e.Dir, "sub") + "\n"; r.StdoutTail != want {
 		t.Errorf("pwd %q, want %q", r.StdoutTail, want)
 	}
-	r = runProc(t, e, "t.script", verbs.ProcRunArgs{Executable: "./script.sh", Arguments: []string{"x"}, WorkingDirectory: "sub/dir"})
-	if want := filepath.Join(e.dir, "sub/dir") + "\nx\n"; r.StdoutTail != want {
+	r = verbtest.RunProc(t, e, "t.script", verbs.ProcRunArgs{Executable: "./script.sh", Arguments: []string{"x"}, WorkingDirectory: "sub/dir"})
+	if want := filepath.Join(e.Dir, "sub/dir") + "\nx\n"; r.StdoutTail != want {
 		t.Errorf("script %q, want %q", r.StdoutTail, want)
 	}
-	r = runProc(t, e, "t.script2", verbs.ProcRunArgs{Executable: "sub/dir/script.sh", Arguments: []string{}})
-	if r.ExitCode != 0 || !strings.HasPrefix(r.StdoutTail, e.dir+"\n") {
+	r = verbtest.RunProc(t, e, "t.script2", verbs.ProcRunArgs{Executable: "sub/dir/script.sh", Arguments: []string{}})
+	if r.ExitCode != 0 || !strings.HasPrefix(r.StdoutTail, e.Dir+"\n") {
 		t.Errorf("script from root: %+v", r)
 	}
-	e.fails(executor.CodeForbiddenPath, "proc.run", verbs.ProcRunArgs{Executable: "pwd", Arguments: []string{}, WorkingDirectory: ".."})
-	e.fails(executor.CodeForbiddenPath, "proc.run", verbs.ProcRunArgs{Executable: "pwd", Arguments: []string{}, WorkingDirectory: ".hub"})
+	e.Fails(executor.CodeForbiddenPath, "proc.run", verbs.ProcRunArgs{Executable: "pwd", Arguments: []string{}, WorkingDirectory: ".."})
+	e.Fails(executor.CodeForbiddenPath, "proc.run", verbs.ProcRunArgs{Executable: "pwd", Arguments: []string{}, WorkingDirectory: ".hub"})
 }
 
 func TestProcRunEnvironment(t *testing.T) {
 	t.Setenv("HUB_TEST_SECRET", "s3cr3t")
 	t.Setenv("TELEGRAM_TOKEN", "123:abc")
 	t.Setenv("LANG", "C.UTF-8")
-	e := newEnv(t)
-	r := runProc(t, e, "t.env", verbs.ProcRunArgs{Executable: "env", Arguments: []string{}})
-	out := e.stateFile(r.StdoutPath)
+	e := verbtest.New(t)
+	r := verbtest.RunProc(t, e, "t.env", verbs.ProcRunArgs{Executable: "env", Arguments: []string{}})
+	out := e.StateFile(r.StdoutPath)
 	if strings.Contains(out, "s3cr3t") || strings.Contains(out, "HUB_TEST_SECRET") || strings.Contains(out, "123:abc") {
 		t.Errorf("the child saw the hub's secrets:\n%s", out)
 	}
@@ -167,11 +145,11 @@ func TestProcRunEnvironment(t *testing.T) {
 }
 
 func TestProcRunTimeoutKillsGroup(t *testing.T) {
-	e := newEnv(t)
-	r := runProc(t, e, "t.timeout", verbs.ProcRunArgs{
+	e := verbtest.New(t)
+	r := verbtest.RunProc(t, e, "t.timeout", verbs.ProcRunArgs{
 		Executable:     "sh",
 		Arguments:      []string{"-c", "sleep 100 & echo $! > pid; echo started; wait"},
-		TimeoutSeconds: ptr(1),
+		TimeoutSeconds: verbtest.Ptr(1),
 	})
 	if !r.TimedOut || r.ExitCode != -1 {
 		t.Errorf("result %+v, want timedOut and exit -1", r)
@@ -179,7 +157,7 @@ func TestProcRunTimeoutKillsGroup(t *testing.T) {
 	if r.StdoutTail != "started\n" {
 		t.Errorf("output before the timeout was lost: %q", r.StdoutTail)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(e.get("pid")))
+	pid, err := strconv.Atoi(strings.TrimSpace(e.Get("pid")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +168,7 @@ func TestProcRunTimeoutKillsGroup(t *testing.T) {
 			gone = true
 			break
 		}
-		if zombie(pid) {
+		if verbtest.Zombie(pid) {
 			gone = true
 			break
 		}
@@ -202,31 +180,20 @@ func TestProcRunTimeoutKillsGroup(t *testing.T) {
 	}
 }
 
-// zombie reports whether pid has exited and only awaits reaping.
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
-}
-
 func TestProcRunLeftoverProcessesDoNotHang(t *testing.T) {
-	e := newEnv(t)
+	e := verbtest.New(t)
 	// The background sleep holds stdout; the run must end when sh exits
 	// and the leftover must be killed.
-	r := runProc(t, e, "t.bg", verbs.ProcRunArgs{
+	r := verbtest.RunProc(t, e, "t.bg", verbs.ProcRunArgs{
 		Executable: "sh",
 		Arguments:  []string{"-c", "sleep 100 & echo $! > pid; echo done"},
 	})
 	if r.ExitCode != 0 || r.TimedOut || r.StdoutTail != "done\n" {
 		t.Errorf("result %+v", r)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(e.get("pid")))
+	pid, _ := strconv.Atoi(strings.TrimSpace(e.Get("pid")))
 	for range 100 {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || zombie(pid) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || verbtest.Zombie(pid) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -236,35 +203,35 @@ func TestProcRunLeftoverProcessesDoNotHang(t *testing.T) {
 }
 
 func TestProcRunCanceled(t *testing.T) {
-	e := newEnv(t)
-	ctx, cancel := context.WithCancel(withTurn("t.cancel"))
+	e := verbtest.New(t)
+	ctx, cancel := context.WithCancel(verbtest.WithTurn("t.cancel"))
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.set.ProcRun(ctx, verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "echo go; sleep 100"}})
+		_, err := e.Set.ProcRun(ctx, verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "echo go; sleep 100"}})
 		done <- err
 	}()
 	// Cancel once the child has written, so it is running.
 	for range 200 {
-		if b, _ := os.ReadFile(filepath.Join(e.state, "proc/t.cancel/stdout.txt")); len(b) > 0 {
+		if b, _ := os.ReadFile(filepath.Join(e.State, "proc/t.cancel/stdout.txt")); len(b) > 0 {
 			break
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 	cancel()
 	err := <-done
-	checkErr(t, err, executor.CodeCanceled, "proc/t.cancel/stdout.txt")
+	verbtest.CheckErr(t, err, executor.CodeCanceled, "proc/t.cancel/stdout.txt")
 }
 
 func TestProcRunOutputCap(t *testing.T) {
-	e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) {
+	e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) {
 		o.MaxOutputBytes = 1000
 		o.TailBytes = 100
 	})
-	r := runProc(t, e, "t.cap", verbs.ProcRunArgs{Executable: "head", Arguments: []string{"-c", "5000", "/dev/zero"}})
+	r := verbtest.RunProc(t, e, "t.cap", verbs.ProcRunArgs{Executable: "head", Arguments: []string{"-c", "5000", "/dev/zero"}})
 	if r.StdoutBytes != 5000 {
 		t.Errorf("stdoutBytes %d, want 5000", r.StdoutBytes)
 	}
-	got := e.stateFile(r.StdoutPath)
+	got := e.StateFile(r.StdoutPath)
 	want := strings.Repeat("\x00", 1000) + "\n[output truncated: 4000 bytes dropped]\n"
 	if got != want {
 		t.Errorf("file is %d bytes ending %q", len(got), got[max(0, len(got)-60):])
@@ -273,27 +240,27 @@ func TestProcRunOutputCap(t *testing.T) {
 		t.Errorf("tail is %d bytes, want 100", len(r.StdoutTail))
 	}
 	// The tail starts at a rune boundary and is valid UTF-8.
-	r = runProc(t, e, "t.utf8", verbs.ProcRunArgs{Executable: "printf", Arguments: []string{strings.Repeat("é", 75)}})
+	r = verbtest.RunProc(t, e, "t.utf8", verbs.ProcRunArgs{Executable: "printf", Arguments: []string{strings.Repeat("é", 75)}})
 	if r.StdoutTail != strings.Repeat("é", 50) {
 		t.Errorf("tail %q", r.StdoutTail)
 	}
-	if r.StdoutBytes != 150 || e.stateFile(r.StdoutPath) != strings.Repeat("é", 75) {
+	if r.StdoutBytes != 150 || e.StateFile(r.StdoutPath) != strings.Repeat("é", 75) {
 		t.Errorf("utf8 run %+v", r)
 	}
-	r = runProc(t, e, "t.utf8odd", verbs.ProcRunArgs{Executable: "printf", Arguments: []string{strings.Repeat("é", 75) + "x"}})
+	r = verbtest.RunProc(t, e, "t.utf8odd", verbs.ProcRunArgs{Executable: "printf", Arguments: []string{strings.Repeat("é", 75) + "x"}})
 	if r.StdoutTail != strings.Repeat("é", 49)+"x" {
 		t.Errorf("tail cut inside a rune: %q", r.StdoutTail)
 	}
 }
 
 func TestProcRunTimeoutCapped(t *testing.T) {
-	e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.MaxTimeout = time.Second })
-	r := runProc(t, e, "t.cap2", verbs.ProcRunArgs{Executable: "sleep", Arguments: []string{"100"}, TimeoutSeconds: ptr(3600)})
+	e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.MaxTimeout = time.Second })
+	r := verbtest.RunProc(t, e, "t.cap2", verbs.ProcRunArgs{Executable: "sleep", Arguments: []string{"100"}, TimeoutSeconds: verbtest.Ptr(3600)})
 	if !r.TimedOut {
 		t.Errorf("a timeout over the maximum was not capped: %+v", r)
 	}
 	// A huge value does not overflow into an instant timeout.
-	r = runProc(t, e, "t.cap3", verbs.ProcRunArgs{Executable: "true", Arguments: []string{}, TimeoutSeconds: ptr(1 << 62)})
+	r = verbtest.RunProc(t, e, "t.cap3", verbs.ProcRunArgs{Executable: "true", Arguments: []string{}, TimeoutSeconds: verbtest.Ptr(1 << 62)})
 	if r.TimedOut || r.ExitCode != 0 {
 		t.Errorf("huge timeout: %+v", r)
 	}

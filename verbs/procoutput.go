@@ -19,6 +19,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/verbs/confine"
 )
 
 // The output of a proc.run call lives in proc/<outputId>/ of the state
@@ -64,7 +65,7 @@ func (s *Set) stateRoot() (*os.Root, error) {
 	if s.state == nil {
 		root, err := openState(s.opts.StateDir)
 		if err != nil {
-			return nil, &executor.Error{Code: executor.CodeIOError, Err: err, Message: "Cannot open the state directory: " + hostless(err)}
+			return nil, &executor.Error{Code: executor.CodeIOError, Err: err, Message: "Cannot open the state directory: " + confine.Hostless(err)}
 		}
 		s.state = root
 	}
@@ -229,7 +230,7 @@ func (s *Set) ProcOutput(ctx context.Context, a ProcOutputArgs) (ProcOutputResul
 	case errors.Is(err, fs.ErrNotExist):
 		return res, outputNotFound(a.OutputID)
 	case err != nil:
-		return res, executor.Errorf(executor.CodeIOError, "Cannot read the owner of output %s: %s", a.OutputID, hostless(err))
+		return res, executor.Errorf(executor.CodeIOError, "Cannot read the owner of output %s: %s", a.OutputID, confine.Hostless(err))
 	case owner.Identity != caller:
 		return res, executor.Errorf(executor.CodeForbidden,
 			"Output %s belongs to another caller; proc.output shows a call's output only to the caller who ran it", a.OutputID)
@@ -240,7 +241,7 @@ func (s *Set) ProcOutput(ctx context.Context, a ProcOutputArgs) (ProcOutputResul
 		return res, outputNotFound(a.OutputID)
 	}
 	if err != nil {
-		return res, executor.Errorf(executor.CodeIOError, "Cannot open %s of output %s: %s", stream, a.OutputID, hostless(err))
+		return res, executor.Errorf(executor.CodeIOError, "Cannot open %s of output %s: %s", stream, a.OutputID, confine.Hostless(err))
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -248,7 +249,7 @@ func (s *Set) ProcOutput(ctx context.Context, a ProcOutputArgs) (ProcOutputResul
 		return res, executor.Errorf(executor.CodeIOError, "The %s of output %s is not a readable file", stream, a.OutputID)
 	}
 	readErr := func(err error) error {
-		return executor.Errorf(executor.CodeIOError, "Cannot read the %s of output %s: %s", stream, a.OutputID, hostless(err))
+		return executor.Errorf(executor.CodeIOError, "Cannot read the %s of output %s: %s", stream, a.OutputID, confine.Hostless(err))
 	}
 
 	n, err := s.countFile(ctx, f, fi)

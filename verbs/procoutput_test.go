@@ -15,6 +15,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 func asCaller(turn, identity string) context.Context {
@@ -22,9 +23,9 @@ func asCaller(turn, identity string) context.Context {
 }
 
 // runAs runs proc.run for turn as identity; it must succeed.
-func runAs(t *testing.T, e *testEnv, turn, identity string, a verbs.ProcRunArgs) verbs.ProcRunResult {
+func runAs(t *testing.T, e *verbtest.Env, turn, identity string, a verbs.ProcRunArgs) verbs.ProcRunResult {
 	t.Helper()
-	out := e.runCtx(asCaller(turn, identity), "proc.run", a)
+	out := e.RunCtx(asCaller(turn, identity), "proc.run", a)
 	if out.Err != nil {
 		t.Fatalf("proc.run %v: %s (%s)", a, out.Err.Message, out.Err.Code)
 	}
@@ -32,9 +33,9 @@ func runAs(t *testing.T, e *testEnv, turn, identity string, a verbs.ProcRunArgs)
 }
 
 // output runs proc.output as identity; it must succeed.
-func output(t *testing.T, e *testEnv, identity string, args map[string]any) verbs.ProcOutputResult {
+func output(t *testing.T, e *verbtest.Env, identity string, args map[string]any) verbs.ProcOutputResult {
 	t.Helper()
-	out := e.runCtx(asCaller("test.read", identity), "proc.output", args)
+	out := e.RunCtx(asCaller("test.read", identity), "proc.output", args)
 	if out.Err != nil {
 		t.Fatalf("proc.output %v: %s (%s)", args, out.Err.Message, out.Err.Code)
 	}
@@ -43,20 +44,20 @@ func output(t *testing.T, e *testEnv, identity string, args map[string]any) verb
 
 // outputFails runs proc.output as identity; it must fail with code and a
 // message containing parts and no host path.
-func outputFails(t *testing.T, e *testEnv, identity string, args map[string]any, code executor.ErrorCode, parts ...string) {
+func outputFails(t *testing.T, e *verbtest.Env, identity string, args map[string]any, code executor.ErrorCode, parts ...string) {
 	t.Helper()
-	out := e.runCtx(asCaller("test.read", identity), "proc.output", args)
+	out := e.RunCtx(asCaller("test.read", identity), "proc.output", args)
 	if out.Err == nil {
 		t.Fatalf("proc.output %v as %q succeeded: %+v", args, identity, out.Value)
 	}
-	checkErr(t, out.Err, code, parts...)
-	if strings.Contains(out.Err.Message, e.base) {
+	verbtest.CheckErr(t, out.Err, code, parts...)
+	if strings.Contains(out.Err.Message, e.Base) {
 		t.Errorf("message shows a host path: %s", out.Err.Message)
 	}
 }
 
 // pages reads a whole stream page by page, following nextStartLine.
-func pages(t *testing.T, e *testEnv, identity, id, stream string) (content []string, got []verbs.ProcOutputResult) {
+func pages(t *testing.T, e *verbtest.Env, identity, id, stream string) (content []string, got []verbs.ProcOutputResult) {
 	t.Helper()
 	args := map[string]any{"outputId": id, "stream": stream}
 	for range 100 {
@@ -76,7 +77,7 @@ func pages(t *testing.T, e *testEnv, identity, id, stream string) (content []str
 }
 
 func TestProcOutputPaging(t *testing.T) {
-	e := newEnv(t)
+	e := verbtest.New(t)
 	r := runAs(t, e, "telegram.1.1", "telegram:1", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "seq 1 450; seq 1 3 >&2"}})
 	if r.OutputID != "telegram.1.1" || r.StdoutPath != "proc/telegram.1.1/stdout.txt" {
 		t.Fatalf("outputId %q stdoutPath %q", r.OutputID, r.StdoutPath)
@@ -124,7 +125,7 @@ func TestProcOutputPaging(t *testing.T) {
 // TestProcOutputPageBytes: a page ends before the line that would take it
 // past OutputPageBytes, and a line longer than a page is cut.
 func TestProcOutputPageBytes(t *testing.T) {
-	e := newEnv(t)
+	e := verbtest.New(t)
 	script := `i=0; while [ $i -lt 40 ]; do printf '%01000d\n' $i; i=$((i+1)); done; head -c 40000 /dev/zero | tr '\0' x; printf '\r\nlast\r\n'`
 	r := runAs(t, e, "web.big", "web", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", script}})
 	_, got := pages(t, e, "web", r.OutputID, "stdout")
@@ -152,7 +153,7 @@ func TestProcOutputPageBytes(t *testing.T) {
 // TestProcOutputOwner: only the caller who ran a call reads its output, and
 // another caller cannot take over its directory.
 func TestProcOutputOwner(t *testing.T) {
-	e := newEnv(t)
+	e := verbtest.New(t)
 	r := runAs(t, e, "telegram.7.1", "telegram:7", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"mine"}})
 	args := map[string]any{"outputId": r.OutputID}
 	if p := output(t, e, "telegram:7", args); p.Content != "mine" {
@@ -163,12 +164,12 @@ func TestProcOutputOwner(t *testing.T) {
 	outputFails(t, e, "discord:7", map[string]any{"outputId": r.OutputID, "stream": "stderr"}, executor.CodeForbidden, "another caller")
 
 	// The same turn id from someone else runs nothing and keeps the output.
-	out := e.runCtx(asCaller("telegram.7.1", "telegram:8"), "proc.run", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "echo theirs; touch ran"}})
+	out := e.RunCtx(asCaller("telegram.7.1", "telegram:8"), "proc.run", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "echo theirs; touch ran"}})
 	if out.Err == nil {
 		t.Fatal("proc.run in another caller's output directory succeeded")
 	}
-	checkErr(t, out.Err, executor.CodeForbidden, "belongs to another caller")
-	if _, err := os.Stat(filepath.Join(e.dir, "ran")); err == nil {
+	verbtest.CheckErr(t, out.Err, executor.CodeForbidden, "belongs to another caller")
+	if _, err := os.Stat(filepath.Join(e.Dir, "ran")); err == nil {
 		t.Error("the program ran")
 	}
 	if p := output(t, e, "telegram:7", args); p.Content != "mine" {
@@ -180,34 +181,34 @@ func TestProcOutputOwner(t *testing.T) {
 		t.Errorf("owner's second run reads %q", p.Content)
 	}
 	// Output written before owners were recorded has no owner: refused.
-	writeFile(t, filepath.Join(e.state, "proc", "old.1", "stdout.txt"), "old\n")
+	verbtest.WriteFile(t, filepath.Join(e.State, "proc", "old.1", "stdout.txt"), "old\n")
 	outputFails(t, e, "telegram:7", map[string]any{"outputId": "old.1"}, executor.CodeNotFound, "No output old.1")
 }
 
 func TestProcOutputHostileIDs(t *testing.T) {
-	e := newEnv(t)
+	e := verbtest.New(t)
 	runAs(t, e, "web.1", "web", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"x"}})
 	// A directory in the proc dir that leads outside it, holding what would
 	// pass for output: never followed.
-	writeFile(t, filepath.Join(e.outside, "owner.json"), `{"identity":"web"}`)
-	writeFile(t, filepath.Join(e.outside, "stdout.txt"), "outside secret\n")
-	if err := os.Symlink(e.outside, filepath.Join(e.state, "proc", "link.1")); err != nil {
+	verbtest.WriteFile(t, filepath.Join(e.Outside, "owner.json"), `{"identity":"web"}`)
+	verbtest.WriteFile(t, filepath.Join(e.Outside, "stdout.txt"), "outside secret\n")
+	if err := os.Symlink(e.Outside, filepath.Join(e.State, "proc", "link.1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(e.outside, "stdout.txt"), filepath.Join(e.state, "proc", "web.1", "stderr.txt.tmp")); err != nil {
+	if err := os.Symlink(filepath.Join(e.Outside, "stdout.txt"), filepath.Join(e.State, "proc", "web.1", "stderr.txt.tmp")); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"", ".", "..", "../outside", "web.1/../web.1", "/etc", "web.1/stdout.txt", "a\x00b", "a b", `a\b`, "~root", strings.Repeat("a", 201), "%2e%2e", "web..1"} {
 		outputFails(t, e, "web", map[string]any{"outputId": id}, executor.CodeInvalidArguments, "is not an output id", "accepted:")
 	}
 	for _, s := range []string{"stdin", "../stdout", "stdout.txt", "stderr.txt.tmp"} {
-		out := e.runCtx(asCaller("t", "web"), "proc.output", map[string]any{"outputId": "web.1", "stream": s})
+		out := e.RunCtx(asCaller("t", "web"), "proc.output", map[string]any{"outputId": "web.1", "stream": s})
 		if out.Err == nil || out.Err.Code != executor.CodeInvalidArguments {
 			t.Errorf("stream %q: %+v", s, out.Err)
 		}
 	}
-	out := e.runCtx(asCaller("t", "web"), "proc.output", map[string]any{"outputId": "link.1"})
-	if out.Err == nil || strings.Contains(out.Err.Message, "secret") || strings.Contains(out.Err.Message, e.base) {
+	out := e.RunCtx(asCaller("t", "web"), "proc.output", map[string]any{"outputId": "link.1"})
+	if out.Err == nil || strings.Contains(out.Err.Message, "secret") || strings.Contains(out.Err.Message, e.Base) {
 		t.Errorf("output through a symlink out of the proc dir: %+v %+v", out.Err, out.Value)
 	}
 	outputFails(t, e, "web", map[string]any{"outputId": "never.ran"}, executor.CodeNotFound, "No output never.ran")
@@ -217,12 +218,12 @@ func TestProcOutputHostileIDs(t *testing.T) {
 // output older than the time it is kept, and stops with its context.
 func TestProcOutputExpiry(t *testing.T) {
 	clk := clock.NewFake(t0)
-	e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.Clock = clk })
+	e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.Clock = clk })
 	const keep = 168 * time.Hour
 	runAs(t, e, "web.old", "web", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"old"}})
 	clk.Advance(100 * time.Hour)
 	runAs(t, e, "web.new", "web", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"new"}})
-	dir := func(id string) string { return filepath.Join(e.state, "proc", id) }
+	dir := func(id string) string { return filepath.Join(e.State, "proc", id) }
 	exists := func(id string) bool { _, err := os.Stat(dir(id)); return err == nil }
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -230,7 +231,7 @@ func TestProcOutputExpiry(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.set.RunOutputSweeper(ctx, keep, time.Hour)
+		e.Set.RunOutputSweeper(ctx, keep, time.Hour)
 	}()
 	// The first sweep, at once, finds nothing old enough. The sweeper's
 	// timer is the one due in an hour (a timer the runs above left for a
@@ -261,7 +262,7 @@ func TestProcOutputExpiry(t *testing.T) {
 		t.Error("web.new removed")
 	}
 	// Without a sweeper nothing is removed; a direct sweep removes it.
-	if n, err := e.set.SweepOutput(clk.Now().Add(keep), keep); err != nil || n != 1 || exists("web.new") {
+	if n, err := e.Set.SweepOutput(clk.Now().Add(keep), keep); err != nil || n != 1 || exists("web.new") {
 		t.Errorf("SweepOutput: %d, %v", n, err)
 	}
 }
@@ -270,9 +271,9 @@ func TestProcOutputExpiry(t *testing.T) {
 // with parses in chat and reads the output's first page, whose rendering
 // offers the next.
 func TestProcOutputChatHint(t *testing.T) {
-	e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.TailBytes = 16 })
+	e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.TailBytes = 16 })
 	ctx := asCaller("telegram.3.4", "telegram:3")
-	out := e.runCtx(ctx, "proc.run", verbs.ProcRunArgs{Executable: "seq", Arguments: []string{"1", "250"}})
+	out := e.RunCtx(ctx, "proc.run", verbs.ProcRunArgs{Executable: "seq", Arguments: []string{"1", "250"}})
 	if out.Err != nil {
 		t.Fatal(out.Err.Message)
 	}
@@ -282,11 +283,11 @@ func TestProcOutputChatHint(t *testing.T) {
 		t.Fatalf("proc.run rendering does not end with the command for the rest:\n%s", text)
 	}
 	for page, cmd := range []string{hint, "/proc.output outputId=telegram.3.4 stream=stdout startLine=201"} {
-		c, err := e.x.ParseCommand(cmd)
+		c, err := e.X.ParseCommand(cmd)
 		if err != nil {
 			t.Fatalf("%s: %v", cmd, err)
 		}
-		got := e.x.Run(ctx, c.Envelope())
+		got := e.X.Run(ctx, c.Envelope())
 		if got.Err != nil {
 			t.Fatalf("%s: %s", cmd, got.Err.Message)
 		}

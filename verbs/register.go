@@ -64,6 +64,10 @@ type Options struct {
 	// (ChooseProcUser decides it from the configuration). Changing user
 	// needs a hub running as root.
 	User *ProcUser
+	// Runners picks, by workspace name, the Runner that runs proc.run's
+	// programs somewhere other than on the host (a container); nil, or no
+	// runner for a workspace, runs them as host processes.
+	Runners RunnerSource
 }
 
 // DefaultOptions returns the defaults for a hub whose state root is stateDir.
@@ -127,6 +131,7 @@ type Set struct {
 	src   WorkspaceSource
 	opts  Options
 	lines *lineCache // line counts of files, for fs.lineCount and fs.readRange
+	lists *listCache // fs.listDir's host listings: the process's one cache
 
 	stateMu sync.Mutex
 	state   *os.Root // StateDir, opened when opts.State was not given
@@ -144,7 +149,7 @@ func NewSet(src WorkspaceSource, opts Options) (*Set, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	return &Set{src: src, opts: opts, lines: newLineCache(lineCacheSize)}, nil
+	return &Set{src: src, opts: opts, lines: newLineCache(lineCacheSize), lists: sharedLists}, nil
 }
 
 // Register adds the fs, proc and sys verbs to reg.

@@ -3,14 +3,14 @@ package verbs
 import (
 	"context"
 	"io"
-	"sort"
 	"time"
 )
 
 // A Runner runs proc.run's program somewhere other than as a host process:
-// inside a container that sees the workspace directory, say. A workspace
-// without a Runner (WorkspaceOptions.Runner nil) runs programs on the host,
-// under the supervisor.
+// inside a container that sees the workspace directory, say. The proc
+// verbs pick a workspace's Runner by its name (Options.Runners); a
+// workspace without one runs programs on the host, under the supervisor
+// (package proc).
 //
 // Run starts spec's program and waits for it. When ctx ends (the call's
 // timeout or its cancellation) it kills every process the call started,
@@ -57,27 +57,27 @@ type RunResult struct {
 	ExitCode int
 }
 
-// hidden returns the workspace-relative paths of w's protected directories,
-// for a Runner to hide. A session workspace's protected directories lie
-// outside it.
-func (w *Workspace) hidden() []string {
-	if w.sess != nil || w.prot == nil {
+// RunnerSource picks the Runner of the workspace named workspace (the
+// workspace's WorkspaceOptions.Name): nil, or false, runs its programs as
+// host processes.
+type RunnerSource interface {
+	Runner(workspace string) (Runner, bool)
+}
+
+// Runners is a RunnerSource from a map of workspace names.
+type Runners map[string]Runner
+
+// Runner implements RunnerSource.
+func (m Runners) Runner(workspace string) (Runner, bool) {
+	r, ok := m[workspace]
+	return r, ok
+}
+
+// runner is the Runner of w's programs; nil runs them on the host.
+func (s *Set) runner(w *Workspace) Runner {
+	if s.opts.Runners == nil {
 		return nil
 	}
-	seen := map[string]bool{}
-	var out []string
-	for _, g := range w.prot.dirs {
-		if g.show != "" && !seen[g.show] {
-			seen[g.show] = true
-			out = append(out, g.show)
-		}
-	}
-	for _, d := range w.deny {
-		if !seen[d] {
-			seen[d] = true
-			out = append(out, d)
-		}
-	}
-	sort.Strings(out)
-	return out
+	r, _ := s.opts.Runners.Runner(w.opts.Name)
+	return r
 }

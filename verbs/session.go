@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/internal/posix"
+	"github.com/a6afc2ce/hermes-hub/verbs/confine"
 )
 
 // Session workspace defaults, used when SessionOptions leaves a field zero.
@@ -55,11 +56,12 @@ type SessionOptions struct {
 	// user (it may sit in a shared temporary directory), and is made
 	// owner-only.
 	Root string
-	// Workspace holds the limits of session workspaces. Protect and Deny
-	// are ignored: session workspaces live inside the hub's state (its
-	// sessions directory), so they share the host workspace's protected
-	// identities instead, checked below their own root only. Nothing of
-	// the state lies inside a session; its root confines every path.
+	// Workspace holds the limits and name of session workspaces. Protect,
+	// Deny and ProtectFiles are ignored: session workspaces live inside the
+	// hub's state (its sessions directory), so they share the host
+	// workspace's protected identities instead, checked below their own
+	// root only (confine.OpenShared). Nothing of the state lies inside a
+	// session; its root confines every path.
 	Workspace WorkspaceOptions
 	// Meta stores the files' versions and timestamps. Required.
 	Meta FileMeta
@@ -75,9 +77,12 @@ type SessionOptions struct {
 	SnapshotTTL time.Duration
 	// MaxSnapshots per session; taking one more removes the oldest.
 	MaxSnapshots int
-	// AllowProc lets proc.run run in session workspaces. A process is not
-	// confined to its working directory, so it is off by default: session
-	// workspaces are for chats that must not reach the host.
+	// AllowProc lets proc.run run host processes in session workspaces. A
+	// process is not confined to its working directory, so it is off by
+	// default: session workspaces are for chats that must not reach the
+	// host. A workspace whose programs run elsewhere (Options.Runners)
+	// allows proc.run in its sessions regardless: each session's directory
+	// is all its sandbox sees.
 	AllowProc bool
 	// Now tells the time (tests pass a fake); nil means time.Now.
 	Now func() time.Time
@@ -97,9 +102,10 @@ type SessionOptions struct {
 // snapshots/<id>/ holds a snapshot (tree/ plus info.json), and tmp-*/old-*
 // exist only while a workspace is replaced.
 //
-// Verbs lock a session around their work: reads share the lock, writes,
-// snapshots, restores and resets hold it alone, so two turns of one session
-// never interleave a write. Sessions are independent of each other.
+// A session owns its workspace: the verbs get both from Place, and lock the
+// session around their work: reads share the lock, writes, snapshots,
+// restores and resets hold it alone, so two turns of one session never
+// interleave a write. Sessions are independent of each other.
 type SessionSource struct {
 	host   *Workspace
 	opts   SessionOptions
@@ -124,7 +130,7 @@ type session struct {
 	name string
 
 	// mu serialises the verbs of this session (see SessionSource); it also
-	// guards ws.root, which vfs.restore and vfs.reset swap.
+	// guards ws, and ws's directory, which vfs.restore and vfs.reset swap.
 	mu       sync.RWMutex
 	ws       *Workspace // nil until opened
 	dropped  bool       // removed by Sweep, or failed to open: callers start over
@@ -216,7 +222,7 @@ func prepareRoot(dir string) (string, error) {
 	case !fi.IsDir():
 		return "", fmt.Errorf("sessions root %s is not a directory", abs)
 	}
-	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+	if uid, _, ok := posix.Owner(fi); ok && uid != os.Getuid() {
 		return "", fmt.Errorf("sessions root %s belongs to user id %d, not to this user (%d); remove it or choose another directory", abs, uid, os.Getuid())
 	}
 	if fi.Mode().Perm() != 0o700 {
@@ -227,13 +233,13 @@ func prepareRoot(dir string) (string, error) {
 	return abs, nil
 }
 
-// protection is the set of protected directories session workspaces share:
-// the host workspace's.
-func (s *SessionSource) protection() *protection {
-	if s.host != nil && s.host.prot != nil {
-		return s.host.prot
+// protection is the set of protected directories and files session
+// workspaces share: the host workspace's (nil without one: none).
+func (s *SessionSource) protection() *confine.Protection {
+	if s.host == nil {
+		return nil
 	}
-	return &protection{}
+	return s.host.root.Protection()
 }
 
 // Root is the directory holding the sessions.
@@ -264,21 +270,22 @@ func (s *SessionSource) Close() error {
 
 func (s *SessionSource) now() time.Time { return s.opts.Now().UTC().Truncate(time.Millisecond) }
 
-// Workspace implements WorkspaceSource: the host workspace for calls without
-// a session, the session's workspace (created on first use) otherwise.
-func (s *SessionSource) Workspace(ctx context.Context) (*Workspace, error) {
+// Place implements WorkspaceSource: the host workspace for calls without
+// a session, the session and its workspace (created on first use)
+// otherwise.
+func (s *SessionSource) Place(ctx context.Context) (Place, error) {
 	id := executor.CallFrom(ctx).Session
 	if id == "" {
 		if s.host == nil {
-			return nil, executor.Errorf(executor.CodeForbidden, "This call has no session and the hub has no host workspace; name a session")
+			return Place{}, executor.Errorf(executor.CodeForbidden, "This call has no session and the hub has no host workspace; name a session")
 		}
-		return s.host, nil
+		return Place{ws: s.host}, nil
 	}
 	se, err := s.session(ctx, id)
 	if err != nil {
-		return nil, err
+		return Place{}, err
 	}
-	return se.ws, nil
+	return Place{ws: se.ws, sess: se}, nil
 }
 
 // ValidSessionID checks a session id: 1 to MaxSessionID printable ASCII
@@ -401,7 +408,7 @@ func (se *session) gone() int {
 	case err != nil:
 		return liveKept // unknown: the verb reports what it meets
 	}
-	if id, ok := hostFileID(fi); ok && id != se.ws.topID {
+	if !se.ws.root.SameDir(fi) {
 		return liveReplaced
 	}
 	return liveKept
@@ -471,11 +478,10 @@ func (se *session) open() error {
 	} else if err != nil {
 		return sessionError(se.id, "open the workspace", err)
 	}
-	ws, err := openWorkspace(se.live(), se.src.opts.Workspace, se.src.protection())
+	ws, err := openShared(se.live(), se.src.opts.Workspace, se.src.protection())
 	if err != nil {
 		return sessionError(se.id, "open the workspace", err)
 	}
-	ws.sess = se
 	se.ws = ws
 	return nil
 }
@@ -553,14 +559,7 @@ func (se *session) replaceLive(build func(tmp string) ([]Meta, error)) error {
 	}
 	syncPath(se.dir)
 	metaErr := se.src.opts.Meta.Replace(se.id, metas)
-	root, err := os.OpenRoot(se.live())
-	if err != nil {
-		se.drop()
-		os.RemoveAll(old)
-		return sessionError(se.id, "open the new workspace", err)
-	}
-	if err := se.ws.setRoot(root); err != nil {
-		root.Close()
+	if err := se.ws.root.Reopen(); err != nil {
 		se.drop()
 		os.RemoveAll(old)
 		return sessionError(se.id, "open the new workspace", err)
@@ -590,7 +589,7 @@ func sessionError(id, what string, err error) *executor.Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return fail(executor.CodeIOError, err, "Session %s: cannot %s: %s", id, what, hostless(err))
+	return &executor.Error{Code: executor.CodeIOError, Err: err, Message: fmt.Sprintf("Session %s: cannot %s: %s", id, what, confine.Hostless(err))}
 }
 
 func randHex(n int) string {
@@ -694,11 +693,11 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(TimeFormat)
 }
 
-// metaOf returns the recorded metadata of file name in a session workspace,
-// or, for a file the hub did not write (proc.run made it), version 1 with
-// its modification time. The caller holds the session lock.
-func (w *Workspace) metaOf(name string, fi fs.FileInfo) (Meta, error) {
-	m, ok, err := w.sess.src.opts.Meta.Get(w.sess.id, name)
+// metaOf returns the recorded metadata of file name in the session's
+// workspace, or, for a file the hub did not write (proc.run made it),
+// version 1 with its modification time. The caller holds the session lock.
+func (se *session) metaOf(name string, fi fs.FileInfo) (Meta, error) {
+	m, ok, err := se.src.opts.Meta.Get(se.id, name)
 	if err != nil {
 		return Meta{}, executor.Errorf(executor.CodeIOError, "Cannot read the metadata of %s: %v", name, err)
 	}
@@ -709,15 +708,15 @@ func (w *Workspace) metaOf(name string, fi fs.FileInfo) (Meta, error) {
 	return m, nil
 }
 
-// recordWrite records a write of file name in a session workspace: version
-// 1 for a new file (prev nil), otherwise one more than before, updatedAt
-// now, createdAt kept. enc is the new encoding hint; "" keeps the old one.
-// The caller holds the session lock for writing.
-func (w *Workspace) recordWrite(name, show string, prev fs.FileInfo, enc string) (Meta, error) {
-	now := w.sess.src.now()
+// recordWrite records a write of file name in the session's workspace:
+// version 1 for a new file (prev nil), otherwise one more than before,
+// updatedAt now, createdAt kept. enc is the new encoding hint; "" keeps the
+// old one. The caller holds the session lock for writing.
+func (se *session) recordWrite(name, show string, prev fs.FileInfo, enc string) (Meta, error) {
+	now := se.src.now()
 	m := Meta{Path: name, Version: 1, CreatedAt: now}
 	if prev != nil {
-		old, err := w.metaOf(name, prev)
+		old, err := se.metaOf(name, prev)
 		if err != nil {
 			return Meta{}, err
 		}
@@ -727,7 +726,7 @@ func (w *Workspace) recordWrite(name, show string, prev fs.FileInfo, enc string)
 	if enc != "" {
 		m.Encoding = enc
 	}
-	if err := w.sess.src.opts.Meta.Put(w.sess.id, m); err != nil {
+	if err := se.src.opts.Meta.Put(se.id, m); err != nil {
 		return Meta{}, executor.Errorf(executor.CodeIOError, "Wrote %s but could not record its new version: %v", show, err)
 	}
 	return m, nil
@@ -735,26 +734,15 @@ func (w *Workspace) recordWrite(name, show string, prev fs.FileInfo, enc string)
 
 // metaDelete forgets the records of name (and, with dir, everything under
 // it) after the file or directory was removed.
-func (w *Workspace) metaDelete(name, show string, dir bool) error {
+func (se *session) metaDelete(name, show string, dir bool) error {
 	var err error
 	if dir {
-		_, err = w.sess.src.opts.Meta.DeletePrefix(w.sess.id, name)
+		_, err = se.src.opts.Meta.DeletePrefix(se.id, name)
 	} else {
-		err = w.sess.src.opts.Meta.Delete(w.sess.id, name)
+		err = se.src.opts.Meta.Delete(se.id, name)
 	}
 	if err != nil {
 		return executor.Errorf(executor.CodeIOError, "Deleted %s but could not forget its metadata: %v", show, err)
 	}
 	return nil
-}
-
-// joinRel joins slash-separated relative paths, "." and "" meaning none.
-func joinRel(a, b string) string {
-	switch {
-	case a == "." || a == "":
-		return b
-	case b == "." || b == "":
-		return a
-	}
-	return path.Join(a, b)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 // benchMount writes files×size bytes under the mount root and mounts them.
@@ -16,7 +17,7 @@ func benchMount(files, size int) sessOption {
 	return func(o *verbs.SessionOptions, e *sessEnv) {
 		body := strings.Repeat("x", size)
 		for i := range files {
-			writeFile(e.t, filepath.Join(e.mountDir, "tree", fmt.Sprintf("d%02d", i%16), fmt.Sprintf("f%04d.txt", i)), body)
+			verbtest.WriteFile(e.t, filepath.Join(e.mountDir, "tree", fmt.Sprintf("d%02d", i%16), fmt.Sprintf("f%04d.txt", i)), body)
 		}
 		o.Mounts = []verbs.Mount{{HostPath: "tree"}}
 	}

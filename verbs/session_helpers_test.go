@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 // fakeNow is a settable clock for session tests.
@@ -65,10 +64,10 @@ func newSessEnv(t testing.TB, opts ...sessOption) *sessEnv {
 		t: t, base: base, hostDir: filepath.Join(base, "host"), mountDir: filepath.Join(base, "hostdata"),
 		root: filepath.Join(base, "state", "sessions"), clock: &fakeNow{t: t0}, meta: verbs.NewMemoryMeta(),
 	}
-	writeFile(t, filepath.Join(e.hostDir, "host-only.txt"), "host\n")
-	writeFile(t, filepath.Join(e.mountDir, "docs", "guide.md"), "# Guide\n")
-	writeFile(t, filepath.Join(e.mountDir, "docs", "notes.txt"), "notes\n")
-	writeFile(t, filepath.Join(e.mountDir, "docs", "sub", "deep.md"), "deep\n")
+	verbtest.WriteFile(t, filepath.Join(e.hostDir, "host-only.txt"), "host\n")
+	verbtest.WriteFile(t, filepath.Join(e.mountDir, "docs", "guide.md"), "# Guide\n")
+	verbtest.WriteFile(t, filepath.Join(e.mountDir, "docs", "notes.txt"), "notes\n")
+	verbtest.WriteFile(t, filepath.Join(e.mountDir, "docs", "sub", "deep.md"), "deep\n")
 	e.opts = verbs.SessionOptions{
 		Root:       e.root,
 		Meta:       e.meta,
@@ -155,37 +154,13 @@ func (e *sessEnv) sfails(session string, code executor.ErrorCode, verb string, a
 	if out.Err == nil {
 		e.t.Fatalf("%s %s %v: succeeded, want %s", session, verb, args, code)
 	}
-	checkErr(e.t, out.Err, code, parts...)
+	verbtest.CheckErr(e.t, out.Err, code, parts...)
 	return out.Err
 }
 
 // sessionDir is the on-disk workspace of a session.
 func (e *sessEnv) sessionDir(session string) string {
 	return filepath.Join(e.root, verbs.SessionDirName(session), "live")
-}
-
-// tree lists every regular file under dir as "path=content", sorted.
-func tree(t testing.TB, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, filepath.ToSlash(rel)+"="+strings.TrimSpace(string(b)))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // ms formats t as results show it.

@@ -14,22 +14,23 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 const chatA, chatB = "chat:telegram:-100:5", "chat:discord:42"
 
 func TestSessionStartsEmptyApartFromMounts(t *testing.T) {
 	e := newSessEnv(t)
-	got := entryStrings(sok[verbs.FsListDirResult](e, chatA, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries)
+	got := verbtest.EntryStrings(sok[verbs.FsListDirResult](e, chatA, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries)
 	if !slices.Equal(got, []string{"docs/"}) {
 		t.Fatalf("root of a new session: %v", got)
 	}
 	// Only the included files, at the host-relative path, version 1, created now.
-	got = entryStrings(sok[verbs.FsListDirResult](e, chatA, "fs.listDir", verbs.FsListDirArgs{Path: "docs"}).Entries)
+	got = verbtest.EntryStrings(sok[verbs.FsListDirResult](e, chatA, "fs.listDir", verbs.FsListDirArgs{Path: "docs"}).Entries)
 	if want := []string{"sub/", "guide.md 8 v1 " + ms(t0)}; !slices.Equal(got, want) {
 		t.Fatalf("docs: %v, want %v", got, want)
 	}
-	if got := tree(t, e.sessionDir(chatA)); !slices.Equal(got, []string{"docs/guide.md=# Guide", "docs/sub/deep.md=deep"}) {
+	if got := verbtest.Tree(t, e.sessionDir(chatA)); !slices.Equal(got, []string{"docs/guide.md=# Guide", "docs/sub/deep.md=deep"}) {
 		t.Fatalf("session tree %v", got)
 	}
 	// The host workspace is untouched and not visible.
@@ -122,7 +123,7 @@ func TestWriteModesVersionsAndTimes(t *testing.T) {
 	if wr.File.Version != 5 || wr.File.UpdatedAt != ms(t4) || wr.File.CreatedAt != ms(t0) {
 		t.Fatalf("writeRange: %+v", *wr.File)
 	}
-	got := entryStrings(sok[verbs.FsListDirResult](e, chatA, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries)
+	got := verbtest.EntryStrings(sok[verbs.FsListDirResult](e, chatA, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries)
 	if !slices.Contains(got, "log.txt 10 v5 "+ms(t4)) {
 		t.Fatalf("listing %v", got)
 	}
@@ -181,7 +182,7 @@ func TestHostWorkspaceHasNoVersionsOrVfs(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(e.hostDir, "h.txt")); string(b) != "hi" {
 		t.Fatal("host write did not reach the host workspace")
 	}
-	if got := entryStrings(sok[verbs.FsListDirResult](e, "", "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries); !slices.Equal(got, []string{"h.txt", "host-only.txt"}) {
+	if got := verbtest.EntryStrings(sok[verbs.FsListDirResult](e, "", "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries); !slices.Equal(got, []string{"h.txt", "host-only.txt"}) {
 		t.Fatalf("host listing %v", got)
 	}
 	for _, v := range []string{"vfs.snapshot", "vfs.reset", "vfs.info", "vfs.list"} {
@@ -199,7 +200,7 @@ func TestDeleteDirectoryRemovesOnlyItsFiles(t *testing.T) {
 	}
 	sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "ab/keep", Content: "v2"})
 	sok[verbs.FsDeleteDirectoryResult](e, chatA, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "a"})
-	if got := tree(t, e.sessionDir(chatA)); !slices.Equal(got, []string{"a.txt=a.txt", "ab/keep=v2", "b/a/keep=b/a/keep"}) {
+	if got := verbtest.Tree(t, e.sessionDir(chatA)); !slices.Equal(got, []string{"a.txt=a.txt", "ab/keep=v2", "b/a/keep=b/a/keep"}) {
 		t.Fatalf("tree after deleting a: %v", got)
 	}
 	ms, _ := e.meta.List(chatA, ".")
@@ -275,7 +276,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 		if r.FileCount != 3 || r.TotalBytes != 15 {
 			t.Fatalf("restore %+v", r)
 		}
-		if got := tree(t, e.sessionDir(chatA)); !slices.Equal(got, []string{"docs/guide.md=# Guide", "docs/sub/deep.md=deep", "plan.md=v1"}) {
+		if got := verbtest.Tree(t, e.sessionDir(chatA)); !slices.Equal(got, []string{"docs/guide.md=# Guide", "docs/sub/deep.md=deep", "plan.md=v1"}) {
 			t.Fatalf("tree after restore: %v", got)
 		}
 		f := sok[verbs.FsReadFileResult](e, chatA, "fs.readFile", verbs.FsReadFileArgs{Path: "plan.md"}).File
@@ -339,13 +340,13 @@ func TestResetReplaysMounts(t *testing.T) {
 	sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "mine.txt", Content: "mine"})
 	sok[verbs.VfsSnapshotResult](e, chatA, "vfs.snapshot", verbs.VfsSnapshotArgs{})
 	// The host changed since the session was created: reset picks it up.
-	writeFile(t, filepath.Join(e.mountDir, "docs", "new.md"), "new\n")
+	verbtest.WriteFile(t, filepath.Join(e.mountDir, "docs", "new.md"), "new\n")
 	t1 := e.clock.Advance(time.Hour)
 	r := sok[verbs.VfsResetResult](e, chatA, "vfs.reset", verbs.VfsResetArgs{})
 	if r.FileCount != 3 || r.TotalBytes != 8+5+4 {
 		t.Fatalf("reset %+v", r)
 	}
-	if got := tree(t, e.sessionDir(chatA)); !slices.Equal(got, []string{"docs/guide.md=# Guide", "docs/new.md=new", "docs/sub/deep.md=deep"}) {
+	if got := verbtest.Tree(t, e.sessionDir(chatA)); !slices.Equal(got, []string{"docs/guide.md=# Guide", "docs/new.md=new", "docs/sub/deep.md=deep"}) {
 		t.Fatalf("tree after reset: %v", got)
 	}
 	if f := sok[verbs.FsReadFileResult](e, chatA, "fs.readFile", verbs.FsReadFileArgs{Path: "docs/guide.md"}).File; f.Version != 1 || f.CreatedAt != ms(t1) {
@@ -362,7 +363,7 @@ func TestSessionSurvivesRestart(t *testing.T) {
 	sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", verbs.FsWriteFileArgs{Path: "a.txt", Content: "2"})
 	snap := sok[verbs.VfsSnapshotResult](e, chatA, "vfs.snapshot", verbs.VfsSnapshotArgs{}).Snapshot
 	// The mounts change on the host: an existing session is not rebuilt.
-	writeFile(t, filepath.Join(e.mountDir, "docs", "new.md"), "new\n")
+	verbtest.WriteFile(t, filepath.Join(e.mountDir, "docs", "new.md"), "new\n")
 	e.reopen()
 	if r := sok[verbs.FsReadFileResult](e, chatA, "fs.readFile", verbs.FsReadFileArgs{Path: "a.txt"}); r.Content != "2" || r.File.Version != 2 {
 		t.Fatalf("after restart: %q %+v", r.Content, r.File)
@@ -378,7 +379,7 @@ func TestSessionSurvivesRestart(t *testing.T) {
 	if err := os.Rename(e.sessionDir(chatA), filepath.Join(dir, "old-abc")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "tmp-def", "half.txt"), "half")
+	verbtest.WriteFile(t, filepath.Join(dir, "tmp-def", "half.txt"), "half")
 	e.open()
 	if r := sok[verbs.FsReadFileResult](e, chatA, "fs.readFile", verbs.FsReadFileArgs{Path: "a.txt"}); r.Content != "2" {
 		t.Fatalf("after recovery: %q", r.Content)
@@ -636,7 +637,7 @@ func TestSessionRecreatedWhenItsDirectoryDisappears(t *testing.T) {
 			if out.Err != nil {
 				t.Fatalf("listDir after the removal: %v", out.Err)
 			}
-			if got := entryStrings(out.Value.(*verbs.FsListDirResult).Entries); !slices.Equal(got, []string{"docs/"}) {
+			if got := verbtest.EntryStrings(out.Value.(*verbs.FsListDirResult).Entries); !slices.Equal(got, []string{"docs/"}) {
 				t.Fatalf("recreated workspace: %v, want the mounts only", got)
 			}
 			if len(out.Notes) != 1 || !strings.Contains(out.Notes[0], tc.note) {

@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 func TestMachineInfo(t *testing.T) {
-	e := newEnv(t)
-	r := ok[verbs.SysMachineInfoResult](e, "sys.machineInfo", verbs.SysMachineInfoArgs{})
+	e := verbtest.New(t)
+	r := verbtest.OK[verbs.SysMachineInfoResult](e, "sys.machineInfo", verbs.SysMachineInfoArgs{})
 	if !strings.HasPrefix(r.OperatingSystem, runtime.GOOS) {
 		t.Errorf("operatingSystem %q", r.OperatingSystem)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/verbs/confine"
 )
 
 // Register adds the five vfs.* verbs to reg. They act on the caller's
@@ -206,7 +207,7 @@ func (se *session) snapshot() (*snapshotRecord, error) {
 	if err := os.Mkdir(tree, 0o700); err != nil {
 		return nil, sessionError(se.id, "create a snapshot", err)
 	}
-	files, err := copyTree(se.ws.root, tree)
+	files, err := copyTree(se.ws.root.OS(), tree)
 	if err != nil {
 		return nil, sessionError(se.id, "copy the workspace into a snapshot", err)
 	}
@@ -391,7 +392,7 @@ func (s *SessionSource) Info(ctx context.Context, _ VfsInfoArgs) (VfsInfoResult,
 			byPath[m.Path] = m
 		}
 		var files []VfsFile
-		err = fs.WalkDir(se.ws.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		err = fs.WalkDir(se.ws.root.OS().FS(), ".", func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -420,7 +421,7 @@ func (s *SessionSource) Info(ctx context.Context, _ VfsInfoArgs) (VfsInfoResult,
 			return nil
 		})
 		if err != nil {
-			return fsError(err, ".", "walk")
+			return confine.FSError(err, ".", "walk")
 		}
 		sort.Slice(files, func(i, j int) bool { return pathLess(files[i].Path, files[j].Path) })
 		if len(files) > maxInfoFiles {

@@ -1,10 +1,11 @@
 // Package workspaces opens the named workspaces of the configuration
 // (docs/workspaces.md): for each, its host directory as a verbs.Workspace
-// (confined by os.Root, the hub's state protected), its session workspaces
-// and, for kind docker, the Runner its proc.run goes to. A Set hands the
-// verbs the workspace a call names (executor.Call.Workspace) and the vfs.*
-// verbs its session source. Which workspace a call names is decided by
-// the hub with package policy.
+// (confined by package verbs/confine, the hub's state protected), its
+// session workspaces and, for kind docker, the Runner its proc.run goes
+// to. A Set hands the verbs the workspace a call names
+// (executor.Call.Workspace), the vfs.* verbs its session source and
+// proc.run its runner. Which workspace a call names is decided by the hub
+// with package policy.
 package workspaces
 
 import (
@@ -73,7 +74,8 @@ type Options struct {
 }
 
 // Set is the open named workspaces. It implements verbs.WorkspaceSource
-// and verbs.SessionPicker by the call's workspace name.
+// and verbs.SessionPicker by the call's workspace name, and
+// verbs.RunnerSource by the workspace's.
 type Set struct {
 	cfg    *config.Config
 	extra  []config.ProtectedFile // Options.ProtectFiles
@@ -87,6 +89,7 @@ type Set struct {
 var (
 	_ verbs.WorkspaceSource = (*Set)(nil)
 	_ verbs.SessionPicker   = (*Set)(nil)
+	_ verbs.RunnerSource    = (*Set)(nil)
 )
 
 // entry is one open workspace.
@@ -142,7 +145,7 @@ func Open(cfg *config.Config, opts Options) (_ *Set, err error) {
 		}
 		wopts := verbs.WorkspaceOptions{
 			MaxWriteChars: cfg.Verbs.MaxWriteChars, MaxReadBytes: int64(cfg.Verbs.MaxReadBytes),
-			Name: name, Runner: e.runner,
+			Name: name,
 		}
 		s.ws[name] = e // closed with the Set from now on
 		host := wopts
@@ -230,7 +233,8 @@ func (s *Set) Host(name string) (*verbs.Workspace, bool) {
 	return e.host, true
 }
 
-// Runner returns the runner of name's destination: nil for local.
+// Runner returns the runner of name's destination: nil for local. It
+// implements verbs.RunnerSource.
 func (s *Set) Runner(name string) (verbs.Runner, bool) {
 	e, ok := s.ws[name]
 	if !ok {
@@ -264,14 +268,14 @@ func (s *Set) entryOf(ctx context.Context) (*entry, error) {
 	return e, nil
 }
 
-// Workspace implements verbs.WorkspaceSource: the call's workspace, its
+// Place implements verbs.WorkspaceSource: the call's workspace, its
 // session's in session mode.
-func (s *Set) Workspace(ctx context.Context) (*verbs.Workspace, error) {
+func (s *Set) Place(ctx context.Context) (verbs.Place, error) {
 	e, err := s.entryOf(ctx)
 	if err != nil {
-		return nil, err
+		return verbs.Place{}, err
 	}
-	return e.sessions.Workspace(ctx)
+	return e.sessions.Place(ctx)
 }
 
 // Sessions implements verbs.SessionPicker: the call's workspace's session
@@ -285,8 +289,9 @@ func (s *Set) Sessions(ctx context.Context) (*verbs.SessionSource, error) {
 }
 
 // Register adds the fourteen verbs and the vfs.* verbs to reg, acting in
-// the workspace each call names.
+// the workspace each call names, proc.run with its runner.
 func (s *Set) Register(reg *executor.Registry, opts verbs.Options) (*verbs.Set, error) {
+	opts.Runners = s
 	vs, err := verbs.NewSet(s, opts)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ var rules = slices.Concat([]rule{
 	{doc: "The executor core imports only `clock`; it opens no file and starts no process (no `os`, `os/exec`, `syscall`).",
 		pkgs: []string{"executor"}, only: []string{"clock"}, imports: []string{"os", "os/exec", "syscall"}},
 	{doc: "`verbs` know only `executor`'s types, `clock`, `internal/posix` and their own subpackages: they parse no chat text and know no platform.",
-		pkgs: []string{"verbs/..."}, except: []string{"verbs/boltmeta"}, only: []string{"executor", "clock", "internal/posix", "verbs/..."}},
+		pkgs: []string{"verbs/..."}, except: []string{"verbs/boltmeta", "verbs/internal/verbtest"}, only: []string{"executor", "clock", "internal/posix", "verbs/..."}},
 	{doc: "`verbs/boltmeta` keeps session file metadata in hub.db: it knows `verbs` and `store` only.",
 		pkgs: []string{"verbs/boltmeta"}, only: []string{"verbs", "store"}},
 	{doc: "`store` knows no verb, no outbox and no hub: it imports only `chat` and `clock`.",
@@ -63,7 +63,7 @@ var rules = slices.Concat([]rule{
 		pkgs: []string{"internal/netlimit"}, only: []string{"clock"}},
 	{doc: "Nothing imports `cmd/...`: `cmd/hub` is the composition root.",
 		pkgs: []string{"..."}, except: []string{"cmd/..."}, reaches: []string{"cmd/..."}},
-	{doc: "No package reaches `testing` or a test harness (`hub/hubtest`, `internal/testkit`, `internal/dockertest`, `internal/loopback`, the platforms' fakes, `lab`), but the harnesses themselves.",
+	{doc: "No package reaches `testing` or a test harness (`hub/hubtest`, `internal/testkit`, `internal/dockertest`, `internal/loopback`, `verbs/internal/verbtest`, the platforms' fakes, `lab`), but the harnesses themselves.",
 		pkgs: []string{"..."}, except: harnesses, reaches: append([]string{"testing"}, harnesses...)},
 }, apart("An adapter never reaches into another adapter.",
 	"adapters/web/...", "adapters/telegram/...", "adapters/discord/...", "adapters/mcp/..."))
@@ -72,7 +72,7 @@ var rules = slices.Concat([]rule{
 var platformAPIs = []string{"github.com/bwmarrin/discordgo", "github.com/go-telegram-bot-api/...", "github.com/gorilla/websocket"}
 
 // harnesses are the packages only tests use.
-var harnesses = []string{"hub/hubtest", "internal/testkit", "internal/dockertest", "internal/loopback",
+var harnesses = []string{"hub/hubtest", "internal/testkit", "internal/dockertest", "internal/loopback", "verbs/internal/verbtest",
 	"adapters/discord/discordtest", "adapters/telegram/telegramtest", "lab"}
 
 // neverUsed are what a library the hub links holds that no package of the

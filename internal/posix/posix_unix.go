@@ -4,7 +4,12 @@ package posix
 
 //lint:file-ignore ST1003 the names are the system's own (Stat_t, O_NOFOLLOW, AT_FDCWD), as the calls they go with spell them
 
-import "golang.org/x/sys/unix"
+import (
+	"io/fs"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // Supported reports whether the workspace's calls exist here: they do.
 func Supported() error { return nil }
@@ -74,4 +79,13 @@ func Linkat(olddirfd int, oldpath string, newdirfd int, newpath string, flags in
 // Renameat is renameat(2).
 func Renameat(olddirfd int, oldpath string, newdirfd int, newpath string) error {
 	return unix.Renameat(olddirfd, oldpath, newdirfd, newpath)
+}
+
+// Owner is the user and group owning a host stat result (an os.FileInfo).
+func Owner(fi fs.FileInfo) (uid, gid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
 }

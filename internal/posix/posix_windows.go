@@ -7,6 +7,7 @@ package posix
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"syscall"
 )
 
@@ -94,3 +95,6 @@ func Linkat(int, string, int, string, int) error { return ErrUnsupported }
 
 // Renameat fails with ErrUnsupported.
 func Renameat(int, string, int, string) error { return ErrUnsupported }
+
+// Owner is unknown on Windows.
+func Owner(fs.FileInfo) (uid, gid int, ok bool) { return 0, 0, false }

@@ -21,7 +21,7 @@ const (
 )
 
 // FileMetaStore keeps the versions and times of session workspace files in
-// hub.db (DESIGN §3), one key per file: "<session>\x00<path>", so one
+// hub.db (docs/state.md, "hub.db"), one key per file: "<session>\x00<path>", so one
 // session's files are a contiguous, path-ordered key range. Values are JSON.
 // It implements verbs.FileMeta.
 type FileMetaStore struct{ db *bolt.DB }

@@ -108,7 +108,8 @@ func (e *env) verbs(r verbs.Runner) *verbs.Set {
 	e.t.Helper()
 	o := verbs.DefaultOptions(e.state)
 	o.EnvAllow = e.cfg.EnvAllow
-	ws, err := verbs.OpenWorkspace(e.dir, verbs.WorkspaceOptions{Protect: []string{e.state}, Deny: []string{".hub"}, Runner: r, Name: "sandbox"})
+	o.Runners = verbs.Runners{"sandbox": r}
+	ws, err := verbs.OpenWorkspace(e.dir, verbs.WorkspaceOptions{Protect: []string{e.state}, Deny: []string{".hub"}, Name: "sandbox"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -430,13 +431,15 @@ func TestSessions(t *testing.T) {
 	defer r.Close()
 	src, err := verbs.OpenSessions(host, verbs.SessionOptions{
 		Root: filepath.Join(base, "sessions"), Meta: verbs.NewMemoryMeta(), Logger: testkit.Discard(),
-		Workspace: verbs.WorkspaceOptions{Runner: r, Name: "sandbox"},
+		Workspace: verbs.WorkspaceOptions{Name: "sandbox"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	set, err := verbs.NewSet(src, verbs.DefaultOptions(filepath.Join(base, "state")))
+	o := verbs.DefaultOptions(filepath.Join(base, "state"))
+	o.Runners = verbs.Runners{"sandbox": r}
+	set, err := verbs.NewSet(src, o)
 	if err != nil {
 		t.Fatal(err)
 	}

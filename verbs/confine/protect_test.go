@@ -1,4 +1,4 @@
-package verbs_test
+package confine_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 // protEnv is a workspace opened through a symbolic link to its real
@@ -27,7 +28,7 @@ import (
 // before the workspace opened (a first run) and protected by identity only:
 // no Deny entry is given.
 type protEnv struct {
-	*testEnv
+	*verbtest.Env
 	real  string // the workspace's real directory
 	link  string // the symbolic link the workspace is opened through
 	state string // the state directory, real path
@@ -43,7 +44,7 @@ func newProtEnv(t *testing.T) *protEnv {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(outside, "secret.txt"), "outside secret\n")
+	verbtest.WriteFile(t, filepath.Join(outside, "secret.txt"), "outside secret\n")
 	if err := os.Symlink("realws", link); err != nil {
 		t.Fatal(err)
 	}
@@ -53,26 +54,26 @@ func newProtEnv(t *testing.T) *protEnv {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(state, "hub.db"), "CANARY-DB\n")
-	writeFile(t, filepath.Join(state, "pma", "delivery_targets.json"), `{"CANARY":"targets"}`)
-	writeFile(t, filepath.Join(state, "canary", "secret.txt"), "CANARY-SECRET\n")
-	writeFile(t, filepath.Join(state, "canary", "only-in-state.txt"), "CANARY-ONLY\n")
+	verbtest.WriteFile(t, filepath.Join(state, "hub.db"), "CANARY-DB\n")
+	verbtest.WriteFile(t, filepath.Join(state, "pma", "delivery_targets.json"), `{"CANARY":"targets"}`)
+	verbtest.WriteFile(t, filepath.Join(state, "canary", "secret.txt"), "CANARY-SECRET\n")
+	verbtest.WriteFile(t, filepath.Join(state, "canary", "only-in-state.txt"), "CANARY-ONLY\n")
 	ws, err := verbs.OpenWorkspace(link, verbs.WorkspaceOptions{Protect: []string{state}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	e := &testEnv{t: t, base: base, dir: link, outside: outside, state: state, ws: ws}
+	e := &verbtest.Env{T: t, Base: base, Dir: link, Outside: outside, State: state, WS: ws}
 	o := verbs.DefaultOptions(state)
-	if e.set, err = verbs.NewSet(ws, o); err != nil {
+	if e.Set, err = verbs.NewSet(ws, o); err != nil {
 		t.Fatal(err)
 	}
 	reg := executor.NewRegistry()
-	if err := e.set.Register(reg); err != nil {
+	if err := e.Set.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	e.x = executor.New(reg, executor.Options{})
-	return &protEnv{testEnv: e, real: real, link: link, state: filepath.Join(real, ".hub")}
+	e.X = executor.New(reg, executor.Options{})
+	return &protEnv{Env: e, real: real, link: link, state: filepath.Join(real, ".hub")}
 }
 
 // pathCalls are the calls of every verb that takes a path, in each of its
@@ -93,7 +94,7 @@ func pathCalls(p string) []struct {
 		{"fs.listDir", verbs.FsListDirArgs{Path: p}},
 		{"fs.writeFile", verbs.FsWriteFileArgs{Path: p, Content: "pwned"}},
 		{"fs.writeFile", verbs.FsWriteFileArgs{Path: p, Content: "pwned", Mode: verbs.ModeAppend}},
-		{"fs.writeRange", verbs.FsWriteRangeArgs{Path: p, StartLine: 1, EndLine: ptr(1), Content: "pwned"}},
+		{"fs.writeRange", verbs.FsWriteRangeArgs{Path: p, StartLine: 1, EndLine: verbtest.Ptr(1), Content: "pwned"}},
 		{"fs.deleteFile", verbs.FsDeleteFileArgs{Path: p}},
 		{"fs.moveFile", verbs.FsMoveFileArgs{SourcePath: p, DestinationPath: "moved.txt"}},
 		{"fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "ok.txt", DestinationPath: p}},
@@ -112,7 +113,7 @@ func pathCalls(p string) []struct {
 // the workspace or beside it changes.
 func TestStateDirThroughSymlinkedWorkspace(t *testing.T) {
 	e := newProtEnv(t)
-	e.put("ok.txt", "inside\n")
+	e.Put("ok.txt", "inside\n")
 	for name, target := range map[string]string{
 		"state-link":  ".hub",
 		"db-link":     ".hub/hub.db",
@@ -136,33 +137,33 @@ func TestStateDirThroughSymlinkedWorkspace(t *testing.T) {
 		"inner/up", "inner/up/hub.db", "via-link/hub.db", "abs-state/hub.db", "abs-through/hub.db",
 		e.state, filepath.Join(e.link, ".hub", "hub.db"),
 	}
-	before := snapshot(t, e.base)
+	before := verbtest.Snapshot(t, e.Base)
 	for _, p := range paths {
 		for _, c := range pathCalls(p) {
-			out := e.run(c.verb, c.args)
+			out := e.Run(c.verb, c.args)
 			if out.Err == nil || out.Err.Code != executor.CodeForbiddenPath {
 				t.Errorf("%s %+v: got %v, want forbidden_path", c.verb, c.args, out.Err)
 			}
 			if strings.Contains(string(out.JSON()), "CANARY") {
 				t.Errorf("%s %+v: result shows the state: %s", c.verb, c.args, out.JSON())
 			}
-			if out.Err != nil && !strings.Contains(p, e.base) && strings.Contains(out.Err.Message, e.base) {
+			if out.Err != nil && !strings.Contains(p, e.Base) && strings.Contains(out.Err.Message, e.Base) {
 				t.Errorf("%s %q: message shows a host path: %s", c.verb, p, out.Err.Message)
 			}
 		}
 	}
-	if after := snapshot(t, e.base); !maps.Equal(before, after) {
-		t.Fatalf("the refused calls changed the filesystem:\n%s", diffSnapshots(before, after))
+	if after := verbtest.Snapshot(t, e.Base); !maps.Equal(before, after) {
+		t.Fatalf("the refused calls changed the filesystem:\n%s", verbtest.DiffSnapshots(before, after))
 	}
 	// The refusal of .hub itself keeps its friendly message.
-	e.fails(executor.CodeForbiddenPath, "fs.listDir", verbs.FsListDirArgs{Path: ".hub"}, "Path .hub is reserved for the hub's state")
+	e.Fails(executor.CodeForbiddenPath, "fs.listDir", verbs.FsListDirArgs{Path: ".hub"}, "Path .hub is reserved for the hub's state")
 	// The root listing leaves the state out; the rest still works.
-	for _, de := range ok[verbs.FsListDirResult](e.testEnv, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries {
+	for _, de := range verbtest.OK[verbs.FsListDirResult](e.Env, "fs.listDir", verbs.FsListDirArgs{Path: "."}).Entries {
 		if de.Name == ".hub" {
 			t.Error("listDir . shows .hub")
 		}
 	}
-	if got := ok[verbs.FsReadFileResult](e.testEnv, "fs.readFile", verbs.FsReadFileArgs{Path: "ok.txt"}).Content; got != "inside\n" {
+	if got := verbtest.OK[verbs.FsReadFileResult](e.Env, "fs.readFile", verbs.FsReadFileArgs{Path: "ok.txt"}).Content; got != "inside\n" {
 		t.Errorf("ok.txt = %q", got)
 	}
 }
@@ -172,18 +173,18 @@ func TestStateDirThroughSymlinkedWorkspace(t *testing.T) {
 // refused, listed by no one, and neither deleted nor moved with its parent.
 func TestStateDirProtectedByIdentity(t *testing.T) {
 	e := newProtEnv(t)
-	e.put("ok.txt", "inside\n")
+	e.Put("ok.txt", "inside\n")
 	if err := os.MkdirAll(filepath.Join(e.real, "var"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(e.state, filepath.Join(e.real, "var", "renamed")); err != nil {
 		t.Fatal(err)
 	}
-	e.put("var/other.txt", "other\n")
-	before := snapshot(t, e.base)
+	e.Put("var/other.txt", "other\n")
+	before := verbtest.Snapshot(t, e.Base)
 	for _, p := range []string{"var/renamed", "var/renamed/hub.db", "var/renamed/canary/secret.txt", "var/renamed/new.txt"} {
 		for _, c := range pathCalls(p) {
-			out := e.run(c.verb, c.args)
+			out := e.Run(c.verb, c.args)
 			if out.Err == nil || out.Err.Code != executor.CodeForbiddenPath {
 				t.Errorf("%s %+v: got %v, want forbidden_path", c.verb, c.args, out.Err)
 			}
@@ -192,15 +193,15 @@ func TestStateDirProtectedByIdentity(t *testing.T) {
 			}
 		}
 	}
-	if got := entryStrings(ok[verbs.FsListDirResult](e.testEnv, "fs.listDir", verbs.FsListDirArgs{Path: "var"}).Entries); !slices.Equal(got, []string{"other.txt"}) {
+	if got := verbtest.EntryStrings(verbtest.OK[verbs.FsListDirResult](e.Env, "fs.listDir", verbs.FsListDirArgs{Path: "var"}).Entries); !slices.Equal(got, []string{"other.txt"}) {
 		t.Errorf("listDir var = %v, want the state left out", got)
 	}
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "var"}, "Directory var holds", "reserved for the hub's state", "cannot be deleted")
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "."}, "workspace root")
-	e.fails(executor.CodeIsADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "var", DestinationPath: "elsewhere"})
-	e.fails(executor.CodeIsADirectory, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "var", DestinationPath: "elsewhere"})
-	if after := snapshot(t, e.base); !maps.Equal(before, after) {
-		t.Fatalf("the refused calls changed the filesystem:\n%s", diffSnapshots(before, after))
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "var"}, "Directory var holds", "reserved for the hub's state", "cannot be deleted")
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "."}, "workspace root")
+	e.Fails(executor.CodeIsADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "var", DestinationPath: "elsewhere"})
+	e.Fails(executor.CodeIsADirectory, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "var", DestinationPath: "elsewhere"})
+	if after := verbtest.Snapshot(t, e.Base); !maps.Equal(before, after) {
+		t.Fatalf("the refused calls changed the filesystem:\n%s", verbtest.DiffSnapshots(before, after))
 	}
 }
 
@@ -211,30 +212,30 @@ func TestDirectoryHoldingStateIsKept(t *testing.T) {
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
 	state := filepath.Join(ws, "var", "hub")
-	writeFile(t, filepath.Join(state, "hub.db"), "CANARY-DB\n")
-	writeFile(t, filepath.Join(ws, "var", "other.txt"), "other\n")
+	verbtest.WriteFile(t, filepath.Join(state, "hub.db"), "CANARY-DB\n")
+	verbtest.WriteFile(t, filepath.Join(ws, "var", "other.txt"), "other\n")
 	w, err := verbs.OpenWorkspace(ws, verbs.WorkspaceOptions{Protect: []string{state}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	e := &testEnv{t: t, base: base, dir: ws, state: state, ws: w}
-	if e.set, err = verbs.NewSet(w, verbs.DefaultOptions(state)); err != nil {
+	e := &verbtest.Env{T: t, Base: base, Dir: ws, State: state, WS: w}
+	if e.Set, err = verbs.NewSet(w, verbs.DefaultOptions(state)); err != nil {
 		t.Fatal(err)
 	}
 	reg := executor.NewRegistry()
-	if err := e.set.Register(reg); err != nil {
+	if err := e.Set.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	e.x = executor.New(reg, executor.Options{})
+	e.X = executor.New(reg, executor.Options{})
 
-	before := snapshot(t, base)
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "."}, "workspace root")
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "var"}, "var/hub", "reserved for the hub's state")
-	e.fails(executor.CodeIsADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "var", DestinationPath: "moved"})
-	e.fails(executor.CodeIsADirectory, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "var", DestinationPath: "copied"})
-	if after := snapshot(t, base); !maps.Equal(before, after) {
-		t.Fatalf("refused calls changed the filesystem:\n%s", diffSnapshots(before, after))
+	before := verbtest.Snapshot(t, base)
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "."}, "workspace root")
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "var"}, "var/hub", "reserved for the hub's state")
+	e.Fails(executor.CodeIsADirectory, "fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "var", DestinationPath: "moved"})
+	e.Fails(executor.CodeIsADirectory, "fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "var", DestinationPath: "copied"})
+	if after := verbtest.Snapshot(t, base); !maps.Equal(before, after) {
+		t.Fatalf("refused calls changed the filesystem:\n%s", verbtest.DiffSnapshots(before, after))
 	}
 
 	// Moved on the host below a tree the path rules do not know: the
@@ -245,7 +246,7 @@ func TestDirectoryHoldingStateIsKept(t *testing.T) {
 	if err := os.Rename(state, filepath.Join(ws, "tree", "a", "z")); err != nil {
 		t.Fatal(err)
 	}
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"}, "Directory tree holds", "cannot be deleted")
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"}, "Directory tree holds", "cannot be deleted")
 	if b, err := os.ReadFile(filepath.Join(ws, "tree", "a", "z", "hub.db")); err != nil || string(b) != "CANARY-DB\n" {
 		t.Fatalf("state after refused delete: %q, %v", b, err)
 	}
@@ -336,8 +337,8 @@ func swapper(t *testing.T, a, b string, stop <-chan struct{}, swaps *atomic.Int6
 // runs for 20 s when CI=true or -run names it, 3 s otherwise.
 func TestStateDirSwapRace(t *testing.T) {
 	e := newProtEnv(t)
-	e.put("ok.txt", "inside\n")
-	e.put("copy-src.txt", "harmless\n")
+	e.Put("ok.txt", "inside\n")
+	e.Put("copy-src.txt", "harmless\n")
 	type racer struct{ dir, alt, target string }
 	racers := []racer{
 		{"d", "d.alt", ".hub"},
@@ -345,8 +346,8 @@ func TestStateDirSwapRace(t *testing.T) {
 		{"a/d", "a/d.alt", e.state},
 	}
 	fill := func(dir string) {
-		e.put(dir+"/canary/secret.txt", "harmless\n")
-		e.put(dir+"/sub/b.txt", "harmless\n")
+		e.Put(dir+"/canary/secret.txt", "harmless\n")
+		e.Put(dir+"/sub/b.txt", "harmless\n")
 	}
 	for _, r := range racers {
 		fill(r.dir)
@@ -354,7 +355,7 @@ func TestStateDirSwapRace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stateBefore := snapshot(t, e.state)
+	stateBefore := verbtest.Snapshot(t, e.state)
 
 	stop := make(chan struct{})
 	var swaps atomic.Int64
@@ -375,7 +376,7 @@ func TestStateDirSwapRace(t *testing.T) {
 		if err != nil {
 			panic(err)
 		}
-		out := e.x.ExecuteInput(context.Background(), in)
+		out := e.X.ExecuteInput(context.Background(), in)
 		res := string(out.JSON())
 		mu.Lock()
 		defer mu.Unlock()
@@ -409,8 +410,8 @@ func TestStateDirSwapRace(t *testing.T) {
 			call("fs.writeFile", verbs.FsWriteFileArgs{Path: d + "/canary/secret.txt", Content: "harmless\n"})
 			call("fs.writeFile", verbs.FsWriteFileArgs{Path: d + "/hub.db", Content: "pwned", Mode: verbs.ModeOverwrite})
 			call("fs.writeFile", verbs.FsWriteFileArgs{Path: d + "/pma/delivery_targets.json", Content: "pwned", Mode: verbs.ModeAppend})
-			call("fs.writeRange", verbs.FsWriteRangeArgs{Path: d + "/canary/secret.txt", StartLine: 1, EndLine: ptr(1), Content: "harmless"})
-			call("fs.writeRange", verbs.FsWriteRangeArgs{Path: d + "/hub.db", StartLine: 1, EndLine: ptr(1), Content: "pwned"})
+			call("fs.writeRange", verbs.FsWriteRangeArgs{Path: d + "/canary/secret.txt", StartLine: 1, EndLine: verbtest.Ptr(1), Content: "harmless"})
+			call("fs.writeRange", verbs.FsWriteRangeArgs{Path: d + "/hub.db", StartLine: 1, EndLine: verbtest.Ptr(1), Content: "pwned"})
 			call("fs.copyFile", verbs.FsCopyFileArgs{SourcePath: d + "/canary/secret.txt", DestinationPath: n})
 			call("fs.copyFile", verbs.FsCopyFileArgs{SourcePath: d + "/hub.db", DestinationPath: n + ".db"})
 			call("fs.readFile", verbs.FsReadFileArgs{Path: n})
@@ -454,8 +455,8 @@ func TestStateDirSwapRace(t *testing.T) {
 	for _, l := range leaks[:min(len(leaks), 10)] {
 		t.Errorf("leak: %s", l)
 	}
-	if after := snapshot(t, e.state); !maps.Equal(stateBefore, after) {
-		t.Errorf("the state changed:\n%s", diffSnapshots(stateBefore, after))
+	if after := verbtest.Snapshot(t, e.state); !maps.Equal(stateBefore, after) {
+		t.Errorf("the state changed:\n%s", verbtest.DiffSnapshots(stateBefore, after))
 	}
 	// Nothing of the state was copied or moved out into the workspace.
 	err := filepath.WalkDir(e.real, func(p string, de os.DirEntry, err error) error {
@@ -495,7 +496,7 @@ func TestStateDirSwapRace(t *testing.T) {
 // state out; a mount inside the state is refused.
 func TestSessionsUnderProtectedState(t *testing.T) {
 	e := newProtEnv(t)
-	e.put("docs/a.md", "doc\n")
+	e.Put("docs/a.md", "doc\n")
 	if err := os.Symlink("../.hub/canary", filepath.Join(e.real, "docs", "to-state")); err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +507,7 @@ func TestSessionsUnderProtectedState(t *testing.T) {
 		Mounts:     []verbs.Mount{{HostPath: ".", MountPath: ".", FollowSymlinks: true}},
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	src, err := verbs.OpenSessions(e.ws, opts)
+	src, err := verbs.OpenSessions(e.WS, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,16 +536,16 @@ func TestSessionsUnderProtectedState(t *testing.T) {
 		}
 	}
 	live := filepath.Join(opts.Root, verbs.SessionDirName("chat:1"), "live")
-	for _, f := range tree(t, live) {
+	for _, f := range verbtest.Tree(t, live) {
 		if strings.Contains(f, "CANARY") || strings.HasPrefix(f, ".hub/") {
 			t.Errorf("the mount copied the state into the session: %s", f)
 		}
 	}
-	if !slices.Contains(tree(t, live), "docs/a.md=doc") {
-		t.Errorf("session tree %v lacks the mounted docs", tree(t, live))
+	if !slices.Contains(verbtest.Tree(t, live), "docs/a.md=doc") {
+		t.Errorf("session tree %v lacks the mounted docs", verbtest.Tree(t, live))
 	}
 	opts.Mounts = []verbs.Mount{{HostPath: ".hub/canary"}}
-	if s, err := verbs.OpenSessions(e.ws, opts); err == nil {
+	if s, err := verbs.OpenSessions(e.WS, opts); err == nil {
 		s.Close()
 		t.Fatal("a mount inside the state directory was accepted")
 	} else if !strings.Contains(err.Error(), "reserved for the hub's state") {

@@ -1,6 +1,6 @@
 //go:build windows
 
-package verbs
+package proc
 
 import (
 	"errors"
@@ -45,9 +45,9 @@ func newProcTree(cmd *exec.Cmd) (*procTree, error) {
 	return &procTree{cmd: cmd, job: job}, nil
 }
 
-// runAs fails: ChooseProcUser never picks another user on Windows, where
+// runAs fails: ChooseUser never picks another user on Windows, where
 // the hub does not run as root.
-func runAs(_ *exec.Cmd, u *ProcUser) error {
+func runAs(_ *exec.Cmd, u *User) error {
 	return fmt.Errorf("running programs as %s needs a Unix system", u)
 }
 

@@ -1,4 +1,4 @@
-package verbs_test
+package confine_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
 )
 
 // fileEnv is the README's layout: the configuration file hub.yml and a
@@ -26,7 +27,7 @@ import (
 // .hub inside it, and a token file outside it (etc/web.token), all
 // protected; every protected file's content says CANARY.
 type fileEnv struct {
-	*testEnv
+	*verbtest.Env
 	files []verbs.ProtectedFile
 }
 
@@ -38,10 +39,10 @@ func newFileEnv(t *testing.T) *fileEnv {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(ws, "hub.yml"), "CANARY-CONFIG: 1\n")
-	writeFile(t, filepath.Join(ws, "secrets", "telegram.token"), "CANARY-TOKEN\n")
-	writeFile(t, filepath.Join(base, "etc", "web.token"), "CANARY-WEB\n")
-	writeFile(t, filepath.Join(ws, "ok.txt"), "harmless\n")
+	verbtest.WriteFile(t, filepath.Join(ws, "hub.yml"), "CANARY-CONFIG: 1\n")
+	verbtest.WriteFile(t, filepath.Join(ws, "secrets", "telegram.token"), "CANARY-TOKEN\n")
+	verbtest.WriteFile(t, filepath.Join(base, "etc", "web.token"), "CANARY-WEB\n")
+	verbtest.WriteFile(t, filepath.Join(ws, "ok.txt"), "harmless\n")
 	files := []verbs.ProtectedFile{
 		{Path: filepath.Join(ws, "hub.yml"), What: "the configuration file"},
 		{Path: filepath.Join(ws, "secrets", "telegram.token"), What: "telegram.token_file"},
@@ -52,16 +53,16 @@ func newFileEnv(t *testing.T) *fileEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	e := &testEnv{t: t, base: base, dir: ws, state: state, ws: w}
-	if e.set, err = verbs.NewSet(w, verbs.DefaultOptions(state)); err != nil {
+	e := &verbtest.Env{T: t, Base: base, Dir: ws, State: state, WS: w}
+	if e.Set, err = verbs.NewSet(w, verbs.DefaultOptions(state)); err != nil {
 		t.Fatal(err)
 	}
 	reg := executor.NewRegistry()
-	if err := e.set.Register(reg); err != nil {
+	if err := e.Set.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	e.x = executor.New(reg, executor.Options{})
-	return &fileEnv{testEnv: e, files: files}
+	e.X = executor.New(reg, executor.Options{})
+	return &fileEnv{Env: e, files: files}
 }
 
 // fileCalls are the calls of every verb that takes a path, on the file p,
@@ -83,7 +84,7 @@ func fileCalls(p string) []struct {
 		{"fs.writeFile", verbs.FsWriteFileArgs{Path: p, Content: "pwned"}},
 		{"fs.writeFile", verbs.FsWriteFileArgs{Path: p, Content: "pwned", Mode: verbs.ModeOverwrite}},
 		{"fs.writeFile", verbs.FsWriteFileArgs{Path: p, Content: "pwned", Mode: verbs.ModeAppend}},
-		{"fs.writeRange", verbs.FsWriteRangeArgs{Path: p, StartLine: 1, EndLine: ptr(1), Content: "pwned"}},
+		{"fs.writeRange", verbs.FsWriteRangeArgs{Path: p, StartLine: 1, EndLine: verbtest.Ptr(1), Content: "pwned"}},
 		{"fs.deleteFile", verbs.FsDeleteFileArgs{Path: p}},
 		{"fs.moveFile", verbs.FsMoveFileArgs{SourcePath: p, DestinationPath: "moved.txt"}},
 		{"fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "ok.txt", DestinationPath: p}},
@@ -98,25 +99,25 @@ func fileCalls(p string) []struct {
 // refused with forbidden_path, show no protected content and name no host
 // path, and the whole tree must stay as it was.
 func (e *fileEnv) refusedEverywhere(paths ...string) {
-	e.t.Helper()
-	before := snapshot(e.t.(*testing.T), e.base)
+	e.T.Helper()
+	before := verbtest.Snapshot(e.T.(*testing.T), e.Base)
 	for _, p := range paths {
 		for _, c := range fileCalls(p) {
-			out := e.run(c.verb, c.args)
+			out := e.Run(c.verb, c.args)
 			if out.Err == nil || out.Err.Code != executor.CodeForbiddenPath {
-				e.t.Errorf("%s %+v: got %v, want forbidden_path", c.verb, c.args, out.Err)
+				e.T.Errorf("%s %+v: got %v, want forbidden_path", c.verb, c.args, out.Err)
 				continue
 			}
 			if strings.Contains(string(out.JSON()), "CANARY") {
-				e.t.Errorf("%s %+v: result shows a protected file: %s", c.verb, c.args, out.JSON())
+				e.T.Errorf("%s %+v: result shows a protected file: %s", c.verb, c.args, out.JSON())
 			}
-			if strings.Contains(out.Err.Message, e.base) {
-				e.t.Errorf("%s %+v: message shows a host path: %s", c.verb, c.args, out.Err.Message)
+			if strings.Contains(out.Err.Message, e.Base) {
+				e.T.Errorf("%s %+v: message shows a host path: %s", c.verb, c.args, out.Err.Message)
 			}
 		}
 	}
-	if after := snapshot(e.t.(*testing.T), e.base); !maps.Equal(before, after) {
-		e.t.Fatalf("refused calls changed the filesystem:\n%s", diffSnapshots(before, after))
+	if after := verbtest.Snapshot(e.T.(*testing.T), e.Base); !maps.Equal(before, after) {
+		e.T.Fatalf("refused calls changed the filesystem:\n%s", verbtest.DiffSnapshots(before, after))
 	}
 }
 
@@ -126,7 +127,7 @@ func (e *fileEnv) refusedEverywhere(paths ...string) {
 // renamed on the host after the workspace opened; nothing changes.
 func TestProtectedFilesHoweverSpelled(t *testing.T) {
 	e := newFileEnv(t)
-	ws := e.dir
+	ws := e.Dir
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -136,7 +137,7 @@ func TestProtectedFilesHoweverSpelled(t *testing.T) {
 	must(os.MkdirAll(filepath.Join(ws, "deep", "er"), 0o755))
 	must(os.Link(filepath.Join(ws, "hub.yml"), filepath.Join(ws, "hl-config")))
 	must(os.Link(filepath.Join(ws, "secrets", "telegram.token"), filepath.Join(ws, "deep", "hl-token")))
-	must(os.Link(filepath.Join(e.base, "etc", "web.token"), filepath.Join(ws, "deep", "er", "hl-web")))
+	must(os.Link(filepath.Join(e.Base, "etc", "web.token"), filepath.Join(ws, "deep", "er", "hl-web")))
 	must(os.Symlink("hub.yml", filepath.Join(ws, "sl-config")))
 	must(os.Symlink("../secrets/telegram.token", filepath.Join(ws, "deep", "sl-token")))
 	must(os.Symlink("deep", filepath.Join(ws, "sl-dir")))
@@ -149,13 +150,13 @@ func TestProtectedFilesHoweverSpelled(t *testing.T) {
 	// directory's, whatever the path now says.
 	must(os.Rename(filepath.Join(ws, "secrets"), filepath.Join(ws, "renamed")))
 	e.refusedEverywhere("renamed/telegram.token")
-	e.fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "hub.yml"}, "the configuration file", "protected file")
-	e.fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "renamed/telegram.token"}, "telegram.token_file")
+	e.Fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "hub.yml"}, "the configuration file", "protected file")
+	e.Fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "renamed/telegram.token"}, "telegram.token_file")
 	// The rest of the workspace works.
-	if got := ok[verbs.FsReadFileResult](e.testEnv, "fs.readFile", verbs.FsReadFileArgs{Path: "ok.txt"}).Content; got != "harmless\n" {
+	if got := verbtest.OK[verbs.FsReadFileResult](e.Env, "fs.readFile", verbs.FsReadFileArgs{Path: "ok.txt"}).Content; got != "harmless\n" {
 		t.Fatalf("ok.txt = %q", got)
 	}
-	ok[verbs.FsWriteFileResult](e.testEnv, "fs.writeFile", verbs.FsWriteFileArgs{Path: "renamed/other.txt", Content: "fine"})
+	verbtest.OK[verbs.FsWriteFileResult](e.Env, "fs.writeFile", verbs.FsWriteFileArgs{Path: "renamed/other.txt", Content: "fine"})
 }
 
 // TestProtectedFileReplacedByRename: an editor that saves by renaming a new
@@ -167,12 +168,12 @@ func TestProtectedFilesHoweverSpelled(t *testing.T) {
 // backup, stays protected.
 func TestProtectedFileReplacedByRename(t *testing.T) {
 	e := newFileEnv(t)
-	cfg := filepath.Join(e.dir, "hub.yml")
+	cfg := filepath.Join(e.Dir, "hub.yml")
 	// The editor keeps the old file as a backup and renames the new one in.
 	if err := os.Rename(cfg, cfg+"~"); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, cfg+".new", "CANARY-CONFIG: 2\n")
+	verbtest.WriteFile(t, cfg+".new", "CANARY-CONFIG: 2\n")
 	if err := os.Rename(cfg+".new", cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -191,18 +192,18 @@ func TestProtectedFileReplacedByRename(t *testing.T) {
 		{"fs.moveFile", verbs.FsMoveFileArgs{SourcePath: "ok.txt", DestinationPath: "hub.yml"}},
 		{"fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "hub.yml"}},
 	} {
-		e.fails(executor.CodeForbiddenPath, c.verb, c.args, "the configuration file")
+		e.Fails(executor.CodeForbiddenPath, c.verb, c.args, "the configuration file")
 	}
-	if e.exists("hub.yml") {
+	if e.Exists("hub.yml") {
 		t.Fatal("a refused call created hub.yml")
 	}
 
 	// The operator writes the configuration again, then reloads.
-	writeFile(t, cfg, "CANARY-CONFIG: 3\n")
-	if err := e.ws.RefreshProtected(e.files); err != nil {
+	verbtest.WriteFile(t, cfg, "CANARY-CONFIG: 3\n")
+	if err := e.WS.RefreshProtected(e.files); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Link(cfg, filepath.Join(e.dir, "later-link")); err != nil {
+	if err := os.Link(cfg, filepath.Join(e.Dir, "later-link")); err != nil {
 		t.Fatal(err)
 	}
 	e.refusedEverywhere("hub.yml", "later-link", "hub.yml~")
@@ -230,31 +231,31 @@ func TestProtectedFileMissingDirectory(t *testing.T) {
 		{"fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: "certs/tls"}},
 		{"fs.copyFile", verbs.FsCopyFileArgs{SourcePath: "a.txt", DestinationPath: "certs/tls/key.pem"}},
 	} {
-		e.fails(executor.CodeForbiddenPath, c.verb, c.args, "web.tls_key")
+		e.Fails(executor.CodeForbiddenPath, c.verb, c.args, "web.tls_key")
 	}
-	if e.exists("certs") {
+	if e.Exists("certs") {
 		t.Fatal("a refused call created certs")
 	}
 }
 
-// newEnvAt is a testEnv over ws with wo.
-func newEnvAt(t *testing.T, base, ws, state string, wo verbs.WorkspaceOptions) *testEnv {
+// newEnvAt is a verbtest.Env over ws with wo.
+func newEnvAt(t *testing.T, base, ws, state string, wo verbs.WorkspaceOptions) *verbtest.Env {
 	t.Helper()
-	writeFile(t, filepath.Join(ws, "a.txt"), "a\n")
+	verbtest.WriteFile(t, filepath.Join(ws, "a.txt"), "a\n")
 	w, err := verbs.OpenWorkspace(ws, wo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	e := &testEnv{t: t, base: base, dir: ws, state: state, ws: w}
-	if e.set, err = verbs.NewSet(w, verbs.DefaultOptions(state)); err != nil {
+	e := &verbtest.Env{T: t, Base: base, Dir: ws, State: state, WS: w}
+	if e.Set, err = verbs.NewSet(w, verbs.DefaultOptions(state)); err != nil {
 		t.Fatal(err)
 	}
 	reg := executor.NewRegistry()
-	if err := e.set.Register(reg); err != nil {
+	if err := e.Set.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	e.x = executor.New(reg, executor.Options{})
+	e.X = executor.New(reg, executor.Options{})
 	return e
 }
 
@@ -264,23 +265,23 @@ func newEnvAt(t *testing.T, base, ws, state string, wo verbs.WorkspaceOptions) *
 // kept listing is dropped when RefreshProtected protects more.
 func TestProtectedFilesListedByNoOne(t *testing.T) {
 	e := newFileEnv(t)
-	ws := e.dir
+	ws := e.Dir
 	// The verbs' clock reads an hour ahead, so listings are kept (one of a
 	// directory changed less than two seconds before it is read is not).
-	o := verbs.DefaultOptions(e.state)
+	o := verbs.DefaultOptions(e.State)
 	o.Clock = clock.NewFake(time.Now().Add(time.Hour))
 	var err error
-	if e.set, err = verbs.NewSet(e.ws, o); err != nil {
+	if e.Set, err = verbs.NewSet(e.WS, o); err != nil {
 		t.Fatal(err)
 	}
 	reg := executor.NewRegistry()
-	if err := e.set.Register(reg); err != nil {
+	if err := e.Set.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	e.x = executor.New(reg, executor.Options{})
+	e.X = executor.New(reg, executor.Options{})
 	list := func(p string) []string {
 		t.Helper()
-		return entryStrings(ok[verbs.FsListDirResult](e.testEnv, "fs.listDir", verbs.FsListDirArgs{Path: p}).Entries)
+		return verbtest.EntryStrings(verbtest.OK[verbs.FsListDirResult](e.Env, "fs.listDir", verbs.FsListDirArgs{Path: p}).Entries)
 	}
 	if got := list("."); !slices.Equal(got, []string{"secrets/", "ok.txt"}) {
 		t.Fatalf("listDir . = %v, want hub.yml and .hub left out", got)
@@ -288,8 +289,8 @@ func TestProtectedFilesListedByNoOne(t *testing.T) {
 	if got := list("secrets"); len(got) != 0 {
 		t.Fatalf("listDir secrets = %v, want the token left out", got)
 	}
-	writeFile(t, filepath.Join(ws, "deep", "plain.txt"), "plain\n")
-	if err := os.Link(filepath.Join(e.base, "etc", "web.token"), filepath.Join(ws, "deep", "hl-web")); err != nil {
+	verbtest.WriteFile(t, filepath.Join(ws, "deep", "plain.txt"), "plain\n")
+	if err := os.Link(filepath.Join(e.Base, "etc", "web.token"), filepath.Join(ws, "deep", "hl-web")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("../hub.yml", filepath.Join(ws, "deep", "sl-config")); err != nil {
@@ -298,14 +299,14 @@ func TestProtectedFilesListedByNoOne(t *testing.T) {
 	if got := list("deep"); !slices.Equal(got, []string{"plain.txt", "sl-config"}) {
 		t.Fatalf("listDir deep = %v, want the hard link left out and the symbolic link listed", got)
 	}
-	e.fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "deep/sl-config"}, "the configuration file")
+	e.Fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "deep/sl-config"}, "the configuration file")
 
 	// Kept, then more is protected: the next listing leaves it out.
 	if got := list("deep"); !slices.Equal(got, []string{"plain.txt", "sl-config"}) {
 		t.Fatalf("listDir deep again = %v", got)
 	}
 	more := append(slices.Clone(e.files), verbs.ProtectedFile{Path: filepath.Join(ws, "deep", "plain.txt"), What: "discord.token_file"})
-	if err := e.ws.RefreshProtected(more); err != nil {
+	if err := e.WS.RefreshProtected(more); err != nil {
 		t.Fatal(err)
 	}
 	if got := list("deep"); !slices.Equal(got, []string{"sl-config"}) {
@@ -318,20 +319,20 @@ func TestProtectedFilesListedByNoOne(t *testing.T) {
 // that meets a hard link of a protected file inside a tree stops there.
 func TestDirectoryHoldingProtectedFileIsKept(t *testing.T) {
 	e := newFileEnv(t)
-	ws := e.dir
+	ws := e.Dir
 	if err := os.MkdirAll(filepath.Join(ws, "outer"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(filepath.Join(ws, "secrets"), filepath.Join(ws, "outer", "secrets")); err != nil {
 		t.Fatal(err)
 	}
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "outer/secrets"}, "telegram.token_file", "cannot be deleted")
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "outer"}, "telegram.token_file", "cannot be deleted")
-	writeFile(t, filepath.Join(ws, "tree", "a", "b.txt"), "b\n")
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "outer/secrets"}, "telegram.token_file", "cannot be deleted")
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "outer"}, "telegram.token_file", "cannot be deleted")
+	verbtest.WriteFile(t, filepath.Join(ws, "tree", "a", "b.txt"), "b\n")
 	if err := os.Link(filepath.Join(ws, "hub.yml"), filepath.Join(ws, "tree", "a", "z-config")); err != nil {
 		t.Fatal(err)
 	}
-	e.fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"}, "the configuration file")
+	e.Fails(executor.CodeForbiddenPath, "fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: "tree"}, "the configuration file")
 	if b, err := os.ReadFile(filepath.Join(ws, "tree", "a", "z-config")); err != nil || !strings.Contains(string(b), "CANARY") {
 		t.Fatalf("the hard link after a refused deletion: %q %v", b, err)
 	}
@@ -346,27 +347,27 @@ func TestDirectoryHoldingProtectedFileIsKept(t *testing.T) {
 // session's own files are untouched by it.
 func TestProtectedFilesInSessions(t *testing.T) {
 	e := newFileEnv(t)
-	writeFile(t, filepath.Join(e.dir, "docs", "a.md"), "doc\n")
-	if err := os.Link(filepath.Join(e.base, "etc", "web.token"), filepath.Join(e.dir, "docs", "hl-web")); err != nil {
+	verbtest.WriteFile(t, filepath.Join(e.Dir, "docs", "a.md"), "doc\n")
+	if err := os.Link(filepath.Join(e.Base, "etc", "web.token"), filepath.Join(e.Dir, "docs", "hl-web")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("../hub.yml", filepath.Join(e.dir, "docs", "sl-config")); err != nil {
+	if err := os.Symlink("../hub.yml", filepath.Join(e.Dir, "docs", "sl-config")); err != nil {
 		t.Fatal(err)
 	}
 	opts := verbs.SessionOptions{
-		Root:       filepath.Join(e.state, "sessions"),
+		Root:       filepath.Join(e.State, "sessions"),
 		Meta:       verbs.NewMemoryMeta(),
-		MountRoots: []string{e.dir},
+		MountRoots: []string{e.Dir},
 		Mounts:     []verbs.Mount{{HostPath: ".", MountPath: ".", FollowSymlinks: true}},
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	src, err := verbs.OpenSessions(e.ws, opts)
+	src, err := verbs.OpenSessions(e.WS, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	reg := executor.NewRegistry()
-	if err := verbs.Register(reg, src, verbs.DefaultOptions(e.state)); err != nil {
+	if err := verbs.Register(reg, src, verbs.DefaultOptions(e.State)); err != nil {
 		t.Fatal(err)
 	}
 	x := executor.New(reg, executor.Options{})
@@ -375,7 +376,7 @@ func TestProtectedFilesInSessions(t *testing.T) {
 		t.Fatalf("a session's own hub.yml: %s", out.Err.Message)
 	}
 	live := filepath.Join(opts.Root, verbs.SessionDirName("chat:1"), "live")
-	got := tree(t, live)
+	got := verbtest.Tree(t, live)
 	for _, f := range got {
 		if strings.Contains(f, "CANARY") {
 			t.Errorf("the mount copied a protected file into the session: %s", f)
@@ -386,7 +387,7 @@ func TestProtectedFilesInSessions(t *testing.T) {
 	}
 	for _, hp := range []string{"hub.yml", "secrets/telegram.token", "docs/hl-web"} {
 		opts.Mounts = []verbs.Mount{{HostPath: hp, MountPath: "x"}}
-		if s, err := verbs.OpenSessions(e.ws, opts); err == nil {
+		if s, err := verbs.OpenSessions(e.WS, opts); err == nil {
 			s.Close()
 			t.Errorf("a mount of %s was accepted", hp)
 		} else if !strings.Contains(err.Error(), "protected file") {
@@ -427,10 +428,10 @@ func TestProtectFilesOptions(t *testing.T) {
 // for 20 s when CI=true or -run names it, 3 s otherwise.
 func TestProtectedFileSwapRace(t *testing.T) {
 	e := newFileEnv(t)
-	ws := e.dir
+	ws := e.Dir
 	d, alt := filepath.Join(ws, "d"), filepath.Join(ws, "d.alt")
-	writeFile(t, filepath.Join(d, "cfg"), "harmless\n")
-	writeFile(t, filepath.Join(d, "tok"), "harmless\n")
+	verbtest.WriteFile(t, filepath.Join(d, "cfg"), "harmless\n")
+	verbtest.WriteFile(t, filepath.Join(d, "tok"), "harmless\n")
 	if err := os.MkdirAll(alt, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +441,7 @@ func TestProtectedFileSwapRace(t *testing.T) {
 	if err := os.Link(filepath.Join(ws, "secrets", "telegram.token"), filepath.Join(alt, "tok")); err != nil {
 		t.Fatal(err)
 	}
-	protectedBefore := snapshot(t, filepath.Join(ws, "secrets"))
+	protectedBefore := verbtest.Snapshot(t, filepath.Join(ws, "secrets"))
 	configBefore, _ := os.ReadFile(filepath.Join(ws, "hub.yml"))
 
 	stop := make(chan struct{})
@@ -456,7 +457,7 @@ func TestProtectedFileSwapRace(t *testing.T) {
 	var leaks []string
 	call := func(verb string, args any) {
 		in, _ := json.Marshal(map[string]any{"verb": verb, "arguments": args})
-		out := e.x.ExecuteInput(context.Background(), in)
+		out := e.X.ExecuteInput(context.Background(), in)
 		res := string(out.JSON())
 		mu.Lock()
 		defer mu.Unlock()
@@ -485,7 +486,7 @@ func TestProtectedFileSwapRace(t *testing.T) {
 					call("fs.readFile", verbs.FsReadFileArgs{Path: n})
 					call("fs.deleteFile", verbs.FsDeleteFileArgs{Path: n})
 					call("fs.writeFile", verbs.FsWriteFileArgs{Path: f, Content: "pwned\n", Mode: verbs.ModeAppend})
-					call("fs.writeRange", verbs.FsWriteRangeArgs{Path: f, StartLine: 1, EndLine: ptr(1), Content: "harmless"})
+					call("fs.writeRange", verbs.FsWriteRangeArgs{Path: f, StartLine: 1, EndLine: verbtest.Ptr(1), Content: "harmless"})
 					call("fs.moveFile", verbs.FsMoveFileArgs{SourcePath: f, DestinationPath: n + ".moved"})
 					call("fs.readFile", verbs.FsReadFileArgs{Path: n + ".moved"})
 					call("fs.deleteFile", verbs.FsDeleteFileArgs{Path: n + ".moved"})
@@ -504,8 +505,8 @@ func TestProtectedFileSwapRace(t *testing.T) {
 	for _, l := range leaks[:min(len(leaks), 10)] {
 		t.Errorf("leak: %s", l)
 	}
-	if after := snapshot(t, filepath.Join(ws, "secrets")); !maps.Equal(protectedBefore, after) {
-		t.Errorf("the token changed:\n%s", diffSnapshots(protectedBefore, after))
+	if after := verbtest.Snapshot(t, filepath.Join(ws, "secrets")); !maps.Equal(protectedBefore, after) {
+		t.Errorf("the token changed:\n%s", verbtest.DiffSnapshots(protectedBefore, after))
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "hub.yml")); string(b) != string(configBefore) {
 		t.Errorf("the configuration changed: %q", b)

@@ -1,4 +1,4 @@
-package verbs_test
+package confine_test
 
 import "golang.org/x/sys/unix"
 

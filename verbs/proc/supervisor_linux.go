@@ -1,6 +1,6 @@
 //go:build linux
 
-package verbs
+package proc
 
 import (
 	"bufio"
@@ -413,7 +413,7 @@ func runExecStage(specJSON string) int {
 // kernel clears the parent-death signal when the credentials change: it is
 // set again, and the supervisor (parent) must still be there, since its
 // death before then would not have been signalled.
-func becomeUser(u *ProcUser, parent int) error {
+func becomeUser(u *User, parent int) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return err
 	}

@@ -1,18 +1,18 @@
 //go:build !linux
 
-package verbs
+package confine
 
 import "os"
 
 // readDirents reads every entry of the open directory d.
-func readDirents(d *os.File) ([]dirent, error) {
+func readDirents(d *os.File) ([]Entry, error) {
 	des, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]dirent, len(des))
+	out := make([]Entry, len(des))
 	for i, de := range des {
-		out[i] = dirent{name: de.Name(), typ: de.Type()}
+		out[i] = Entry{Name: de.Name(), Type: de.Type()}
 	}
 	return out, nil
 }

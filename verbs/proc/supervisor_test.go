@@ -1,6 +1,6 @@
 //go:build linux
 
-package verbs_test
+package proc_test
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
+	"github.com/a6afc2ce/hermes-hub/verbs/proc"
 )
 
 // escapeScript starts a setsid grandchild and a double-forked one, records
@@ -31,10 +33,10 @@ echo recorded
 }
 
 // recordedPids reads ./pids from the workspace.
-func recordedPids(t *testing.T, e *testEnv) []int {
+func recordedPids(t *testing.T, e *verbtest.Env) []int {
 	t.Helper()
 	var pids []int
-	for _, f := range strings.Fields(e.get("pids")) {
+	for _, f := range strings.Fields(e.Get("pids")) {
 		pid, err := strconv.Atoi(f)
 		if err != nil {
 			t.Fatalf("pids file: %v", err)
@@ -46,7 +48,7 @@ func recordedPids(t *testing.T, e *testEnv) []int {
 
 // alive reports whether pid still runs (a zombie does not).
 func alive(pid int) bool {
-	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) && !zombie(pid)
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) && !verbtest.Zombie(pid)
 }
 
 // survivors waits up to five seconds for every pid to be gone and returns
@@ -82,8 +84,8 @@ func TestProcRunKillsEscapedDescendants(t *testing.T) {
 		{"timeout", "sleep 300", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			r := runProc(t, e, "t.escape", verbs.ProcRunArgs{Executable: "sh", Arguments: escapeScript(tc.then), TimeoutSeconds: ptr(tc.timeout)})
+			e := verbtest.New(t)
+			r := verbtest.RunProc(t, e, "t.escape", verbs.ProcRunArgs{Executable: "sh", Arguments: escapeScript(tc.then), TimeoutSeconds: verbtest.Ptr(tc.timeout)})
 			if r.StdoutTail != "recorded\n" {
 				t.Fatalf("script did not record its pids: %+v", r)
 			}
@@ -104,9 +106,9 @@ func TestProcRunKillsEscapedDescendants(t *testing.T) {
 // Without the supervisor (a binary that does not call MaybeRunSupervisor)
 // a setsid grandchild survives: the test above can fail.
 func TestProcRunWithoutSupervisorLeaksEscapes(t *testing.T) {
-	verbs.WithoutSupervisor(t)
-	e := newEnv(t)
-	r := runProc(t, e, "t.leak", verbs.ProcRunArgs{Executable: "sh", Arguments: escapeScript("exit 0")})
+	proc.WithoutSupervisor(t)
+	e := verbtest.New(t)
+	r := verbtest.RunProc(t, e, "t.leak", verbs.ProcRunArgs{Executable: "sh", Arguments: escapeScript("exit 0")})
 	pids := recordedPids(t, e)
 	if r.ExitCode != 0 || len(pids) != 2 {
 		t.Fatalf("result %+v, pids %v", r, pids)
@@ -126,23 +128,23 @@ func TestProcRunWithoutSupervisorLeaksEscapes(t *testing.T) {
 
 // Hub stop cancels the context of the calls in flight.
 func TestProcRunCancelKillsEscapedDescendants(t *testing.T) {
-	e := newEnv(t)
-	ctx, cancel := context.WithCancel(withTurn("t.stop"))
+	e := verbtest.New(t)
+	ctx, cancel := context.WithCancel(verbtest.WithTurn("t.stop"))
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.set.ProcRun(ctx, verbs.ProcRunArgs{Executable: "sh", Arguments: escapeScript("sleep 300")})
+		_, err := e.Set.ProcRun(ctx, verbs.ProcRunArgs{Executable: "sh", Arguments: escapeScript("sleep 300")})
 		done <- err
 	}()
 	for range 400 {
-		if b, _ := os.ReadFile(filepath.Join(e.state, "proc/t.stop/stdout.txt")); len(b) > 0 {
+		if b, _ := os.ReadFile(filepath.Join(e.State, "proc/t.stop/stdout.txt")); len(b) > 0 {
 			break
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 	pids := recordedPids(t, e)
 	cancel()
-	checkErr(t, <-done, executor.CodeCanceled, "stopped before it finished")
+	verbtest.CheckErr(t, <-done, executor.CodeCanceled, "stopped before it finished")
 	if len(pids) != 2 {
 		t.Fatalf("recorded pids %v", pids)
 	}
@@ -160,11 +162,11 @@ const forkLoop = 300
 
 func TestProcRunMaxProcs(t *testing.T) {
 	const limit = 16
-	e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.MaxProcs = limit })
-	r := runProc(t, e, "t.forks", verbs.ProcRunArgs{
+	e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.MaxProcs = limit })
+	r := verbtest.RunProc(t, e, "t.forks", verbs.ProcRunArgs{
 		Executable:     "sh",
 		Arguments:      []string{"-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do sleep 300 & echo $! >> pids; i=$((i+1)); done; wait`, forkLoop)},
-		TimeoutSeconds: ptr(60),
+		TimeoutSeconds: verbtest.Ptr(60),
 	})
 	if r.ExitCode != -1 || r.TimedOut || !strings.Contains(r.StderrTail, "more than 16 processes") {
 		t.Errorf("result %+v, want the tree killed over the process limit", r)
@@ -183,20 +185,20 @@ func TestProcRunMaxProcs(t *testing.T) {
 
 func TestProcRunMaxMemory(t *testing.T) {
 	const alloc = `x=$(head -c 50000000 /dev/zero | tr "\0" a); echo ${#x}`
-	e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.MaxMemory = 32 << 20 })
-	if r := runProc(t, e, "t.mem", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", alloc}}); r.ExitCode == 0 || r.StdoutTail != "" {
+	e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.MaxMemory = 32 << 20 })
+	if r := verbtest.RunProc(t, e, "t.mem", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", alloc}}); r.ExitCode == 0 || r.StdoutTail != "" {
 		t.Errorf("allocating 50MB under a 32MiB limit: %+v", r)
 	}
 	// The hub is unaffected, and the same program runs under the default.
-	e = newEnv(t)
-	if r := runProc(t, e, "t.mem2", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", alloc}}); r.ExitCode != 0 || r.StdoutTail != "50000000\n" {
+	e = verbtest.New(t)
+	if r := verbtest.RunProc(t, e, "t.mem2", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", alloc}}); r.ExitCode != 0 || r.StdoutTail != "50000000\n" {
 		t.Errorf("the same program under the default limit: %+v", r)
 	}
 }
 
 func TestProcRunMaxCPU(t *testing.T) {
-	e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.MaxCPUSeconds = 1 })
-	r := runProc(t, e, "t.cpu", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "while :; do :; done"}, TimeoutSeconds: ptr(120)})
+	e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.MaxCPUSeconds = 1 })
+	r := verbtest.RunProc(t, e, "t.cpu", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "while :; do :; done"}, TimeoutSeconds: verbtest.Ptr(120)})
 	if r.ExitCode != -1 || r.TimedOut || !strings.Contains(r.StderrTail, "CPU time limit of 1 s") {
 		t.Errorf("busy loop: %+v", r)
 	}
@@ -206,9 +208,9 @@ func TestProcRunMaxCPU(t *testing.T) {
 // than the program's own.
 func TestProcRunParentEnvironHasNoSecret(t *testing.T) {
 	t.Setenv("HUB_TEST_SECRET", "s3cr3t-token-value")
-	e := newEnv(t)
-	r := runProc(t, e, "t.ppid", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "cat /proc/$PPID/environ; echo; cat /proc/$PPID/cmdline"}})
-	out := e.stateFile(r.StdoutPath)
+	e := verbtest.New(t)
+	r := verbtest.RunProc(t, e, "t.ppid", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "cat /proc/$PPID/environ; echo; cat /proc/$PPID/cmdline"}})
+	out := e.StateFile(r.StdoutPath)
 	if strings.Contains(out, "s3cr3t") || strings.Contains(out, "HUB_TEST_SECRET") {
 		t.Fatalf("the program read the secret from its parent:\n%s", out)
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package verbs
+package proc
 
 import (
 	"errors"

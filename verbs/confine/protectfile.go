@@ -1,4 +1,4 @@
-package verbs
+package confine
 
 import (
 	"errors"
@@ -30,11 +30,11 @@ import (
 //
 // Every element of a path a verb opens, directories included, is compared
 // with the places, and the last one also with the identities. A directory
-// holding a place cannot be deleted. RefreshProtected resolves the files
+// holding a place cannot be deleted. Root.Refresh resolves the files
 // again (on a reload): the new file at a place gets its identity recorded,
 // an old identity still reachable by a name (an editor's backup) stays.
 
-// ProtectedFile is a file no verb may reach.
+// ProtectedFile is a file no path may reach.
 type ProtectedFile struct {
 	// Path is the file's absolute host path.
 	Path string
@@ -44,8 +44,7 @@ type ProtectedFile struct {
 }
 
 // ErrCannotProtect is wrapped by the error of a protected file that
-// cannot be protected (WorkspaceOptions.ProtectFiles,
-// Workspace.RefreshProtected).
+// cannot be protected (Options.ProtectFiles, Root.Refresh).
 var ErrCannotProtect = errors.New("cannot protect the hub's configuration and secret files")
 
 // filePlace is where a protected file lies (or will): a held directory and
@@ -57,7 +56,7 @@ type filePlace struct {
 }
 
 // heldDir is a directory held open so its identity is not recycled. It is
-// closed only with the protection: verbs use its descriptor.
+// closed only with the Protection: verbs use its descriptor.
 type heldDir struct {
 	id fileID
 	f  *os.File
@@ -74,11 +73,11 @@ type guardedFile struct {
 }
 
 // fileSet is the protected files at one time; never changed once stored
-// (protection.files), replaced whole by RefreshProtected.
+// (Protection.files), replaced whole by Refresh.
 type fileSet struct {
 	files  []*guardedFile
 	places []filePlace
-	gen    uint64 // counts the sets a protection installed, from 1
+	gen    uint64 // counts the sets a Protection installed, from 1
 }
 
 // generation is s's gen; 0 for no set.
@@ -173,14 +172,8 @@ func (s *fileSet) elsewhere() bool {
 	return false
 }
 
-// protectedFileErr is the refusal of a protected file; fsError turns it
-// into forbidden_path.
-type protectedFileErr struct{ what string }
-
-func (e *protectedFileErr) Error() string { return "path is " + e.what + ", a protected file" }
-
 // loadFiles is the protected file set in force.
-func (p *protection) loadFiles() *fileSet {
+func (p *Protection) loadFiles() *fileSet {
 	if p == nil {
 		return nil
 	}
@@ -189,7 +182,7 @@ func (p *protection) loadFiles() *fileSet {
 
 // checkPlace refuses the element name of the directory dirfd (identity
 // dirID when known, else asked for) when it is a protected place.
-func (p *protection) checkPlace(dirfd int, dirID *fileID, name string) error {
+func (p *Protection) checkPlace(dirfd int, dirID *fileID, name string) error {
 	s := p.loadFiles()
 	if !s.named(name) {
 		return nil
@@ -210,7 +203,7 @@ func (p *protection) checkPlace(dirfd int, dirID *fileID, name string) error {
 }
 
 // checkFile refuses st when it describes a protected file.
-func (p *protection) checkFile(st *unix.Stat_t) error {
+func (p *Protection) checkFile(st *unix.Stat_t) error {
 	if st == nil || isDir(st) {
 		return nil
 	}
@@ -221,7 +214,7 @@ func (p *protection) checkFile(st *unix.Stat_t) error {
 }
 
 // checkFileInfo is checkFile for an open file's stat result.
-func (p *protection) checkFileInfo(fi fs.FileInfo) error {
+func (p *Protection) checkFileInfo(fi fs.FileInfo) error {
 	if fi.IsDir() {
 		return nil
 	}
@@ -236,7 +229,7 @@ func (p *protection) checkFileInfo(fi fs.FileInfo) error {
 // setFiles resolves files and installs them with the places and the
 // identities of the set in force that still have a name: a refresh never
 // protects less. Identities left out are closed.
-func (p *protection) setFiles(files []ProtectedFile) error {
+func (p *Protection) setFiles(files []ProtectedFile) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fresh := &fileSet{}
@@ -295,7 +288,7 @@ func (g *guardedFile) close() {
 // element is a symbolic link, the link's place too. A missing file has its
 // place only; a missing directory makes its nearest existing ancestor and
 // the first missing name the place.
-func (p *protection) resolveFile(pf ProtectedFile, s *fileSet) error {
+func (p *Protection) resolveFile(pf ProtectedFile, s *fileSet) error {
 	if !filepath.IsAbs(pf.Path) {
 		return fmt.Errorf("protected file %s (%s) is not an absolute path", pf.Path, pf.What)
 	}
@@ -353,7 +346,7 @@ func (p *protection) resolveFile(pf ProtectedFile, s *fileSet) error {
 // placeOf returns the place of the absolute path clean: its directory, held
 // (links followed), and its name, or the nearest existing ancestor and the
 // name of the first missing element.
-func (p *protection) placeOf(clean, what string) (filePlace, error) {
+func (p *Protection) placeOf(clean, what string) (filePlace, error) {
 	dir, name := filepath.Dir(clean), filepath.Base(clean)
 	for {
 		d, err := p.holdDir(dir)
@@ -370,7 +363,7 @@ func (p *protection) placeOf(clean, what string) (filePlace, error) {
 
 // holdDir opens the directory dir, or returns the one already held with
 // its identity. Called with p.mu held.
-func (p *protection) holdDir(dir string) (*heldDir, error) {
+func (p *Protection) holdDir(dir string) (*heldDir, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
@@ -415,7 +408,7 @@ type fileFilter struct {
 }
 
 // filesIn is the filter of the directory with identity dir.
-func (p *protection) filesIn(dir fileID) fileFilter {
+func (p *Protection) filesIn(dir fileID) fileFilter {
 	s := p.loadFiles()
 	if s == nil {
 		return fileFilter{}
@@ -427,19 +420,19 @@ func (p *protection) filesIn(dir fileID) fileFilter {
 // out reports whether the entry de of the directory dfd is left out: a
 // protected place, or, when files are stat'ed, a protected file. Links are
 // listed; what they lead to is refused when used.
-func (f fileFilter) out(dfd int, de dirent) bool {
+func (f fileFilter) out(dfd int, de *Entry) bool {
 	if f.set == nil {
 		return false
 	}
 	if f.here {
-		if _, ok := f.set.place(f.dir, de.name); ok {
+		if _, ok := f.set.place(f.dir, de.Name); ok {
 			return true
 		}
 	}
-	if !f.stat || de.typ.IsDir() || de.typ&fs.ModeSymlink != 0 {
+	if !f.stat || de.Type.IsDir() || de.Type&fs.ModeSymlink != 0 {
 		return false
 	}
-	st, err := lstatAt(dfd, de.name)
+	st, err := lstatAt(dfd, de.Name)
 	return err == nil && f.hides(st)
 }
 
@@ -452,11 +445,11 @@ func (f fileFilter) hides(st *unix.Stat_t) bool {
 	return ok
 }
 
-// fileAt returns what protects the host path real (links resolved), when
+// FileAt returns what protects the host path real (links resolved), when
 // it is a protected file or a protected place. It is for configuration
 // (session mounts), checked when a plan is made; copies decide by
-// descriptors.
-func (p *protection) fileAt(real string) (string, bool) {
+// descriptors (OpenBelow).
+func (p *Protection) FileAt(real string) (string, bool) {
 	s := p.loadFiles()
 	if s == nil {
 		return "", false

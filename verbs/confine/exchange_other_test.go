@@ -1,6 +1,6 @@
 //go:build !linux
 
-package verbs_test
+package confine_test
 
 import "errors"
 

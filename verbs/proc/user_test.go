@@ -1,18 +1,18 @@
 //go:build linux
 
-package verbs_test
+package proc_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/proc"
 )
 
 func TestChooseProcUser(t *testing.T) {
-	lookup := verbs.LookupProcUser
-	noNobody := func(spec string) (*verbs.ProcUser, error) {
+	lookup := proc.LookupUser
+	noNobody := func(spec string) (*proc.User, error) {
 		if spec == "nobody" {
 			return nil, errors.New("no such user")
 		}
@@ -22,7 +22,7 @@ func TestChooseProcUser(t *testing.T) {
 		name       string
 		configured string
 		euid       int
-		lookup     func(string) (*verbs.ProcUser, error)
+		lookup     func(string) (*proc.User, error)
 		uid, gid   uint32 // of the user chosen; 0 for none (the hub's own)
 		why, err   string
 	}{
@@ -41,7 +41,7 @@ func TestChooseProcUser(t *testing.T) {
 		{"root, unknown name", "no-such-user-here", 0, lookup, 0, 0, "", `there is no user "no-such-user-here" on this machine`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u, why, err := verbs.ChooseProcUserFor(tc.configured, tc.euid, tc.lookup)
+			u, why, err := proc.ChooseUserFor(tc.configured, tc.euid, tc.lookup)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)

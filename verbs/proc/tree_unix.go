@@ -1,6 +1,6 @@
 //go:build unix
 
-package verbs
+package proc
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ func newProcTree(cmd *exec.Cmd) (*procTree, error) {
 // primary gid and no supplementary group. Without the supervisor the
 // program enters its working directory as u, so u must be able to reach
 // it (the supervisor enters it as the hub).
-func runAs(cmd *exec.Cmd, u *ProcUser) error {
+func runAs(cmd *exec.Cmd, u *User) error {
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
 	return nil
 }

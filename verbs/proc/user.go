@@ -1,4 +1,4 @@
-package verbs
+package proc
 
 import (
 	"errors"
@@ -8,19 +8,21 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+
+	"github.com/a6afc2ce/hermes-hub/internal/posix"
 )
 
-// DefaultProcUser is the user a hub running as root runs proc.run's
+// DefaultUser is the user a hub running as root runs proc.run's
 // programs as when the configuration names none; nobodyID is its uid and
 // gid when the user database has no such user.
 const (
-	DefaultProcUser = "nobody"
-	nobodyID        = 65534
+	DefaultUser = "nobody"
+	nobodyID    = 65534
 )
 
-// ProcUser is a user proc.run runs programs as, other than the hub's own:
+// User is a user proc.run runs programs as, other than the hub's own:
 // the program gets its uid, its primary gid and no supplementary group.
-type ProcUser struct {
+type User struct {
 	// Name is the user's name in the user database, empty for an id
 	// without an entry.
 	Name string `json:"name,omitempty"`
@@ -31,7 +33,7 @@ type ProcUser struct {
 }
 
 // String names u for logs and messages: "nobody (uid 65534, gid 65534)".
-func (u *ProcUser) String() string {
+func (u *User) String() string {
 	ids := fmt.Sprintf("uid %d, gid %d", u.UID, u.GID)
 	if u.Name == "" {
 		return ids
@@ -39,10 +41,10 @@ func (u *ProcUser) String() string {
 	return u.Name + " (" + ids + ")"
 }
 
-// env is what the allow-listed variable k holds for a program run as u:
+// Env is what the allow-listed variable k holds for a program run as u:
 // HOME is u's home, USER and LOGNAME its name (unset without one), never
 // the hub's. overridden is false for every other variable.
-func (u *ProcUser) env(k string) (v string, overridden bool) {
+func (u *User) Env(k string) (v string, overridden bool) {
 	switch k {
 	case "HOME":
 		return u.Home, true
@@ -56,10 +58,9 @@ func (u *ProcUser) env(k string) (v string, overridden bool) {
 // directory fi describes, by its owner, group and permission bits (u has
 // no supplementary group). known is false where the platform does not
 // tell owners.
-func (u *ProcUser) MayWriteDir(fi fs.FileInfo) (may, known bool) {
-	uid, ok := fileOwner(fi)
-	gid, gok := fileGroup(fi)
-	if !ok || !gok {
+func (u *User) MayWriteDir(fi fs.FileInfo) (may, known bool) {
+	uid, gid, ok := posix.Owner(fi)
+	if !ok {
 		return false, false
 	}
 	perm := fi.Mode().Perm() // then shifted: its low bits are the class that applies
@@ -72,7 +73,7 @@ func (u *ProcUser) MayWriteDir(fi fs.FileInfo) (may, known bool) {
 	return perm&0o3 == 0o3, true // write and search
 }
 
-// ChooseProcUser decides whom proc.run runs programs as, from the
+// ChooseUser decides whom proc.run runs programs as, from the
 // configured user (verbs.proc.user; empty when not set), and says why in
 // a phrase for the start log and hub doctor ("as nobody (uid 65534, gid
 // 65534): …"). A nil user means the hub's own.
@@ -84,11 +85,11 @@ func (u *ProcUser) MayWriteDir(fi fs.FileInfo) (may, known bool) {
 // configuration names it ("root" or "0"). A hub running as another user
 // runs them as itself, and a configured user other than itself is an
 // error: only root can change user.
-func ChooseProcUser(configured string) (*ProcUser, string, error) {
-	return chooseProcUser(configured, os.Geteuid(), lookupProcUser)
+func ChooseUser(configured string) (*User, string, error) {
+	return chooseUser(configured, os.Geteuid(), lookupUser)
 }
 
-func chooseProcUser(configured string, euid int, lookup func(string) (*ProcUser, error)) (*ProcUser, string, error) {
+func chooseUser(configured string, euid int, lookup func(string) (*User, error)) (*User, string, error) {
 	if euid != 0 {
 		if configured == "" && euid < 0 { // no uids (Windows)
 			return nil, "as the hub's own user", nil
@@ -106,9 +107,9 @@ func chooseProcUser(configured string, euid int, lookup func(string) (*ProcUser,
 		return nil, fmt.Sprintf("as %s, the hub's own user (verbs.proc.user)", u), nil
 	}
 	if configured == "" {
-		u, err := lookup(DefaultProcUser)
+		u, err := lookup(DefaultUser)
 		if err != nil || u.UID == 0 {
-			u = &ProcUser{UID: nobodyID, GID: nobodyID, Home: "/"}
+			u = &User{UID: nobodyID, GID: nobodyID, Home: "/"}
 		}
 		return u, fmt.Sprintf("as %s: the hub runs as root, and verbs.proc.user does not name another user", u), nil
 	}
@@ -122,12 +123,12 @@ func chooseProcUser(configured string, euid int, lookup func(string) (*ProcUser,
 	return u, fmt.Sprintf("as %s (verbs.proc.user)", u), nil
 }
 
-// lookupProcUser resolves spec (a user name, a uid or uid:gid, as
+// lookupUser resolves spec (a user name, a uid or uid:gid, as
 // config.ValidProcUser accepts) in the user database. root is root even
 // without an entry.
-func lookupProcUser(spec string) (*ProcUser, error) {
+func lookupUser(spec string) (*User, error) {
 	if spec == "root" || spec == "0" {
-		return &ProcUser{Name: "root", Home: "/root"}, nil
+		return &User{Name: "root", Home: "/root"}, nil
 	}
 	uidText, gidText, withGID := strings.Cut(spec, ":")
 	var (
@@ -161,7 +162,7 @@ func lookupProcUser(spec string) (*ProcUser, error) {
 	return procUserOf(found.Username, found.Uid, gidText, home)
 }
 
-func procUserOf(name, uid, gid, home string) (*ProcUser, error) {
+func procUserOf(name, uid, gid, home string) (*User, error) {
 	u, err := parseID(uid)
 	if err != nil {
 		return nil, fmt.Errorf("uid %q: %w", uid, err)
@@ -170,7 +171,7 @@ func procUserOf(name, uid, gid, home string) (*ProcUser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gid %q: %w", gid, err)
 	}
-	return &ProcUser{Name: name, UID: u, GID: g, Home: home}, nil
+	return &User{Name: name, UID: u, GID: g, Home: home}, nil
 }
 
 // parseID reads a uid or gid; a negative one (nobody is -2 on macOS) is

@@ -1,4 +1,4 @@
-package verbs
+package confine
 
 import (
 	"fmt"
@@ -60,7 +60,7 @@ func TestReadDirents(t *testing.T) {
 		want = append(want, fmt.Sprintf("%q %v", de.Name(), de.Type()))
 	}
 	for _, e := range got {
-		have = append(have, fmt.Sprintf("%q %v", e.name, e.typ))
+		have = append(have, fmt.Sprintf("%q %v", e.Name, e.Type))
 	}
 	slices.Sort(want)
 	slices.Sort(have)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package verbs_test
+package proc_test
 
 import (
 	"fmt"
@@ -18,6 +18,8 @@ import (
 
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/verbs"
+	"github.com/a6afc2ce/hermes-hub/verbs/internal/verbtest"
+	"github.com/a6afc2ce/hermes-hub/verbs/proc"
 )
 
 // pdeathsigArg makes this test binary, run as a program, print its
@@ -35,25 +37,6 @@ func init() {
 	}
 	fmt.Println(sig)
 	os.Exit(0)
-}
-
-// asRoot skips t (fails it under CI=true) unless the test runs as root:
-// changing user needs it.
-func asRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		testkit.Unavailable(t, "running programs as another user needs root")
-	}
-}
-
-// defaultProcUser is the user a hub running as root gives its programs.
-func defaultProcUser(t *testing.T) *verbs.ProcUser {
-	t.Helper()
-	u, why, err := verbs.ChooseProcUser("")
-	if err != nil || u == nil || u.UID != 65534 || u.GID != 65534 {
-		t.Fatalf("the default proc user as root: %v %q %v", u, why, err)
-	}
-	return u
 }
 
 // giveTo makes dir owned by u, as an operator gives the workspace to the
@@ -83,8 +66,8 @@ exit 0`}
 // the state directory are out of its reach; the workspace, given to the
 // user, is its to write.
 func TestProcRunAsUnprivilegedUser(t *testing.T) {
-	asRoot(t)
-	u := defaultProcUser(t)
+	verbtest.AsRoot(t)
+	u := verbtest.DefaultProcUser(t)
 	t.Setenv("HUB_TEST_SECRET", "s3cr3t-token-value")
 	t.Setenv("HOME", "/root")
 	t.Setenv("USER", "root")
@@ -92,20 +75,20 @@ func TestProcRunAsUnprivilegedUser(t *testing.T) {
 	for _, supervised := range []bool{true, false} {
 		t.Run("supervised="+strconv.FormatBool(supervised), func(t *testing.T) {
 			if !supervised {
-				verbs.WithoutSupervisor(t)
+				proc.WithoutSupervisor(t)
 			}
-			e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.User = u })
-			giveTo(t, e.dir, u)
+			e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.User = u })
+			giveTo(t, e.Dir, u)
 			if !supervised {
 				// The program enters its directory as the user (the
 				// supervisor enters it first, as the hub).
-				for _, d := range []string{e.base, filepath.Dir(e.base)} {
+				for _, d := range []string{e.Base, filepath.Dir(e.Base)} {
 					if err := os.Chmod(d, 0o755); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			r := runProc(t, e, "t.user", verbs.ProcRunArgs{Executable: "/bin/busybox", Arguments: append([]string{"sh"}, whoAmI("t.user")...)})
+			r := verbtest.RunProc(t, e, "t.user", verbs.ProcRunArgs{Executable: "/bin/busybox", Arguments: append([]string{"sh"}, whoAmI("t.user")...)})
 			out := r.StdoutTail
 			if !regexp.MustCompile(`(?m)^Groups:\s*$`).MatchString(out) {
 				t.Errorf("the program has supplementary groups:\n%s", out)
@@ -121,7 +104,7 @@ func TestProcRunAsUnprivilegedUser(t *testing.T) {
 			if strings.Count(r.StderrTail, "Permission denied") != 2 {
 				t.Errorf("stderr should show two refusals (environ, output file):\n%s", r.StderrTail)
 			}
-			if fi, err := os.Stat(filepath.Join(e.dir, "mine.txt")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 65534 {
+			if fi, err := os.Stat(filepath.Join(e.Dir, "mine.txt")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 65534 {
 				t.Fatalf("the program's file is not the user's: %v", err)
 			}
 		})
@@ -132,14 +115,14 @@ func TestProcRunAsUnprivilegedUser(t *testing.T) {
 // program cannot signal it, and at timeout it still kills a setsid'd
 // grandchild and a double-forked one.
 func TestProcRunAsUserKillsEscapedDescendants(t *testing.T) {
-	asRoot(t)
-	u := defaultProcUser(t)
-	e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.User = u })
-	giveTo(t, e.dir, u)
-	r := runProc(t, e, "t.escape", verbs.ProcRunArgs{
+	verbtest.AsRoot(t)
+	u := verbtest.DefaultProcUser(t)
+	e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.User = u })
+	giveTo(t, e.Dir, u)
+	r := verbtest.RunProc(t, e, "t.escape", verbs.ProcRunArgs{
 		Executable:     "sh",
 		Arguments:      escapeScript(`kill -KILL $PPID 2>/dev/null || echo "cannot signal the supervisor"; sleep 300`),
-		TimeoutSeconds: ptr(1),
+		TimeoutSeconds: verbtest.Ptr(1),
 	})
 	if r.StdoutTail != "recorded\ncannot signal the supervisor\n" || !r.TimedOut || r.ExitCode != -1 {
 		t.Fatalf("result %+v", r)
@@ -158,25 +141,10 @@ func TestProcRunAsUserKillsEscapedDescendants(t *testing.T) {
 	}
 }
 
-// A session workspace that allows proc.run runs its programs as the same
-// user.
-func TestProcRunInSessionAsUser(t *testing.T) {
-	asRoot(t)
-	u := defaultProcUser(t)
-	e := newSessEnv(t, func(o *verbs.SessionOptions, e *sessEnv) {
-		o.AllowProc = true
-		e.verbOpts = func(v *verbs.Options) { v.User = u }
-	})
-	r := sok[verbs.ProcRunResult](e, chatA, "proc.run", verbs.ProcRunArgs{Executable: "id", Arguments: []string{"-u"}})
-	if r.ExitCode != 0 || r.StdoutTail != "65534\n" {
-		t.Fatalf("id -u in a session: %+v", r)
-	}
-}
-
 // MayWriteDir reads a directory's owner, group and mode as the kernel
 // would for the user (who has no supplementary group).
 func TestProcUserMayWriteDir(t *testing.T) {
-	asRoot(t)
+	verbtest.AsRoot(t)
 	u := &verbs.ProcUser{Name: "nobody", UID: 65534, GID: 65534}
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -218,8 +186,8 @@ func TestProcUserMayWriteDir(t *testing.T) {
 // the program, run as another user, still has SIGKILL as its own, so it
 // dies with its supervisor.
 func TestProcRunAsUserKeepsParentDeathSignal(t *testing.T) {
-	asRoot(t)
-	u := defaultProcUser(t)
+	verbtest.AsRoot(t)
+	u := verbtest.DefaultProcUser(t)
 	// This test binary is the program; the user must be able to run it.
 	dir, err := os.MkdirTemp("", "hub-pdeathsig-")
 	if err != nil {
@@ -236,8 +204,8 @@ func TestProcRunAsUserKeepsParentDeathSignal(t *testing.T) {
 		user *verbs.ProcUser
 	}{{"as the hub's user", nil}, {"as another user", u}} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.User = tc.user })
-			r := runProc(t, e, "t.pdeathsig", verbs.ProcRunArgs{Executable: bin, Arguments: []string{pdeathsigArg}})
+			e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.User = tc.user })
+			r := verbtest.RunProc(t, e, "t.pdeathsig", verbs.ProcRunArgs{Executable: bin, Arguments: []string{pdeathsigArg}})
 			if r.StdoutTail != strconv.Itoa(int(unix.SIGKILL))+"\n" {
 				t.Fatalf("the program's parent-death signal: %+v", r)
 			}

@@ -1,4 +1,4 @@
-package verbs
+package confine
 
 import (
 	"errors"
@@ -16,19 +16,10 @@ import (
 	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 )
 
-// The hub's state directory may lie inside the workspace (".hub" by
-// default). Whether a verb may act on a path is decided by the identity
-// (device and inode) of the directories it actually opens, never by the
-// path's spelling: a path is opened one element at a time from the
-// workspace root's descriptor, without following symbolic links (links are
-// resolved beforehand, inside the root, and a link that appears afterwards
-// makes the verb fail instead of being followed), and every directory on the
-// way, the final one included, is compared with the protected identities.
-// The final element is then acted on relative to the held descriptor of its
-// parent, so swapping a directory for a symbolic link while the verb runs
-// cannot redirect it. Operations on a whole directory also refuse a
-// directory that holds a protected one, found by walking ".." up from the
-// protected directory's own held descriptor.
+// The protected directories (see the package documentation): their
+// identities, the descent that checks every directory it opens against
+// them, the walks up ".." that find a directory holding one, and the
+// removal of a tree by descriptors.
 
 // fileID identifies a file on the host. While a descriptor of the file is
 // held open its identity cannot be given to another file.
@@ -50,10 +41,11 @@ func (g *guardedDir) label() string {
 	return g.show
 }
 
-// protection is the set of protected directories and files (see
-// protectfile.go). A host workspace owns its set; its session workspaces
-// share it.
-type protection struct {
+// Protection is the set of protected directories and files (see
+// protectfile.go). A Root opened with Open owns its set; the roots of its
+// session workspaces (OpenShared) share it. The zero Protection, and a nil
+// one, protect nothing.
+type Protection struct {
 	dirs []*guardedDir
 	// files is the protected file set in force, replaced whole by
 	// setFiles; nil when no file is protected.
@@ -66,7 +58,7 @@ type protection struct {
 }
 
 // lookup returns the protected directory with identity id.
-func (p *protection) lookup(id fileID) (*guardedDir, bool) {
+func (p *Protection) lookup(id fileID) (*guardedDir, bool) {
 	if p == nil {
 		return nil, false
 	}
@@ -83,7 +75,7 @@ func (p *protection) lookup(id fileID) (*guardedDir, bool) {
 // through the protected directory's held descriptor, so that one renamed
 // elsewhere since the workspace opened is found where it is. When a parent
 // cannot be read the answer is yes.
-func (p *protection) inDir(id fileID) bool {
+func (p *Protection) inDir(id fileID) bool {
 	if p == nil {
 		return false
 	}
@@ -96,8 +88,17 @@ func (p *protection) inDir(id fileID) bool {
 	return false
 }
 
+// LookupDir reports whether fi (a host stat result) describes a protected
+// directory, with its name for messages.
+func (p *Protection) LookupDir(fi fs.FileInfo) (string, bool) {
+	if g, ok := p.lookupInfo(fi); ok {
+		return g.label(), true
+	}
+	return "", false
+}
+
 // lookupInfo is lookup by a host stat result.
-func (p *protection) lookupInfo(fi fs.FileInfo) (*guardedDir, bool) {
+func (p *Protection) lookupInfo(fi fs.FileInfo) (*guardedDir, bool) {
 	if st, ok := fi.Sys().(*unix.Stat_t); ok {
 		return p.lookup(idOf(st))
 	}
@@ -107,26 +108,64 @@ func (p *protection) lookupInfo(fi fs.FileInfo) (*guardedDir, bool) {
 	return nil, false
 }
 
-// holdingPath returns the protected directory that the host path real (its
-// links resolved) is or lies in, checking it and each directory above it.
-// It is for configuration, checked once; verbs decide by descriptors.
-func (p *protection) holdingPath(real string) (*guardedDir, bool) {
+// HoldingPath returns the name, for messages, of the protected directory
+// that the host path real (its links resolved) is or lies in, checking it
+// and each directory above it. It is for configuration (session mounts),
+// checked once; paths are decided by descriptors.
+func (p *Protection) HoldingPath(real string) (string, bool) {
 	if p == nil || len(p.dirs) == 0 {
-		return nil, false
+		return "", false
 	}
 	for cur := filepath.Clean(real); ; cur = filepath.Dir(cur) {
 		if fi, err := os.Stat(cur); err == nil {
 			if g, ok := p.lookupInfo(fi); ok {
-				return g, true
+				return g.label(), true
 			}
 		}
 		if cur == filepath.Dir(cur) {
-			return nil, false
+			return "", false
 		}
 	}
 }
 
-func (p *protection) add(g *guardedDir) {
+// OpenBelow opens the file rel (clean, slash-separated, links resolved
+// beforehand) below the directory dir for reading, by descriptors: no link
+// is followed (one in the way is an error), a protected directory or a
+// protected file's place on the way is refused, and so is the file opened
+// when it is a protected one. It returns the file and its description. It
+// is how session mounts copy host files in.
+func (p *Protection) OpenBelow(dir *os.File, rel string) (*os.File, fs.FileInfo, error) {
+	pdir, base := path.Split(rel)
+	if pdir == "" {
+		pdir = "."
+	}
+	dfd, err := descend(int(dir.Fd()), strings.TrimSuffix(pdir, "/"), false, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.checkPlace(dfd, nil, base); err != nil {
+		unix.Close(dfd)
+		return nil, nil, err
+	}
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unix.Close(dfd)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if err := p.checkFileInfo(fi); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+func (p *Protection) add(g *guardedDir) {
 	if _, dup := p.lookup(g.id); dup {
 		g.f.Close()
 		return
@@ -134,7 +173,7 @@ func (p *protection) add(g *guardedDir) {
 	p.dirs = append(p.dirs, g)
 }
 
-func (p *protection) close() error {
+func (p *Protection) close() error {
 	if p == nil {
 		return nil
 	}
@@ -157,25 +196,6 @@ func (p *protection) close() error {
 	return errors.Join(errs...)
 }
 
-// protectedErr is the refusal of a path that leads into a protected
-// directory; fsError turns it into forbidden_path.
-type protectedErr struct{ dir *guardedDir }
-
-func (e *protectedErr) Error() string { return "path leads into " + e.dir.label() }
-
-// errChanged reports a symbolic link found where the path's resolution,
-// just before, saw none: something swapped it in meanwhile.
-var errChanged = errors.New("a symbolic link appeared in the path while it was being opened")
-
-// walkErr is a failed descent, naming the root-relative prefix it stopped at.
-type walkErr struct {
-	at  string
-	err error
-}
-
-func (e *walkErr) Error() string { return e.at + ": " + e.err.Error() }
-func (e *walkErr) Unwrap() error { return e.err }
-
 func fstatID(fd int) (fileID, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -190,6 +210,15 @@ func lstatAt(fd int, name string) (*unix.Stat_t, error) {
 		return nil, err
 	}
 	return &st, nil
+}
+
+// lstatInfo is lstatAt as an fs.FileInfo.
+func lstatInfo(fd int, name string) (*statInfo, error) {
+	s := &statInfo{name: path.Base(name)}
+	if err := unix.Fstatat(fd, name, &s.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func isLink(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFLNK }
@@ -217,7 +246,7 @@ func openDirAt(dirfd int, name string) (int, error) {
 // (top itself is not checked). With create, missing directories are made.
 // Errors are *walkErr, wrapping errChanged, a *protectedErr, a
 // *protectedFileErr or the system's error.
-func descend(top int, rel string, create bool, prot *protection) (int, error) {
+func descend(top int, rel string, create bool, prot *Protection) (int, error) {
 	if rel == "." || rel == "" {
 		fd, err := dupFD(top)
 		if err != nil {
@@ -313,7 +342,7 @@ func ancestors(fd int, f func(fileID) bool) error {
 // walking up from each one's own held descriptor to stop (the workspace
 // root) or the filesystem's root: an error wrapping a *protectedErr or a
 // *protectedFileErr, or nil.
-func (p *protection) holding(target int, stop fileID) error {
+func (p *Protection) holding(target int, stop fileID) error {
 	if p == nil {
 		return nil
 	}
@@ -367,10 +396,6 @@ type statInfo struct {
 	st   unix.Stat_t
 }
 
-func newStatInfo(name string, st *unix.Stat_t) *statInfo {
-	return &statInfo{name: path.Base(name), st: *st}
-}
-
 func (s *statInfo) Name() string       { return s.name }
 func (s *statInfo) Size() int64        { return s.st.Size }
 func (s *statInfo) ModTime() time.Time { return time.Unix(s.st.Mtim.Unix()) }
@@ -378,21 +403,7 @@ func (s *statInfo) IsDir() bool        { return isDir(&s.st) }
 func (s *statInfo) Sys() any           { return &s.st }
 
 func (s *statInfo) Mode() fs.FileMode {
-	m := fs.FileMode(s.st.Mode & 0o777)
-	switch s.st.Mode & unix.S_IFMT {
-	case unix.S_IFBLK:
-		m |= fs.ModeDevice
-	case unix.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFDIR:
-		m |= fs.ModeDir
-	case unix.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case unix.S_IFLNK:
-		m |= fs.ModeSymlink
-	case unix.S_IFSOCK:
-		m |= fs.ModeSocket
-	}
+	m := fs.FileMode(s.st.Mode&0o777) | modeType(&s.st)
 	if s.st.Mode&unix.S_ISGID != 0 {
 		m |= fs.ModeSetgid
 	}
@@ -405,10 +416,29 @@ func (s *statInfo) Mode() fs.FileMode {
 	return m
 }
 
+// modeType is the fs.FileMode type bits of st.
+func modeType(st *unix.Stat_t) fs.FileMode {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	}
+	return 0
+}
+
 // removeTree empties the directory dir (an open descriptor) by descriptors:
 // subdirectories are opened without following links, a protected one stops
 // the removal, and nothing outside dir is reached.
-func removeTree(dir int, rel string, prot *protection) error {
+func removeTree(dir int, rel string, prot *Protection) error {
 	for {
 		// Read a batch through a fresh descriptor, remove it, read again
 		// from the start: removals shift a directory's read offset.
@@ -440,8 +470,8 @@ func removeTree(dir int, rel string, prot *protection) error {
 
 // removeEntry removes one entry of the directory dir, recursively, and
 // reports whether it removed something.
-func removeEntry(dir int, name, rel string, prot *protection) (bool, error) {
-	child := joinRel(rel, name)
+func removeEntry(dir int, name, rel string, prot *Protection) (bool, error) {
+	child := Join(rel, name)
 	st, err := lstatAt(dir, name)
 	if errors.Is(err, unix.ENOENT) {
 		return false, nil

@@ -1,6 +1,6 @@
 //go:build linux
 
-package verbs
+package confine
 
 import (
 	"encoding/binary"
@@ -21,7 +21,7 @@ var direntBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &
 // makes two per entry. The type comes from d_type; an entry whose file
 // system does not give it is lstat'ed, and left out if it is gone, as
 // ReadDir does.
-func readDirents(d *os.File) ([]dirent, error) {
+func readDirents(d *os.File) ([]Entry, error) {
 	fd := int(d.Fd())
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
@@ -78,18 +78,18 @@ func readDirents(d *os.File) ([]dirent, error) {
 		}
 	}
 	all := string(names)
-	out := make([]dirent, 0, len(spans))
+	out := make([]Entry, 0, len(spans))
 	for _, s := range spans {
-		e := dirent{name: all[s.start:s.end], typ: s.typ}
+		e := Entry{Name: all[s.start:s.end], Type: s.typ}
 		if s.unknown {
-			st, err := lstatAt(fd, e.name)
+			st, err := lstatAt(fd, e.Name)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // removed meanwhile
 			}
 			if err != nil {
 				return nil, err
 			}
-			e.typ = modeType(st)
+			e.Type = modeType(st)
 		}
 		out = append(out, e)
 	}
@@ -113,10 +113,4 @@ func direntType(t byte) fs.FileMode {
 		return fs.ModeDevice
 	}
 	return 0
-}
-
-// modeType is the fs.FileMode type bits of st: a file type's d_type is its
-// S_IFMT bits shifted right by 12 (DT_DIR = S_IFDIR >> 12, and so on).
-func modeType(st *unix.Stat_t) fs.FileMode {
-	return direntType(uint8((st.Mode & unix.S_IFMT) >> 12))
 }

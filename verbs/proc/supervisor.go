@@ -1,15 +1,15 @@
-package verbs
+package proc
 
 import (
 	"sync/atomic"
 )
 
-// proc.run starts every program through a supervisor: the hub's own
-// executable started again with supervisorEnv set. The supervisor owns the
-// program's whole process tree (it is the tree's subreaper), applies the
-// limits, and kills every descendant when the program exits, when the hub
-// asks (timeout, cancellation, hub stop) or when the hub dies. A binary
-// whose main never calls MaybeRunSupervisor (another package's tests) runs
+// Run starts every program through a supervisor: the hub's own executable
+// started again with supervisorEnv set. The supervisor owns the program's
+// whole process tree (it is the tree's subreaper), applies the limits, and
+// kills every descendant when the program exits, when the hub asks
+// (timeout, cancellation, hub stop) or when the hub dies. A binary whose
+// main never calls MaybeRunSupervisor (another package's tests) runs
 // programs directly instead, as a plain process group.
 
 // Environment markers of the hidden modes; neither reaches the program.
@@ -23,9 +23,9 @@ const (
 var supervisorReady atomic.Bool
 
 // MaybeRunSupervisor must be called first thing in main (and in TestMain of
-// tests that run proc.run). In a process started as proc.run's supervisor
-// it does that job and exits; otherwise it returns at once and lets
-// proc.run use this executable as its supervisor.
+// tests that run programs). In a process started as Run's supervisor it
+// does that job and exits; otherwise it returns at once and lets Run use
+// this executable as its supervisor.
 func MaybeRunSupervisor() {
 	runHiddenMode() // exits when this process was started in a hidden mode
 	supervisorReady.Store(supervisorSupported)
@@ -53,5 +53,5 @@ type supervisorSpec struct {
 	// User is whom the program runs as (nil: the hub's user). The exec
 	// stage changes to it last, after the limits; the supervisor keeps the
 	// hub's user, so the program can neither signal it nor read it.
-	User *ProcUser `json:"user,omitempty"`
+	User *User `json:"user,omitempty"`
 }
