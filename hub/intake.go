@@ -5,12 +5,12 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
 
-// What an adapter receives from the hub (DESIGN §1): the Hub itself, seen
-// through an interface the adapter declares with only the methods it calls
-// (Handle, Accept, Abandon, Preview, VerbsFor, Registry, Execute,
-// RenameChannel); a cursor store of its own (store.State.Cursors); a status
-// Reporter; and for the web panel a Conversation. Nothing else of the
-// runtime reaches an adapter.
+// What an adapter receives from the hub (docs/architecture.md): the Hub
+// itself, seen through an interface the adapter declares with only the
+// methods it calls (Handle, Accept, Abandon, Preview, VerbsFor, Registry,
+// Execute, RenameChannel); a cursor store of its own
+// (store.State.Cursors); a status Reporter; and for the web panel a
+// Conversation. Nothing else of the runtime reaches an adapter.
 
 // Preview is how the hub will answer a turn, known before it runs.
 type Preview struct {
@@ -24,15 +24,20 @@ type Preview struct {
 // Preview tells how in will be answered, cheaply and without running or
 // recording anything, by the same access and parse decisions Handle makes.
 func (h *Hub) Preview(in *chat.Inbound) Preview {
-	ids := Identities(in)
-	if len(h.opts.Access.RolesOf(ids)) == 0 {
+	t := chatTurn(in)
+	d := h.identify(&t)
+	if len(d.roles) == 0 {
 		return Preview{Private: true}
 	}
-	cmd, err := h.x.ParseCommand(in.Text)
-	if err != nil {
+	h.parseChat(&t)
+	switch {
+	case t.err != nil:
 		return Preview{Private: true}
+	case t.env.Verb == "":
+		return Preview{} // a builtin
 	}
-	return Preview{Private: cmd.Builtin == "" && !h.opts.Access.Allowed(ids, cmd.Verb)}
+	h.permit(&t, &d)
+	return Preview{Private: !d.allowed}
 }
 
 // VerbsFor lists the verbs the identities may run, sorted by name, for
