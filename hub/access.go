@@ -147,10 +147,19 @@ func (a *Access) RolesOf(ids []string) []string {
 	return out
 }
 
-// Allowed reports whether any of the identities may run verb.
+// Allowed reports whether any of the identities may run verb, a verb's
+// name or an admin permission.
 func (a *Access) Allowed(ids []string, verb string) bool {
+	info, ok := a.reg.Lookup(verb)
+	return a.grants(a.RolesOf(ids), executor.Info{Name: verb, ReadOnly: ok && info.ReadOnly})
+}
+
+// grants reports whether one of roles (as RolesOf returns them) grants the
+// verb: a turn decides with the roles it found once and the verb as the
+// registry describes it (its read-only flag for the reader role).
+func (a *Access) grants(roles []string, verb executor.Info) bool {
 	p := a.p.Load()
-	for _, r := range a.RolesOf(ids) {
+	for _, r := range roles {
 		if a.roleAllows(p, r, verb) {
 			return true
 		}
@@ -158,15 +167,11 @@ func (a *Access) Allowed(ids []string, verb string) bool {
 	return false
 }
 
-func (a *Access) roleAllows(p *accessPolicy, role, verb string) bool {
-	lv := strings.ToLower(verb)
+func (a *Access) roleAllows(p *accessPolicy, role string, verb executor.Info) bool {
+	lv := strings.ToLower(verb.Name)
 	admin := strings.HasPrefix(lv, config.AdminPrefix)
 	if role == ReaderRole && p.roles[ReaderRole] == nil {
-		if admin {
-			return false
-		}
-		info, ok := a.reg.Lookup(verb)
-		return ok && info.ReadOnly
+		return !admin && verb.ReadOnly
 	}
 	for _, pat := range p.roles[role] {
 		if admin && !strings.HasPrefix(pat, config.AdminPrefix) {
@@ -191,9 +196,10 @@ func (a *Access) Permitted(identity, perm string) bool {
 // VerbsFor lists the verbs the identities may run, sorted by name.
 func (a *Access) VerbsFor(ids []string) []executor.Info {
 	a = a.Current()
+	roles := a.RolesOf(ids)
 	var out []executor.Info
 	for _, v := range a.reg.Verbs() {
-		if a.Allowed(ids, v.Name) {
+		if a.grants(roles, v) {
 			out = append(out, v)
 		}
 	}

@@ -126,13 +126,14 @@ type runningCall struct {
 // errCanceledByUser is the cause of a call stopped by /cancel or a button.
 var errCanceledByUser = errors.New("cancelled by a user")
 
-// runTracked runs a parsed verb command from chat: registered so that
+// runTracked runs a decided verb call from chat: registered so that
 // /cancel can stop it, with its progress shown on the platform's view once
 // it has run ProgressAfter. A call someone cancelled has the last lines of
 // its output (note) added to its reply; answered says which node answered
 // (remote workspaces) and shown whether a progress message was shown, which
 // the reply's meta tells the sender (MetaProgress).
-func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) (out *executor.Outcome, note string, answered answeredBy, shown bool) {
+func (h *Hub) runTracked(ctx context.Context, t *turn, d *decision) (out *executor.Outcome, note string, answered answeredBy, shown bool) {
+	in, cmd := t.in, t.cmd
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rc := &runningCall{turnID: in.TurnID, identity: in.Identity(), target: in.ReplyKey(), verb: cmd.Verb, cancel: cancel}
@@ -145,7 +146,7 @@ func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, 
 		h.mu.Unlock()
 	}()
 	tr := h.newTracker(ctx, h.progressView(in.Platform), ProgressUpdate{TurnID: in.TurnID, Target: in.ReplyKey(), Meta: in.ReplyMeta, Verb: cmd.Verb})
-	out, answered = h.run(executor.WithProgress(ctx, tr.report), in, roles, cmd, workspace)
+	out, answered = h.run(executor.WithProgress(ctx, tr.report), t, d)
 	rc.mu.Lock()
 	by := rc.canceledBy
 	rc.mu.Unlock()

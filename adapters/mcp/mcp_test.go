@@ -43,7 +43,16 @@ func stdioEnvHub(t *testing.T, ho hubtest.Options, o mcpsurface.Options, co *mcp
 		Grants: map[string][]string{"agent:local": {"admin"}, "agent:reader": {"reader"}},
 	}
 	env := hubtest.Open(t, cfg, ho)
-	o.Intake, o.Version, o.Logger = env.Runtime.Hub, "test", testkit.Discard()
+	o.Intake = env.Runtime.Hub
+	return env, serveStdio(t, o, co)
+}
+
+// serveStdio serves an MCP server with options o (Version and Logger are
+// filled in) over in-memory pipes, as `hub mcp` serves over stdio, and
+// connects a client with options co.
+func serveStdio(t *testing.T, o mcpsurface.Options, co *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	o.Version, o.Logger = "test", testkit.Discard()
 	srv, err := mcpsurface.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +74,7 @@ func stdioEnvHub(t *testing.T, ho hubtest.Options, o mcpsurface.Options, co *mcp
 			t.Errorf("RunStdio: %v", err)
 		}
 	})
-	return env, cs
+	return cs
 }
 
 // TestToolsGolden lists the tools of an identity that may run every verb
