@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -129,13 +130,28 @@ func foldSafe(lit string) string {
 }
 
 // lower writes src lowered (ASCII letters only) into dst, which it grows
-// as needed, and returns it.
+// as needed, and returns it. Eight bytes at a time: in each word, the
+// bytes from 'A' to 'Z' (their high bit clear) get 0x20 added.
 func lower(dst, src []byte) []byte {
 	if cap(dst) < len(src) {
 		dst = make([]byte, len(src), len(src)+len(src)/4)
 	}
 	dst = dst[:len(src)]
-	for i, c := range src {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		x := binary.LittleEndian.Uint64(src[i:])
+		low7 := x &^ high
+		geA := low7 + (0x80-'A')*ones   // high bit set where the byte is >= 'A'
+		gtZ := low7 + (0x80-'Z'-1)*ones // high bit set where the byte is > 'Z'
+		upper := geA &^ gtZ &^ x & high // and where it is ASCII
+		binary.LittleEndian.PutUint64(dst[i:], x|upper>>2)
+	}
+	for ; i < len(src); i++ {
+		c := src[i]
 		if c-'A' < 26 {
 			c += 'a' - 'A'
 		}
