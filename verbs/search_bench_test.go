@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // Go) as a workspace, the hub's state outside it.
 func searchTree(b *testing.B) (*verbs.Set, string) {
 	b.Helper()
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := goSrc(b)
 	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
 		b.Skipf("GOROOT/src not found: %v", err)
 	}
@@ -197,4 +198,14 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// goSrc is $(go env GOROOT)/src, the Go toolchain's own source tree.
+func goSrc(b *testing.B) string {
+	b.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Skipf("go env GOROOT: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "src")
 }

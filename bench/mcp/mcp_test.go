@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -841,7 +840,7 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 // its operations.
 func BenchmarkFindVersusMCP(b *testing.B) {
 	node, script := mcpServer(b)
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := goSrc(b)
 	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
 		b.Skipf("GOROOT/src not found: %v", err)
 	}
@@ -927,4 +926,14 @@ func BenchmarkFindVersusMCP(b *testing.B) {
 	b.ReportMetric(percentile(mcpStats.lat, 0.50), "mcp-p50-ms")
 	b.ReportMetric(float64(hn), "files")
 	b.ReportMetric(0, "ns/op")
+}
+
+// goSrc is $(go env GOROOT)/src, the Go toolchain's own source tree.
+func goSrc(b *testing.B) string {
+	b.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Skipf("go env GOROOT: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "src")
 }
