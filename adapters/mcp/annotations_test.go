@@ -48,7 +48,7 @@ func TestHintsCoverEveryVerb(t *testing.T) {
 	if got := sprint(open); got != "[proc.run]" {
 		t.Errorf("open-world verbs %s", got)
 	}
-	if len(idempotent) != 15 {
+	if len(idempotent) != 17 {
 		t.Errorf("%d idempotent verbs: %v", len(idempotent), idempotent)
 	}
 	a := annotations(executor.Info{Name: "new.verb"})

@@ -175,6 +175,51 @@ func TestCallResult(t *testing.T) {
 	}
 }
 
+// TestSearchTools: fs.search and fs.find are tools like every verb, for
+// readers too (they are read-only); their results come back structured
+// and rendered, and the hub's state is out of their reach.
+func TestSearchTools(t *testing.T) {
+	env, cs := stdioEnv(t, "agent:reader")
+	env.WriteFile(t, "src/retry.go", "package src\n\nfunc retryAfter() {}\n")
+	env.WriteFile(t, "src/retry_test.go", "package src\n")
+	ctx := context.Background()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		tools[tool.Name] = tool
+	}
+	for _, name := range []string{"fs_search", "fs_find"} {
+		if tool := tools[name]; tool == nil || !tool.Annotations.ReadOnlyHint {
+			t.Fatalf("reader's tools lack %s (or it is not read-only): %v", name, tools[name])
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want []string // in the structured content
+		text string   // in the text block
+	}{
+		{"fs_search", map[string]any{"pattern": `func \w+After\(`}, []string{`"path":"src/retry.go"`, `"line":3`, `"truncated":false`}, "`src/retry.go:3`"},
+		{"fs_search", map[string]any{"pattern": "state", "hidden": true, "noIgnore": true, "binary": true}, []string{`"matches":[]`}, "No match"},
+		{"fs_find", map[string]any{"pattern": "**/*_test.go"}, []string{`"path":"src/retry_test.go"`, `"type":"file"`}, "src/retry_test.go"},
+	} {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tt.name, Arguments: tt.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, _ := json.Marshal(r.StructuredContent)
+		text := r.Content[0].(*mcp.TextContent).Text
+		for _, w := range tt.want {
+			if r.IsError || !strings.Contains(string(sc), w) || !strings.Contains(text, tt.text) {
+				t.Errorf("%s %v: isError %v, structured %s (want %s), text %q", tt.name, tt.args, r.IsError, sc, w, text)
+			}
+		}
+	}
+}
+
 func TestTurnID(t *testing.T) {
 	tests := []struct{ session, request, want string }{
 		{"ABCD234", "7", "mcp.ABCD234.7"},

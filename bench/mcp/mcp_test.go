@@ -830,3 +830,110 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 	// Printed rather than logged: a parent benchmark's log shows only with -v.
 	fmt.Print(sb.String())
 }
+
+// BenchmarkFindVersusMCP compares fs.find with the reference server's
+// search_files on the Go toolchain's own source tree ($(go env
+// GOROOT)/src, about 11k files): the same glob, **/*_test.go, over MCP on
+// both sides (`hub mcp` with the hub's state outside the tree), one round
+// trip to each per iteration, alternating which goes first. Both must
+// return the same number of files. Reported as BenchmarkVersusMCP reports
+// its operations.
+func BenchmarkFindVersusMCP(b *testing.B) {
+	node, script := mcpServer(b)
+	src := goSrc(b)
+	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
+		b.Skipf("GOROOT/src not found: %v", err)
+	}
+	bin := buildHub(b)
+	conf := filepath.Join(b.TempDir(), "hub.yml")
+	yml := "state_dir: " + filepath.Join(b.TempDir(), "state") + "\naccess:\n  roles:\n    admin:\n      verbs: ['*']\n  grants:\n    agent:local: [admin]\n"
+	if err := os.WriteFile(conf, []byte(yml), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cwd := b.TempDir()
+	hub := &mcpClient{child: startChild(b, "hub mcp", cwd, []string{"HUB_CONFIG="}, bin, "mcp", "--config", conf, "--workspace", src)}
+	if err := hub.initialize(); err != nil {
+		b.Fatal(err)
+	}
+	ref := &mcpClient{child: startChild(b, "MCP filesystem server", cwd, nil, node, script, src)}
+	if err := ref.initialize(); err != nil {
+		b.Fatal(err)
+	}
+	const glob = "**/*_test.go"
+	hubRound := func() (time.Duration, int) {
+		t0 := time.Now()
+		msg, err := hub.callTool("fs_find", map[string]any{"pattern": glob, "type": "file", "maxResults": 2000})
+		d := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var resp struct {
+			Result struct {
+				StructuredContent struct {
+					Succeeded bool              `json:"succeeded"`
+					Truncated bool              `json:"truncated"`
+					Entries   []json.RawMessage `json:"entries"`
+				} `json:"structuredContent"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(msg, &resp); err != nil || !resp.Result.StructuredContent.Succeeded || resp.Result.StructuredContent.Truncated {
+			b.Fatalf("fs_find: %v %.300s", err, msg)
+		}
+		return d, len(resp.Result.StructuredContent.Entries)
+	}
+	refRound := func() (time.Duration, int) {
+		t0 := time.Now()
+		msg, err := ref.callTool("search_files", map[string]any{"path": src, "pattern": glob})
+		d := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text, err := mcpText(msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d, strings.Count(text, "\n") + 1
+	}
+	hn, mn := 0, 0
+	for range 2 { // warm up both, and the page cache
+		_, hn = hubRound()
+		_, mn = refRound()
+	}
+	if hn != mn {
+		b.Fatalf("fs.find found %d files, search_files %d", hn, mn)
+	}
+	var hubStats, mcpStats stats
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			d, _ := hubRound()
+			hubStats.lat = append(hubStats.lat, d)
+			d, _ = refRound()
+			mcpStats.lat = append(mcpStats.lat, d)
+		} else {
+			d, _ := refRound()
+			mcpStats.lat = append(mcpStats.lat, d)
+			d, _ = hubRound()
+			hubStats.lat = append(hubStats.lat, d)
+		}
+		i++
+	}
+	h, m := hubStats.opsPerSec(), mcpStats.opsPerSec()
+	b.ReportMetric(h, "hub-ops/s")
+	b.ReportMetric(m, "mcp-ops/s")
+	b.ReportMetric(h/m, "hub/mcp")
+	b.ReportMetric(percentile(hubStats.lat, 0.50), "hub-p50-ms")
+	b.ReportMetric(percentile(mcpStats.lat, 0.50), "mcp-p50-ms")
+	b.ReportMetric(float64(hn), "files")
+	b.ReportMetric(0, "ns/op")
+}
+
+// goSrc is $(go env GOROOT)/src, the Go toolchain's own source tree.
+func goSrc(b *testing.B) string {
+	b.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Skipf("go env GOROOT: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "src")
+}
