@@ -206,6 +206,38 @@ func (a *Access) VerbsFor(ids []string) []executor.Info {
 	return out
 }
 
+// AllowConfig is the configuration that would let identity run verb (a
+// verb's name or an admin permission): a role that names the verb, granted
+// to identity beside the roles the configuration grants it now. It is YAML
+// to merge into the configuration's access section (or to paste as it is
+// where there is none), applied by `hub reload`. Forbidden replies show
+// it on every surface, so whoever is refused can tell the operator what
+// to write.
+func (a *Access) AllowConfig(identity, verb string) string {
+	p := a.p.Load()
+	role := strings.NewReplacer(".", "-", "*", "all").Replace(strings.ToLower(verb))
+	for base, n := role, 2; p.defined[role] || role == ReaderRole; n++ {
+		role = fmt.Sprintf("%s-%d", base, n)
+	}
+	roles := append(append([]string(nil), p.grants[identity]...), role)
+	return fmt.Sprintf("access:\n  roles:\n    %s: {verbs: [%q]}\n  grants:\n    %s\n", role, verb, GrantLine(identity, strings.Join(roles, ", ")))
+}
+
+// ForbiddenHint is what a refusal adds so the refused can have it allowed:
+// the configuration of AllowConfig, fenced, with where it goes.
+func (a *Access) ForbiddenHint(identity, verb string) string {
+	return "To allow it, the operator adds this to the configuration (merged into its access section, if it has one) and runs hub reload:\n" +
+		executor.Fence(a.AllowConfig(identity, verb), "yaml")
+}
+
+// rolesText lists roles for a refusal: "none" when there are none.
+func rolesText(roles []string) string {
+	if len(roles) == 0 {
+		return "none"
+	}
+	return strings.Join(roles, ", ")
+}
+
 // GrantLine is the configuration line, under access.grants, that would give
 // identity a role; strangers are shown it so the operator can copy it.
 func GrantLine(identity, role string) string {

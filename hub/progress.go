@@ -356,7 +356,7 @@ func (h *Hub) Cancel(req CancelRequest) CancelResult {
 	if len(mine) == 0 {
 		switch {
 		case len(others) > 0:
-			return CancelResult{Text: fmt.Sprintf("⚠ You may not cancel %s: %s started it, and stopping someone else's call needs a role with %s.", others[0].verb, others[0].identity, config.AdminCancel)}
+			return CancelResult{Text: fmt.Sprintf("⚠ You may not cancel %s: %s started it, and stopping someone else's call needs a role with %s. %s", others[0].verb, others[0].identity, config.AdminCancel, h.opts.Access.ForbiddenHint(caller, config.AdminCancel))}
 		case req.TurnID != "":
 			return CancelResult{Text: "Nothing to cancel: that call has already finished."}
 		}

@@ -148,9 +148,10 @@ func TestPanelE2E(t *testing.T) {
 		t.Fatalf("no pairing code in the stranger's reply: %q", entry.Text)
 	}
 
-	// A second hub with no access configuration: the token is a reader,
-	// with no admin permission; the panel hides the admin views.
-	reader := newEnv(t, envConfig{noServer: true, mod: func(c *config.Config) { c.Access = config.Default().Access }})
+	// A second hub with no access configuration and a configured token:
+	// the token is a reader, with no admin permission; the panel hides the
+	// admin views.
+	reader := newEnv(t, envConfig{noServer: true, mod: func(c *config.Config) { c.Access = defaultAccessWithToken() }})
 	reader.writeFile("notes.txt", "alpha\n")
 	rctx, rcancel := context.WithCancel(context.Background())
 	rdone := make(chan error, 1)
