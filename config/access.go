@@ -17,6 +17,9 @@ type Access struct {
 	Grants map[string][]string `yaml:"grants"`
 	// DefaultRoles are granted to everyone; empty by default (deny).
 	DefaultRoles []string `yaml:"default_roles"`
+	// Defaulted is set when the configuration has no access section: the
+	// grants above are the defaults (applyDefaults).
+	Defaulted bool `yaml:"-"`
 }
 
 // Role is a named set of verb patterns and admin permissions.
@@ -83,6 +86,7 @@ func (a *Access) applyDefaults(c *Config) {
 	if a.Roles != nil || a.Grants != nil || a.DefaultRoles != nil {
 		return
 	}
+	a.Defaulted = true
 	if c.Web.operatorPanel() {
 		a.Roles = map[string]Role{OperatorRole: {Verbs: []string{"*", AdminPrefix + "*"}, Workspaces: []string{"*"}}}
 		a.Grants = map[string][]string{"web": {OperatorRole}}

@@ -14,10 +14,11 @@ import (
 // panel reads, nothing more).
 func TestDefaultAccess(t *testing.T) {
 	operator := Access{
-		Roles:  map[string]Role{OperatorRole: {Verbs: []string{"*", "admin.*"}, Workspaces: []string{"*"}}},
-		Grants: map[string][]string{"web": {OperatorRole}},
+		Roles:     map[string]Role{OperatorRole: {Verbs: []string{"*", "admin.*"}, Workspaces: []string{"*"}}},
+		Grants:    map[string][]string{"web": {OperatorRole}},
+		Defaulted: true,
 	}
-	reader := Access{Grants: map[string][]string{"web": {"reader"}}}
+	reader := Access{Grants: map[string][]string{"web": {"reader"}}, Defaulted: true}
 	token := "0123456789abcdef0123"
 	cases := []struct {
 		name, yml string
