@@ -207,7 +207,7 @@ try {
     if (await page.locator('#messages .msg.progress').count() !== 1) throw new Error('more than one progress element for one call');
     await shot(page, '11-progress.png');
     await prog.locator('button.progress-cancel').click();
-    const ended = page.locator('#messages .msg.progress[data-state="canceled"]');
+    const ended = page.locator('#messages .msg.progress[data-state="cancelled"]');
     await ended.waitFor();
     await ended.locator('.progress-text', { hasText: 'cancelled by web' }).waitFor();
     await ended.locator('.progress-note', { hasText: 'Cancelling proc.run' }).waitFor();
@@ -220,7 +220,7 @@ try {
   await check('after a reload the cancelled call shows as ended, never running', async () => {
     await page.reload();
     await page.locator('#conn[data-state="live"]').waitFor();
-    await page.locator('#messages .msg.progress[data-state="canceled"]').waitFor();
+    await page.locator('#messages .msg.progress[data-state="cancelled"]').waitFor();
     await page.waitForTimeout(300);
     if (await page.locator('#messages .msg.progress[data-state="running"]').count() !== 0) throw new Error('a finished call shows as running after a reload');
     if (await page.locator('#messages .msg.progress').count() !== 1) throw new Error('the call shows more than once after a reload');

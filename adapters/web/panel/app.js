@@ -284,7 +284,7 @@
   //
   // A call that runs a few seconds gets one element, updated in place by the
   // hub's progress events (running updates carry no id), with a Cancel
-  // control; the final event (done, failed, canceled, interrupted) ends it
+  // control; the final event (done, failed, cancelled, interrupted) ends it
   // and its reply follows as usual. A "running" event lists the calls still
   // running when the stream (re)connects: any other shown as running ended
   // while this page was not listening.
@@ -299,7 +299,7 @@
     return Math.floor(m / 60) + 'h ' + String(m % 60).padStart(2, '0') + 'm';
   }
 
-  const stateLabels = { running: 'running', done: 'finished', failed: 'failed', canceled: 'cancelled', interrupted: 'interrupted', ended: 'ended' };
+  const stateLabels = { running: 'running', done: 'finished', failed: 'failed', cancelled: 'cancelled', interrupted: 'interrupted', ended: 'ended' };
 
   function progressElement(turn) {
     let c = calls.get(turn);
