@@ -61,3 +61,35 @@ func TestDefaultAccess(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioOnlyLeavesTheMCPEndpointOut: `hub mcp` loads a configuration
+// whose /mcp agents have no token in its environment (an MCP client
+// starts it with a minimal one) or a token file it cannot read: the mcp
+// section is off, nothing of it is read or checked, and the token file is
+// still protected. Without the override the same file is refused.
+func TestStdioOnlyLeavesTheMCPEndpointOut(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "ci-token")
+	yml := "mcp:\n  enabled: true\n  agents:\n    claude:\n      token: ${HUB_MCP_CLAUDE_TOKEN}\n    ci:\n      token_file: " + missing + "\n"
+	path := filepath.Join(dir, "hub.yml")
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadWith(path, env(nil)); err == nil {
+		t.Fatal("the /mcp endpoint's missing tokens were accepted")
+	}
+	cfg, err := LoadWith(path, env(nil), StdioOnly)
+	if err != nil {
+		t.Fatalf("hub mcp's load: %v", err)
+	}
+	if cfg.MCP.Enabled || cfg.MCP.Agents["ci"].Token.IsSet() {
+		t.Fatalf("mcp section %+v", cfg.MCP)
+	}
+	found := false
+	for _, p := range cfg.ProtectedPaths() {
+		found = found || p == missing
+	}
+	if !found {
+		t.Fatalf("the agent's token file is not protected: %v", cfg.ProtectedPaths())
+	}
+}
