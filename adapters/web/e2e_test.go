@@ -3,10 +3,12 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,6 +101,11 @@ func TestPanelE2E(t *testing.T) {
 		}
 	}})
 	e.writeFile("notes.txt", "alpha\nbeta\ngamma\ndelta\n")
+	var long strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&long, "line %04d\n", i)
+	}
+	e.writeFile("long.txt", long.String())
 	e.writeFile("README.md", "# Demo workspace\n")
 	e.writeFile("src/main.go", "package main\n\nfunc main() {}\n")
 	if e.rt.Directory() != nil {
