@@ -13,6 +13,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
+	"github.com/a6afc2ce/hermes-hub/workspaces/policy"
 )
 
 // TestForbiddenRepliesSayWhatAllowsIt: a verb the roles do not grant is
@@ -57,30 +58,47 @@ func TestForbiddenRepliesSayWhatAllowsIt(t *testing.T) {
 	checkAllowConfig(t, h.Registry(), cfg.Access, []string{"web"}, "proc.run", out.Err.Message)
 }
 
-// checkAllowConfig finds the YAML block of a refusal, merges it into the
-// access section running, and checks that the identities may then run
-// verb, and no verb they could not run before but verb.
+// checkAllowConfig merges the YAML block of a refusal into the access
+// section running, and checks that the identities may then run verb, and
+// no verb they could not run before but verb.
 func checkAllowConfig(t *testing.T, reg *executor.Registry, running config.Access, ids []string, verb, reply string) {
+	t.Helper()
+	merged := mergeBlock(t, running, "", reply)
+	before, after := hub.NewAccess(running, reg), hub.NewAccess(merged, reg)
+	if before.Allowed(ids, verb) || !after.Allowed(ids, verb) {
+		t.Fatalf("%v: %s allowed before %v, after %v:\n%s", ids, verb, before.Allowed(ids, verb), after.Allowed(ids, verb), reply)
+	}
+	for _, v := range reg.Verbs() {
+		if v.Name != verb && after.Allowed(ids, v.Name) != before.Allowed(ids, v.Name) {
+			t.Errorf("%v: the block changes %s too", ids, v.Name)
+		}
+	}
+}
+
+// mergeBlock finds the YAML block of a refusal, checks that it loads as a
+// configuration of its own (once the roles it grants beside the new one
+// are defined, after the YAML of the rest of the configuration it needs),
+// and merges it into running as an operator would: its role added under
+// access.roles, its grant replacing the identity's line.
+func mergeBlock(t *testing.T, running config.Access, rest, reply string) config.Access {
 	t.Helper()
 	_, block, ok := strings.Cut(reply, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatalf("%v: no YAML block in %q", ids, reply)
+		t.Fatalf("no YAML block in %q", reply)
 	}
-	// The block must load as a configuration of its own, once the roles it
-	// grants besides the new one are defined.
 	var extra strings.Builder
 	for name := range running.Roles {
 		extra.WriteString("    " + name + ": {verbs: [fs.listDir]}\n")
 	}
-	yml := strings.Replace(block, "  roles:\n", "  roles:\n"+extra.String(), 1)
+	yml := rest + strings.Replace(block, "  roles:\n", "  roles:\n"+extra.String(), 1)
 	p := filepath.Join(t.TempDir(), "hub.yml")
 	if err := os.WriteFile(p, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	pasted, err := config.LoadWith(p, func(string) (string, bool) { return "", false })
 	if err != nil {
-		t.Fatalf("%v: the block does not load: %v\n%s", ids, err, yml)
+		t.Fatalf("the block does not load: %v\n%s", err, yml)
 	}
 	merged := running
 	merged.Roles, merged.Grants = map[string]config.Role{}, map[string][]string{}
@@ -98,13 +116,58 @@ func checkAllowConfig(t *testing.T, reg *executor.Registry, running config.Acces
 	for k, v := range pasted.Access.Grants {
 		merged.Grants[k] = v
 	}
-	before, after := hub.NewAccess(running, reg), hub.NewAccess(merged, reg)
-	if before.Allowed(ids, verb) || !after.Allowed(ids, verb) {
-		t.Fatalf("%v: %s allowed before %v, after %v:\n%s", ids, verb, before.Allowed(ids, verb), after.Allowed(ids, verb), block)
-	}
-	for _, v := range reg.Verbs() {
-		if v.Name != verb && after.Allowed(ids, v.Name) != before.Allowed(ids, v.Name) {
-			t.Errorf("%v: the block changes %s too", ids, v.Name)
+	return merged
+}
+
+// TestWorkspaceRefusalsSayWhatOpensIt: a workspace the roles may not use
+// is refused, by a call (chat, API) and by /use, with the configuration
+// that opens it to the identity; merged, it does, and the identity's
+// verbs stay what they were. An unknown workspace gets no such block.
+func TestWorkspaceRefusalsSayWhatOpensIt(t *testing.T) {
+	cfg := wsConfig(t, t.TempDir())
+	e := openWS(t, cfg, &wsRunner{})
+	h := e.env.Runtime.Hub
+	reg := h.Registry()
+	opens := func(what, reply string) {
+		t.Helper()
+		merged := mergeBlock(t, cfg.Access, "workspaces:\n  sandbox: {path: "+cfg.Workspaces.Named["sandbox"].Path+"}\n", reply)
+		c := *cfg
+		c.Access = merged
+		ids := []string{"telegram:2"}
+		acc := hub.NewAccess(merged, reg)
+		if policy.New(cfg).MayUse(hub.NewAccess(cfg.Access, reg).RolesOf(ids), "sandbox") || !policy.New(&c).MayUse(acc.RolesOf(ids), "sandbox") {
+			t.Fatalf("%s: the block does not open sandbox to telegram:2:\n%s", what, reply)
 		}
+		if len(acc.VerbsFor(ids)) != len(hub.NewAccess(cfg.Access, reg).VerbsFor(ids)) {
+			t.Fatalf("%s: the block changes the verbs", what)
+		}
+	}
+	out, err := h.Execute(context.Background(), hub.APIRequest{Identity: "telegram:2", TurnID: "api.w1", Workspace: "sandbox", Input: []byte(`{"verb":"fs.readFile","arguments":{"path":"where.txt"}}`)})
+	if err != nil || out.Succeeded() || out.Err.Code != "forbidden" {
+		t.Fatalf("api: %v %s", err, out.JSON())
+	}
+	opens("api", out.Err.Message)
+
+	in := tgMsg(2, 20, "/use sandbox")
+	in.ChatID, in.TurnID = "400", "telegram.400.20"
+	if _, err := h.Handle(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	reply := e.rec.Wait(t, in.ReplyKey().String(), 1)[0].Text
+	if !strings.HasPrefix(reply, `⚠ Workspace "sandbox" (asked with /use) is not open to your roles (dev)`) {
+		t.Fatalf("/use: %q", reply)
+	}
+	opens("/use", reply)
+
+	in = tgMsg(2, 21, `{"verb":"fs.readFile","arguments":{"path":"where.txt"},"workspace":"sandbox"}`)
+	in.ChatID, in.TurnID = "401", "telegram.401.21"
+	if res, err := h.Handle(context.Background(), in); err != nil || res.Status != hub.StatusForbidden {
+		t.Fatalf("chat: %+v %v", res, err)
+	}
+	opens("chat", e.rec.Wait(t, in.ReplyKey().String(), 1)[0].Text)
+
+	out, err = h.Execute(context.Background(), hub.APIRequest{Identity: "telegram:2", TurnID: "api.w2", Workspace: "nope", Input: []byte(`{"verb":"fs.readFile","arguments":{"path":"where.txt"}}`)})
+	if err != nil || out.Succeeded() || strings.Contains(out.Err.Message, "```yaml") {
+		t.Fatalf("an unknown workspace: %v %s", err, out.JSON())
 	}
 }

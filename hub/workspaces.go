@@ -138,7 +138,7 @@ func (h *Hub) use(arg string, in *chat.Inbound, roles []string) string {
 		return fmt.Sprintf("No workspace named %q. You may use: %s. Send /use NAME, or /use --default to let the configuration decide.", arg, strings.Join(p.Usable(roles), ", "))
 	}
 	if err := p.Allow(roles, policy.Resolution{Name: arg, Reason: "asked with /use"}); err != nil {
-		return "⚠ " + upperFirst(err.Error()) + "."
+		return "⚠ " + upperFirst(err.Error()) + ". " + h.opts.Access.WorkspaceHint(in.Identity(), arg)
 	}
 	if err := h.opts.Choices.SetWorkspace(key, arg); err != nil {
 		h.log.Error("record workspace choice", "conversation", key, "err", err)

@@ -234,8 +234,18 @@ func (p *Policy) Check(q Query) (Resolution, error) {
 	return r, nil
 }
 
-// Allow returns nil when roles may use r's workspace, else an error that
-// names the workspace, why it was chosen and the roles that may use it.
+// NotOpenError is Allow's refusal: the workspace exists, and no role of
+// the caller may use it.
+type NotOpenError struct {
+	Workspace string
+	msg       string
+}
+
+func (e *NotOpenError) Error() string { return e.msg }
+
+// Allow returns nil when roles may use r's workspace, else a
+// *NotOpenError that names the workspace, why it was chosen and the roles
+// that may use it.
 func (p *Policy) Allow(roles []string, r Resolution) error {
 	if p.MayUse(roles, r.Name) {
 		return nil
@@ -248,7 +258,7 @@ func (p *Policy) Allow(roles []string, r Resolution) error {
 	if len(roles) > 0 {
 		mine = strings.Join(roles, ", ")
 	}
-	return fmt.Errorf("workspace %q (%s) is not open to your roles (%s); %s", r.Name, r.Reason, mine, who)
+	return &NotOpenError{Workspace: r.Name, msg: fmt.Sprintf("workspace %q (%s) is not open to your roles (%s); %s", r.Name, r.Reason, mine, who)}
 }
 
 // Destination describes where the workspace name runs its programs, from
