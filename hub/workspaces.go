@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/workspaces/policy"
 )
 
@@ -37,7 +38,7 @@ func (h *Hub) resolveWorkspace(explicit, key string, roles []string) (policy.Res
 		if explicit != "" && explicit != policy.Default {
 			return policy.Resolution{}, fmt.Errorf("workspace %q is not configured (accepted: %s)", explicit, policy.Default)
 		}
-		return policy.Resolution{Name: policy.Default, Destination: "local", Reason: policy.ReasonDefault}, nil
+		return policy.Resolution{Name: policy.Default, Destination: "local", Reason: policy.ReasonDefault, Rule: policy.RuleDefault, Runs: config.DestinationLocal}, nil
 	}
 	chosen, err := h.chosenWorkspace(key)
 	if err != nil {
@@ -90,7 +91,7 @@ func (h *Hub) WorkspacePolicy() *policy.Policy { return h.ws.Load() }
 func (h *Hub) EffectiveWorkspace(key string) (policy.Resolution, error) {
 	p := h.ws.Load()
 	if p == nil {
-		return policy.Resolution{Name: policy.Default, Destination: "local", Reason: policy.ReasonDefault}, nil
+		return policy.Resolution{Name: policy.Default, Destination: "local", Reason: policy.ReasonDefault, Rule: policy.RuleDefault, Runs: config.DestinationLocal}, nil
 	}
 	chosen, err := h.chosenWorkspace(key)
 	if err != nil {
