@@ -148,10 +148,10 @@ func (h *Hub) answerCall(ctx context.Context, t *turn, d *decision, res *TurnRes
 	switch d.verdict {
 	case verdictForbidden:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
-			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run.", t.env.Verb, strings.Join(d.roles, ", "))}
+			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run. %s", t.info.Name, rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Name))}
 	case verdictWorkspace:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
-			text: fmt.Sprintf("⚠ %s was not run: %s. Send /use for the workspaces you may use.", t.env.Verb, upperFirst(d.werr.Error()))}
+			text: fmt.Sprintf("⚠ %s was not run: %s. Send /use for the workspaces you may use.%s", t.env.Verb, upperFirst(d.werr.Error()), workspaceHint(t, d))}
 	}
 	out, note, by, shown := h.runTracked(ctx, t, d)
 	res.Outcome = out

@@ -105,9 +105,9 @@ func (h *Hub) apiOutcome(ctx context.Context, t *turn, d *decision) (*executor.O
 		return &executor.Outcome{Err: executor.ErrorFrom(d.err), ID: t.env.ID}, answeredBy{}
 	case verdictForbidden:
 		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: executor.Errorf(executor.CodeForbidden,
-			"%s may not run %s; grant a role that names it under access.roles", t.identity, t.info.Name)}, answeredBy{}
+			"%s may not run %s (forbidden; roles: %s). %s", t.identity, t.info.Name, rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Name))}, answeredBy{}
 	case verdictWorkspace:
-		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: executor.Errorf(executor.CodeForbidden, "%s was not run: %s", t.info.Name, d.werr.Error())}, answeredBy{}
+		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: executor.Errorf(executor.CodeForbidden, "%s was not run: %s.%s", t.info.Name, d.werr.Error(), workspaceHint(t, d))}, answeredBy{}
 	}
 	return h.run(ctx, t, d)
 }

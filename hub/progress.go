@@ -39,7 +39,7 @@ const (
 	ProgressRunning     ProgressState = "running"
 	ProgressDone        ProgressState = "done"        // the verb finished; its result follows
 	ProgressFailed      ProgressState = "failed"      // the verb failed; the error follows
-	ProgressCanceled    ProgressState = "canceled"    // stopped by /cancel or a Cancel button
+	ProgressCanceled    ProgressState = "cancelled"   // stopped by /cancel or a Cancel button
 	ProgressInterrupted ProgressState = "interrupted" // the hub stopped while the call ran
 )
 
@@ -266,7 +266,11 @@ func (t *progressTracker) finish(state ProgressState, by string) (tail string, s
 	if !shown {
 		return u.Tail, false
 	}
-	u.State = state
+	tail = u.Tail
+	// The reply that follows carries the output (the result, or the last
+	// lines of a cancelled call): the final state shows none, so no view
+	// shows it twice.
+	u.State, u.Tail = state, ""
 	u.Elapsed = t.h.opts.Clock.Now().Sub(t.start)
 	u.Text = progressText(u, by)
 	ctx, cancel := context.WithTimeout(t.ctx, progressCallTimeout)
@@ -274,7 +278,7 @@ func (t *progressTracker) finish(state ProgressState, by string) (tail string, s
 	if _, err := t.view.ShowProgress(ctx, u); err != nil {
 		t.h.log.Warn("final progress not shown", "turn", u.TurnID, "err", err)
 		if u.MessageID != "" {
-			return u.Tail, true // recorded: the next start finalises it
+			return tail, true // recorded: the next start finalises it
 		}
 	}
 	if t.h.opts.Progress != nil && u.MessageID != "" {
@@ -282,7 +286,7 @@ func (t *progressTracker) finish(state ProgressState, by string) (tail string, s
 			t.h.log.Error("forget progress message", "turn", u.TurnID, "err", err)
 		}
 	}
-	return u.Tail, true
+	return tail, true
 }
 
 // progressText is the update for people: a status line and, while the call
@@ -356,7 +360,7 @@ func (h *Hub) Cancel(req CancelRequest) CancelResult {
 	if len(mine) == 0 {
 		switch {
 		case len(others) > 0:
-			return CancelResult{Text: fmt.Sprintf("⚠ You may not cancel %s: %s started it, and stopping someone else's call needs a role with %s.", others[0].verb, others[0].identity, config.AdminCancel)}
+			return CancelResult{Text: fmt.Sprintf("⚠ You may not cancel %s: %s started it, and stopping someone else's call needs a role with %s. %s", others[0].verb, others[0].identity, config.AdminCancel, h.opts.Access.ForbiddenHint(caller, config.AdminCancel))}
 		case req.TurnID != "":
 			return CancelResult{Text: "Nothing to cancel: that call has already finished."}
 		}

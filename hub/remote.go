@@ -161,7 +161,7 @@ func (h *Hub) liveness(workspace string) string {
 // admin.read.
 func (h *Hub) nodes(ids, roles []string) string {
 	if !h.opts.Access.Allowed(ids, config.AdminRead) {
-		return fmt.Sprintf("⚠ You may not run /nodes (forbidden): it needs a role with %s. Your roles: %s.", config.AdminRead, strings.Join(roles, ", "))
+		return fmt.Sprintf("⚠ You may not run /nodes (forbidden): it needs a role with %s. Your roles: %s. %s", config.AdminRead, rolesText(roles), h.opts.Access.ForbiddenHint(ids[0], config.AdminRead))
 	}
 	if h.opts.Remote == nil {
 		return "This hub has no remote nodes (nats: is not configured; see docs/nodes.md)."

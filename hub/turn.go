@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -114,6 +115,18 @@ func (h *Hub) permit(t *turn, d *decision) {
 		t.info, t.known = h.x.Registry().Lookup(t.env.Verb)
 	}
 	d.allowed = !t.known || d.acc.grants(d.roles, t.info)
+}
+
+// workspaceHint is what a workspace refusal adds when the roles may not
+// use a workspace that exists: the configuration that would open it to
+// the turn's identity (Access.WorkspaceHint), after a space; "" for any
+// other refusal (an unknown workspace, a choice that cannot be read).
+func workspaceHint(t *turn, d *decision) string {
+	var notOpen *policy.NotOpenError
+	if !errors.As(d.werr, &notOpen) {
+		return ""
+	}
+	return " " + d.acc.WorkspaceHint(t.identity, notOpen.Workspace)
 }
 
 // conversation is the message of the conversation the turn belongs to,

@@ -74,7 +74,7 @@ func TestSchemaShapes(t *testing.T) {
 		{"fs.writeRange", []string{"path", "startLine", "content"}, []string{"endLine"}},
 		{"fs.moveFile", []string{"sourcePath", "destinationPath"}, nil},
 		{"fs.copyFile", []string{"sourcePath", "destinationPath"}, nil},
-		{"proc.run", []string{"executable", "arguments"}, []string{"timeoutSeconds", "workingDirectory"}},
+		{"proc.run", []string{"executable"}, []string{"arguments", "timeoutSeconds", "workingDirectory"}},
 		{"proc.output", []string{"outputId"}, []string{"stream", "startLine", "endLine"}},
 		{"sys.machineInfo", nil, nil},
 	}

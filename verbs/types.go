@@ -245,7 +245,7 @@ type DirEntry struct {
 // ProcRunArgs are the arguments of proc.run.
 type ProcRunArgs struct {
 	Executable       string   `json:"executable" desc:"Program name looked up in PATH, an absolute path, or a workspace path containing a slash (relative to workingDirectory); no shell is involved"`
-	Arguments        []string `json:"arguments" desc:"Arguments passed to the program as they are; may be empty"`
+	Arguments        []string `json:"arguments,omitempty" default:"[]" desc:"Arguments passed to the program as they are; may be empty"`
 	TimeoutSeconds   *int     `json:"timeoutSeconds,omitempty" default:"60" desc:"Seconds before the process and everything it started are killed; capped by the hub's maximum"`
 	WorkingDirectory string   `json:"workingDirectory,omitempty" default:"." desc:"Workspace-relative directory the program runs in"`
 }

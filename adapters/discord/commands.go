@@ -284,7 +284,7 @@ func fieldOption(name string, f executor.Field, budget int) *discordgo.Applicati
 	default:
 		o.Type = discordgo.ApplicationCommandOptionString
 	}
-	if d := f.Default; d != "" && d != "null" && !f.Required {
+	if d := f.Default; d != "" && d != "null" && !f.Required && f.Kind != executor.KindList {
 		suffix += " (default " + d + ")"
 	}
 	o.Description = describeWith(f.Description, f.Type, suffix, budget)

@@ -65,7 +65,7 @@ func (cs *commandSet) invocation(data discordgo.ApplicationCommandInteractionDat
 	}
 	// A list is never required on Discord: absent means empty, as in chat.
 	for _, f := range r.fields {
-		if _, ok := args[f.Name]; !ok && f.Required && f.Kind == executor.KindList {
+		if _, ok := args[f.Name]; !ok && f.Kind == executor.KindList {
 			args[f.Name] = []any{}
 		}
 	}

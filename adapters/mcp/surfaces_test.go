@@ -128,6 +128,17 @@ func TestSurfacesDecideAlike(t *testing.T) {
 				t.Errorf("%s via %s: status %s, code %q, %q; want %s, %q, %q", name, surface, got.status, got.code, got.says, tc.status, tc.code, tc.says)
 			}
 		}
+		if strings.Contains(tc.says, "may not run") {
+			// Every surface says what configuration allows it, for its own
+			// identity.
+			for surface, id := range map[string]string{"chat": fmt.Sprintf("telegram:%d", user), "api": "agent:" + tc.role, "mcp": "agent:" + tc.role} {
+				says := map[string]string{"chat": viaChat.says, "api": viaAPI.says, "mcp": viaMCP.says}[surface]
+				want := fmt.Sprintf("access:\n  roles:\n    fs-writefile: {verbs: [\"fs.writeFile\"]}\n  grants:\n    %q: [%s, fs-writefile]\n", id, tc.role)
+				if !strings.Contains(says, want) {
+					t.Errorf("%s via %s: the refusal does not give the configuration that allows it (%q): %q", name, surface, want, says)
+				}
+			}
+		}
 		if r := viaChat.record; r.Kind != store.KindCommand || r.Meta[hub.MetaWorkspace] != tc.workspace {
 			t.Errorf("%s via chat: recorded as %q in workspace %q, want %q in %q", name, r.Kind, r.Meta[hub.MetaWorkspace], store.KindCommand, tc.workspace)
 		}

@@ -3,10 +3,12 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,6 +101,11 @@ func TestPanelE2E(t *testing.T) {
 		}
 	}})
 	e.writeFile("notes.txt", "alpha\nbeta\ngamma\ndelta\n")
+	var long strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&long, "line %04d\n", i)
+	}
+	e.writeFile("long.txt", long.String())
 	e.writeFile("README.md", "# Demo workspace\n")
 	e.writeFile("src/main.go", "package main\n\nfunc main() {}\n")
 	if e.rt.Directory() != nil {
@@ -148,9 +155,10 @@ func TestPanelE2E(t *testing.T) {
 		t.Fatalf("no pairing code in the stranger's reply: %q", entry.Text)
 	}
 
-	// A second hub with no access configuration: the token is a reader,
-	// with no admin permission; the panel hides the admin views.
-	reader := newEnv(t, envConfig{noServer: true, mod: func(c *config.Config) { c.Access = config.Default().Access }})
+	// A second hub with no access configuration and a configured token:
+	// the token is a reader, with no admin permission; the panel hides the
+	// admin views.
+	reader := newEnv(t, envConfig{noServer: true, mod: func(c *config.Config) { c.Access = defaultAccessWithToken() }})
 	reader.writeFile("notes.txt", "alpha\n")
 	rctx, rcancel := context.WithCancel(context.Background())
 	rdone := make(chan error, 1)

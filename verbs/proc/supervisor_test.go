@@ -144,12 +144,12 @@ func TestProcRunCancelKillsEscapedDescendants(t *testing.T) {
 	}
 	pids := recordedPids(t, e)
 	cancel()
-	verbtest.CheckErr(t, <-done, executor.CodeCanceled, "stopped before it finished")
+	verbtest.CheckErr(t, <-done, executor.CodeCanceled, "cancelled before it finished")
 	if len(pids) != 2 {
 		t.Fatalf("recorded pids %v", pids)
 	}
 	if left := survivors(t, pids); len(left) > 0 {
-		t.Fatalf("descendants %v outlived the canceled call", left)
+		t.Fatalf("descendants %v outlived the cancelled call", left)
 	}
 }
 
