@@ -41,7 +41,11 @@ type Outcome struct {
 	Err *Error
 	// Notes are remarks for people the verb made besides its result (see
 	// Note); RenderText shows them, the result JSON does not carry them.
-	Notes    []string
+	Notes []string
+	// Files are the files the verb sent as files (SendFile), for the
+	// surface to deliver after the reply's text; the result JSON does not
+	// carry them.
+	Files    []SentFile
 	Duration time.Duration
 }
 

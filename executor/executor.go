@@ -100,6 +100,8 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 	val, err := x.call(&rc.notes, reg, args)
 	out.Notes = rc.notes.n.take()
 	if err != nil {
+		// A file sent by a call that then failed is not delivered; the
+		// store's sweep removes its bytes.
 		out.Err = ErrorFrom(err)
 		return out
 	}
@@ -108,6 +110,7 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 	val.(resultHolder).verbResult().ErrorCode = ""
 	fillNilLists(reflect.ValueOf(val))
 	out.Value = val
+	out.Files = rc.notes.n.takeFiles()
 	return out
 }
 

@@ -44,17 +44,29 @@ type Info struct {
 	Summary string
 	// ReadOnly verbs have no side effects; the built-in reader role may run them.
 	ReadOnly bool
+	// Permission, when set, is the verb whose grant this one needs
+	// instead of its own (fs.upload is allowed where fs.writeFile is).
+	Permission string
+	// TakesFile says the verb saves the file sent with the message
+	// (UploadFrom): surfaces that carry no file leave it out (MCP).
+	TakesFile bool
+	// Aliases are other names the chat grammar accepts for the verb, such
+	// as upload for /upload; lower-case letters, not a built-in's name.
+	Aliases []string
 }
 
 // Registry maps verb names, case-insensitively, to typed handlers. It is safe
 // for concurrent use; registration normally happens once at start-up.
 type Registry struct {
-	mu    sync.RWMutex
-	verbs map[string]*registration // keyed by lower-cased name
+	mu      sync.RWMutex
+	verbs   map[string]*registration // keyed by lower-cased name
+	aliases map[string]*registration // Info.Aliases
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{verbs: map[string]*registration{}} }
+func NewRegistry() *Registry {
+	return &Registry{verbs: map[string]*registration{}, aliases: map[string]*registration{}}
+}
 
 type registration struct {
 	info       Info
@@ -72,6 +84,9 @@ type registration struct {
 // R must embed Result. Registering a name twice, ignoring case, is an error.
 func Register[A, R any](r *Registry, info Info, v Verb[A, R]) error {
 	if err := validName(info.Name); err != nil {
+		return err
+	}
+	if err := validAliases(info); err != nil {
 		return err
 	}
 	at := reflect.TypeFor[A]()
@@ -110,7 +125,18 @@ func Register[A, R any](r *Registry, info Info, v Verb[A, R]) error {
 	if old, ok := r.verbs[key]; ok {
 		return fmt.Errorf("register %s: verb %q is already registered", info.Name, old.info.Name)
 	}
+	for _, a := range info.Aliases {
+		if old, ok := r.aliases[a]; ok {
+			return fmt.Errorf("register %s: alias %q is %s's already", info.Name, a, old.info.Name)
+		}
+		if old, ok := r.verbs[a]; ok {
+			return fmt.Errorf("register %s: alias %q is the name of %s", info.Name, a, old.info.Name)
+		}
+	}
 	r.verbs[key] = reg
+	for _, a := range info.Aliases {
+		r.aliases[a] = reg
+	}
 	return nil
 }
 
@@ -153,8 +179,22 @@ func (r *Registry) lookup(name string) (*registration, bool) {
 	key := strings.ToLower(strings.ReplaceAll(name, "_", "."))
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	reg, ok = r.verbs[key]
+	if reg, ok = r.verbs[key]; ok {
+		return reg, true
+	}
+	reg, ok = r.aliases[key]
 	return reg, ok
+}
+
+// Uploader returns the verb that saves the file sent with a message
+// (Info.TakesFile); ok is false when none is registered.
+func (r *Registry) Uploader() (Info, bool) {
+	for _, v := range r.Verbs() {
+		if v.TakesFile {
+			return v, true
+		}
+	}
+	return Info{}, false
 }
 
 // Lookup returns the verb's Info, ignoring case (and treating _ as .).

@@ -51,9 +51,11 @@ type TypeSchema struct {
 // VerbSchema describes a verb: its structured argument and result types and
 // their IDL, derived from the Go types by reflection.
 type VerbSchema struct {
-	Name      string     `json:"name"`
-	Summary   string     `json:"summary"`
-	ReadOnly  bool       `json:"readOnly"`
+	Name     string `json:"name"`
+	Summary  string `json:"summary"`
+	ReadOnly bool   `json:"readOnly"`
+	// TakesFile: the verb saves the file sent with the message (Info).
+	TakesFile bool       `json:"takesFile,omitempty"`
 	Arguments TypeSchema `json:"arguments"`
 	Result    TypeSchema `json:"result"`
 	IDL       string     `json:"idl"` // arguments then result, each type once
@@ -91,6 +93,7 @@ func (reg *registration) schema() VerbSchema {
 			Name:      reg.info.Name,
 			Summary:   reg.info.Summary,
 			ReadOnly:  reg.info.ReadOnly,
+			TakesFile: reg.info.TakesFile,
 			Arguments: b.types[reg.argsType],
 			Result:    b.types[reg.resultType],
 			IDL:       b.String(),
