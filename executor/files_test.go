@@ -137,3 +137,29 @@ func TestUploadContextAndGrant(t *testing.T) {
 		t.Fatalf("uploader %+v", info)
 	}
 }
+
+// TestPositionalBesideBooleans: a verb whose one optional argument stands
+// beside optional booleans takes it by position (/upload PATH).
+func TestPositionalBesideBooleans(t *testing.T) {
+	type upArgs struct {
+		Path      string `json:"path,omitempty"`
+		Overwrite bool   `json:"overwrite,omitempty"`
+	}
+	reg := executor.NewRegistry()
+	executor.MustRegister(reg, executor.Info{Name: "x.up", Aliases: []string{"up"}},
+		executor.VerbFunc[upArgs, EchoResult](func(context.Context, upArgs) (EchoResult, error) { return EchoResult{}, nil }))
+	x := executor.New(reg, executor.Options{})
+	for text, want := range map[string]string{
+		"/up reports/q3.pdf":                `{"path":"reports/q3.pdf"}`,
+		"/up reports/q3.pdf overwrite=true": `{"path":"reports/q3.pdf","overwrite":true}`,
+		"/up":                               `{}`,
+	} {
+		cmd, err := x.ParseCommand(text)
+		if err != nil || string(cmd.Arguments) != want {
+			t.Errorf("%s: %s %v, want %s", text, cmd.Arguments, err, want)
+		}
+	}
+	if _, err := x.ParseCommand("/up a b"); err == nil {
+		t.Error("two positionals for one field were accepted")
+	}
+}

@@ -263,10 +263,11 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 	}
 	// Positionals fill the required fields not given by key, in order; a
 	// verb whose one argument is optional takes it by position too
-	// (`/fs.listDir docs`).
+	// (`/fs.listDir docs`), also beside optional booleans, which are given
+	// by key (`/upload reports/q3.pdf overwrite=true`).
 	byPosition := trail
-	if len(required) == 0 && len(fields) == 1 && fields[0].Kind != KindList {
-		byPosition = []*Field{&fields[0]}
+	if f := soleOptional(fields); len(required) == 0 && f != nil {
+		byPosition = []*Field{f}
 	}
 	pi := 0
 	for i, f := range byPosition {
@@ -557,6 +558,22 @@ func (x *Executor) withUsage(reg *registration, err error) error {
 		msg = prefix + msg
 	}
 	return &Error{Code: CodeInvalidArguments, Message: msg + "\nUsage: " + s.Usage() + "\n" + IDL(reg.argsType)}
+}
+
+// soleOptional is the one field that is neither a list nor a boolean,
+// when there is exactly one; nil otherwise.
+func soleOptional(fields []Field) *Field {
+	var one *Field
+	for i := range fields {
+		switch {
+		case fields[i].Kind == KindBool:
+		case fields[i].Kind == KindList || one != nil:
+			return nil
+		default:
+			one = &fields[i]
+		}
+	}
+	return one
 }
 
 // positionalFields returns the required fields and the fields positionals

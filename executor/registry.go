@@ -48,8 +48,12 @@ type Info struct {
 	// instead of its own (fs.upload is allowed where fs.writeFile is).
 	Permission string
 	// TakesFile says the verb saves the file sent with the message
-	// (UploadFrom): surfaces that carry no file leave it out (MCP).
+	// (UploadFrom).
 	TakesFile bool
+	// ChatOnly says the verb needs what only a chat conversation gives (a
+	// file sent with the message, files sent back): surfaces that have
+	// none leave it out (MCP's tools, the agents' instructions).
+	ChatOnly bool
 	// Aliases are other names the chat grammar accepts for the verb, such
 	// as upload for /upload; lower-case letters, not a built-in's name.
 	Aliases []string

@@ -54,8 +54,9 @@ type VerbSchema struct {
 	Name     string `json:"name"`
 	Summary  string `json:"summary"`
 	ReadOnly bool   `json:"readOnly"`
-	// TakesFile: the verb saves the file sent with the message (Info).
+	// TakesFile and ChatOnly are the verb's Info.
 	TakesFile bool       `json:"takesFile,omitempty"`
+	ChatOnly  bool       `json:"chatOnly,omitempty"`
 	Arguments TypeSchema `json:"arguments"`
 	Result    TypeSchema `json:"result"`
 	IDL       string     `json:"idl"` // arguments then result, each type once
@@ -94,6 +95,7 @@ func (reg *registration) schema() VerbSchema {
 			Summary:   reg.info.Summary,
 			ReadOnly:  reg.info.ReadOnly,
 			TakesFile: reg.info.TakesFile,
+			ChatOnly:  reg.info.ChatOnly,
 			Arguments: b.types[reg.argsType],
 			Result:    b.types[reg.resultType],
 			IDL:       b.String(),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -212,6 +213,9 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 		res.Content = string(data)
 	}
 	res.File = vfsFile(show, enc, int64(len(data)), m)
+	if res.sent, err = sendAsFile(ctx, path.Base(show), data, enc == EncodingUTF8); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
