@@ -12,15 +12,23 @@ type Discord struct {
 	Mention         *bool    `yaml:"mention"`
 	AllowedGuilds   []string `yaml:"allowed_guilds"`
 	AllowedChannels []string `yaml:"allowed_channels"`
+	// MaxFileBytes is the largest file the hub attaches to a message:
+	// Discord's limit for the servers it serves (10MiB without boosts;
+	// more in boosted servers). Larger files are offered in parts.
+	MaxFileBytes Size `yaml:"max_file_bytes"`
 }
 
 func (d *Discord) applyDefaults(*Config) {
 	setDefault(&d.APIBase, "https://discord.com/api/v10")
 	defaultTrue(&d.Mention)
+	setDefault(&d.MaxFileBytes, Size(10<<20))
 }
 
 // validate checks the adapter's settings; nothing when it is off.
 func (d *Discord) validate(_ *Config, v *validator) {
+	if d.MaxFileBytes < 1 || d.MaxFileBytes > 500<<20 {
+		v.bad("discord.max_file_bytes", ": %d is out of range (accepted: 1 byte to 500MiB; Discord's limit for your servers, 10MiB without boosts)", d.MaxFileBytes)
+	}
 	if !d.Enabled {
 		return
 	}

@@ -168,6 +168,16 @@ func (a *Access) grants(roles []string, verb executor.Info) bool {
 }
 
 func (a *Access) roleAllows(p *accessPolicy, role string, verb executor.Info) bool {
+	if verb.Permission != "" {
+		// The verb needs another's grant (fs.upload: fs.writeFile's).
+		perm := executor.Info{Name: verb.Permission}
+		if a.reg != nil {
+			if info, ok := a.reg.Lookup(verb.Permission); ok {
+				perm = info
+			}
+		}
+		verb = perm
+	}
 	lv := strings.ToLower(verb.Name)
 	admin := strings.HasPrefix(lv, config.AdminPrefix)
 	if role == ReaderRole && p.roles[ReaderRole] == nil {
@@ -251,6 +261,15 @@ func (a *Access) WorkspaceHint(identity, workspace string) string {
 func allowHint(block string) string {
 	return "To allow it, the operator adds this to the configuration (merged into its access section, if it has one) and runs hub reload:\n" +
 		executor.Fence(block, "yaml")
+}
+
+// grantText names a verb for a refusal, with the verb whose grant it needs
+// when that is another's: "fs.upload (it needs fs.writeFile)".
+func grantText(info executor.Info) string {
+	if info.Permission == "" {
+		return info.Name
+	}
+	return fmt.Sprintf("%s (it needs %s)", info.Name, info.Permission)
 }
 
 // rolesText lists roles for a refusal: "none" when there are none.

@@ -25,10 +25,19 @@ func chatTurn(in *chat.Inbound) turn {
 	return turn{id: in.TurnID, identity: in.Identity(), ids: Identities(in), in: in}
 }
 
-// parseChat reads a chat turn's command. Parsing is pure: the command is
-// known before the turn is mirrored, so the mirror records the workspace a
-// verb acts in.
+// parseChat reads a chat turn's command, or what a file that came with
+// it asks (parseUpload). Parsing is pure: the command is known before the
+// turn is mirrored, so the mirror records the workspace a verb acts in.
 func (h *Hub) parseChat(t *turn) {
+	if t.in.Upload != nil {
+		h.parseUpload(t)
+		return
+	}
+	h.parseCommand(t)
+}
+
+// parseCommand reads a chat turn's text by the chat grammar.
+func (h *Hub) parseCommand(t *turn) {
 	t.cmd, t.err = h.x.ParseCommand(t.in.Text)
 	if t.err == nil && t.cmd.Verb != "" {
 		t.env = t.cmd.Envelope()
@@ -107,6 +116,7 @@ type chatReply struct {
 	private    bool
 	progress   bool // the call's progress was shown (MetaProgress)
 	by         answeredBy
+	files      []chat.Attachment // sent by the call, after the text
 }
 
 // answer answers a chat turn from a known identity: /approve, a message
@@ -148,14 +158,17 @@ func (h *Hub) answerCall(ctx context.Context, t *turn, d *decision, res *TurnRes
 	switch d.verdict {
 	case verdictForbidden:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
-			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run. %s", t.info.Name, rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Name))}
+			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run. %s", grantText(t.info), rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Grant()))}
 	case verdictWorkspace:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
 			text: fmt.Sprintf("⚠ %s was not run: %s. Send /use for the workspaces you may use.%s", t.env.Verb, upperFirst(d.werr.Error()), workspaceHint(t, d))}
 	}
 	out, note, by, shown := h.runTracked(ctx, t, d)
 	res.Outcome = out
-	r := chatReply{text: executor.RenderText(out, t.cmd.JSON), by: by, progress: shown}
+	if t.upload != nil {
+		h.mirrorSaved(ctx, t.in, t.upload.Saved)
+	}
+	r := chatReply{text: executor.RenderText(out, t.cmd.JSON), by: by, progress: shown, files: sentFiles(out)}
 	if note != "" && !t.cmd.JSON {
 		r.text += "\n" + note
 	}
@@ -174,7 +187,7 @@ func (h *Hub) deliverReply(ctx context.Context, in *chat.Inbound, r chatReply, r
 	if r.progress {
 		meta[MetaProgress] = "1"
 	}
-	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(r.text, h.chunkOptions(in.ReplyKey())), meta)
+	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(r.text, h.chunkOptions(in.ReplyKey())), meta, r.files...)
 	now := h.opts.Clock.Now()
 	added, finished, err := h.enqueueAndFinish(context.WithoutCancel(ctx), in.TurnID, entries, store.TurnDone, r.code, now)
 	if err != nil {

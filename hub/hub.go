@@ -71,6 +71,12 @@ type Options struct {
 	// AccessState keeps pairing codes and approved grants (pairing.go);
 	// nil: strangers are shown the configuration line instead of a code.
 	AccessState AccessState
+	// Files keeps the files a chat turn's call sends until they are
+	// delivered (files.go); nil: chat turns send no files. FileLimits
+	// overrides a platform's largest file (chat.Spec.MaxFileBytes), as
+	// discord.max_file_bytes does.
+	Files      FileStore
+	FileLimits map[chat.Platform]int64
 }
 
 // Hub routes turns. It is safe for concurrent use by every adapter.
@@ -87,6 +93,7 @@ type Hub struct {
 	heldTurns map[string]string
 	calls     map[string]*runningCall // verb calls from chat, by turn id
 	views     map[chat.Platform]ProgressView
+	sources   map[chat.Platform]FileSource // by platform (SetFileSource)
 	dir       atomic.Pointer[store.Directory]
 	ws        atomic.Pointer[policy.Policy] // the workspace policy in force (reloaded)
 }

@@ -175,6 +175,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Clock:       opts.Clock,
 		Events:      events,
 		Logger:      opts.Logger,
+		Files:       st.Files(),
 	})
 	rt.Hub, err = New(Options{
 		Executor:       x,
@@ -200,6 +201,8 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Clock:          opts.Clock,
 		Logger:         opts.Logger,
 		AccessState:    accessState,
+		Files:          st.Files(),
+		FileLimits:     fileLimits(cfg),
 	})
 	if err != nil {
 		return nil, err
@@ -398,8 +401,11 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 	if msgID != "" {
 		meta[store.MetaPlatformMessageID] = msgID
 	}
-	if e.Attachment != nil {
-		meta["attachment"] = e.Attachment.Name
+	if a := e.Attachment; a != nil {
+		meta["attachment"] = a.Name
+		if a.Stored() {
+			meta[MetaFileSHA256], meta[MetaFileSize] = a.SHA256, strconv.FormatInt(a.Size, 10)
+		}
 	}
 	if e.LastError != "" && kind == store.KindDead {
 		meta["last_error"] = e.LastError
@@ -454,9 +460,10 @@ func (m *mirrorEvents) append(e *outbox.Entry, rec store.MirrorRecord) {
 
 // feed gives the record of a chunk to the conversations feed.
 func (m *mirrorEvents) feed(e *outbox.Entry, rec store.MirrorRecord) {
-	if e.Attachment != nil {
-		// A conversation shows an overflow attachment inline.
-		rec.Text += "\n" + executor.Fence(string(e.Attachment.Data), "")
+	if a := e.Attachment; a != nil && !a.Stored() {
+		// A conversation shows an overflow attachment inline (a stored
+		// file is a download: its record names it).
+		rec.Text += "\n" + executor.Fence(string(a.Data), "")
 	}
 	m.conv.record(rec)
 }

@@ -35,6 +35,9 @@ type turn struct {
 	asked, session string
 	err            error            // why the request does not parse
 	cmd            executor.Command // a chat turn's command: its builtin and --json
+	// upload is the file that came with a chat turn's message, as offered
+	// to its call (files.go); nil when none is.
+	upload *executor.Upload
 }
 
 // verdict is what decide concluded about a turn's verb call.
@@ -186,6 +189,12 @@ func (h *Hub) run(ctx context.Context, t *turn, d *decision) (*executor.Outcome,
 	verb := ""
 	if t.known {
 		verb = t.info.Name
+	}
+	ctx = h.callFiles(ctx, t)
+	if t.upload = executor.UploadFrom(ctx); t.upload != nil {
+		if dest, remote := h.remoteDestination(c.Workspace); remote {
+			return uploadRemote(t, c.Workspace, dest.Node), answeredBy{}
+		}
 	}
 	return h.call(ctx, c, t.env, verb)
 }
