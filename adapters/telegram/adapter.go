@@ -207,7 +207,7 @@ func (a *Adapter) Sender() outbox.Sender { return a.send }
 // Platform is the adapter as the runtime attaches it (hub.Runtime.Attach,
 // before Start): itself, its Sender and its progress view.
 func (a *Adapter) Platform() hub.Platform {
-	return hub.Platform{Name: chat.Telegram, Adapter: a, Sender: a.send, Progress: a.progress}
+	return hub.Platform{Name: chat.Telegram, Adapter: a, Sender: a.send, Progress: a.progress, Files: a}
 }
 
 // Run connects to the Bot API (getMe, retried with backoff while the API is

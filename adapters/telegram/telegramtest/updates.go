@@ -63,3 +63,35 @@ func CallbackUpdate(id int, chatID, user int64, msgID int64, data string) map[st
 		"data":    data,
 	}}
 }
+
+// WithDocument makes a message carry the document doc (Server.Document),
+// its text becoming the caption.
+func WithDocument(doc map[string]any) MessageOption {
+	return func(m map[string]any) {
+		m["document"] = doc
+		if t, ok := m["text"].(string); ok {
+			delete(m, "text")
+			if t != "" {
+				m["caption"] = t
+			}
+		}
+	}
+}
+
+// WithPhoto makes a message carry a photo in two sizes, the larger one the
+// file f of s, its text becoming the caption.
+func (s *Server) WithPhoto(f File) MessageOption {
+	small, large := s.AddFile(File{Data: []byte("thumbnail")}), s.AddFile(f)
+	return func(m map[string]any) {
+		m["photo"] = []any{
+			map[string]any{"file_id": small, "file_unique_id": "u" + small, "width": 90, "height": 90, "file_size": 9},
+			map[string]any{"file_id": large, "file_unique_id": "u" + large, "width": 1280, "height": 960, "file_size": f.declared()},
+		}
+		if t, ok := m["text"].(string); ok {
+			delete(m, "text")
+			if t != "" {
+				m["caption"] = t
+			}
+		}
+	}
+}
