@@ -35,6 +35,9 @@ type Inbound struct {
 	// Upload is the file that came with the message (a document, a photo,
 	// an attachment, a file dropped in the panel); nil when none did.
 	Upload *Upload
+	// ExtraFiles counts the files beyond Upload that came with the
+	// message: the hub saves one file per message and refuses the others.
+	ExtraFiles int
 	// Meta carries small, display-only platform extras that the mirrors
 	// record.
 	Meta map[string]string

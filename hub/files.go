@@ -81,6 +81,10 @@ func (h *Hub) parseUpload(t *turn) {
 		t.err = executor.Errorf(executor.CodeInvalidArguments, "This hub saves no files: no verb takes a file sent with a message")
 		return
 	}
+	if n := t.in.ExtraFiles; n > 0 {
+		t.err = executor.Errorf(executor.CodeInvalidArguments, "A message brought %d files; the hub saves one file per message: send them one at a time (nothing was saved)", n+1)
+		return
+	}
 	text := strings.TrimSpace(t.in.Text)
 	if text == "" || !strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "{") {
 		if strings.ContainsAny(text, "\r\n") {

@@ -68,7 +68,8 @@ type Adapter struct {
 	progress *progressView
 	sem      chan struct{}
 	recent   *recentSet
-	secret   string // the bot token, redacted from every error and log line
+	secret   string       // the bot token, redacted from every error and log line
+	files    *http.Client // fetches attachments from the CDN (files.go)
 
 	appID   atomic.Value // string: the application id, from config or READY
 	botID   atomic.Value // string: the bot user's id, from READY
@@ -157,6 +158,7 @@ func New(opts Options) (*Adapter, error) {
 		cfg: opts.Config, hub: opts.Intake, status: opts.Status, clock: opts.Clock,
 		log: opts.Logger.With("adapter", Name), session: s, cmds: cmds, apiBase: base,
 		sem: make(chan struct{}, opts.Concurrency), recent: newRecentSet(recentEvents), secret: token,
+		files: newFileClient(),
 	}
 	a.appID.Store(strings.TrimSpace(opts.Config.ApplicationID))
 	a.botID.Store("")
@@ -191,7 +193,7 @@ func (a *Adapter) Sender() outbox.Sender { return a.sender }
 // Platform is the adapter as the runtime attaches it (hub.Runtime.Attach):
 // itself, its Sender and its progress view.
 func (a *Adapter) Platform() hub.Platform {
-	return hub.Platform{Name: chat.Discord, Adapter: a, Sender: a.sender, Progress: a.progress}
+	return hub.Platform{Name: chat.Discord, Adapter: a, Sender: a.sender, Progress: a.progress, Files: a}
 }
 
 func (a *Adapter) applicationID() string { s, _ := a.appID.Load().(string); return s }

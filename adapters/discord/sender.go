@@ -126,6 +126,9 @@ func (s *Sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, err
 		return outbox.Receipt{}, outbox.Permanent(fmt.Errorf("discord sender: target %q is not a Discord channel (accepted: chat:discord:<channel_id>)", k))
 	}
 	m := prepare(e)
+	if err := loadFile(e, &m); err != nil {
+		return outbox.Receipt{}, err
+	}
 	if it, ok := interactionOf(e.Meta, a.applicationID()); ok {
 		if it.Created.IsZero() || a.clock.Now().Before(it.Created.Add(InteractionTokenTTL-tokenMargin)) {
 			id, err := a.sendInteraction(ctx, e, it, m)
