@@ -50,6 +50,7 @@ const WebFileLimit = 1 << 30
 // a stored file (a file reply's chunk, a saved upload); MetaFileName names
 // the file.
 const (
+	MetaAttachment = "attachment" // the name of a chunk's attached file
 	MetaFileName   = "file_name"
 	MetaFileSHA256 = "file_sha256"
 	MetaFileSize   = "file_size"

@@ -402,7 +402,7 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 		meta[store.MetaPlatformMessageID] = msgID
 	}
 	if a := e.Attachment; a != nil {
-		meta["attachment"] = a.Name
+		meta[MetaAttachment] = a.Name
 		if a.Stored() {
 			meta[MetaFileSHA256], meta[MetaFileSize] = a.SHA256, strconv.FormatInt(a.Size, 10)
 		}

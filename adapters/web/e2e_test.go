@@ -191,6 +191,11 @@ func TestPanelE2E(t *testing.T) {
 			t.Errorf("screenshot %s missing", f)
 		}
 	}
+	for name, want := range map[string]string{"inbox/hello.txt": "hello from the panel\n", "uploads/dropped.bin": "\x00\x01\x02\xff"} {
+		if got, err := os.ReadFile(filepath.Join(e.cfg.Workspace, filepath.FromSlash(name))); err != nil || string(got) != want {
+			t.Errorf("the panel's upload %s holds %q (%v), want %q", name, got, err, want)
+		}
+	}
 	if n := discordCalls.Load(); n != 2 {
 		t.Errorf("the fake Discord was called %d times, want 2 (refused, then the retry)", n)
 	}

@@ -156,6 +156,7 @@ func (s *Server) publishExchange(x hub.Exchange) Event {
 		if x.Kind == string(outbox.KindReply) {
 			ev.Type = EventReply
 		}
+		ev.File = fileLink(x)
 		return s.events.publishChunk(ev)
 	default:
 		ev.Type = EventNotice

@@ -9,7 +9,7 @@
 // With a second hub whose web identity holds no admin permission (the
 // built-in reader role), it checks the panel hides the admin views there.
 import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -228,6 +228,39 @@ try {
     await shot(page, '15b-fold-open.png');
     await summary.click();
     await folded.locator('.fold-preview').waitFor();
+  });
+
+  await check('a file picked in the panel is saved where its text says', async () => {
+    await page.locator('#file-input').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from('hello from the panel\n') });
+    await page.locator('#attached', { hasText: 'hello.txt (21 bytes)' }).waitFor();
+    await send(page, 'inbox/');
+    await reply(page, 'Saved inbox/hello.txt (21 bytes').waitFor();
+    if (!await page.locator('#attached').isHidden()) throw new Error('the file stays attached after it was sent');
+    await shot(page, '18-upload.png');
+  });
+
+  await check('a file dropped on the composer is saved in the uploads directory', async () => {
+    const drop = await page.evaluateHandle(() => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array([0, 1, 2, 255])], 'dropped.bin', { type: 'application/octet-stream' }));
+      return dt;
+    });
+    await page.locator('.composer').dispatchEvent('drop', { dataTransfer: drop });
+    await page.locator('#attached', { hasText: 'dropped.bin (4 bytes)' }).waitFor();
+    await page.locator('#input').fill('');
+    await page.locator('#composer-form').evaluate((f) => f.requestSubmit());
+    await reply(page, 'Saved uploads/dropped.bin (4 bytes').waitFor();
+  });
+
+  await check('/get sends a workspace file as a download of this conversation', async () => {
+    await send(page, '/get src/main.go');
+    const link = page.locator('#messages .msg.reply a.file', { hasText: 'main.go' }).last();
+    await link.waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    if (download.suggestedFilename() !== 'main.go') throw new Error(`downloaded as ${download.suggestedFilename()}`);
+    const got = readFileSync(await download.path(), 'utf8');
+    if (got !== 'package main\n\nfunc main() {}\n') throw new Error(`the download holds ${JSON.stringify(got)}`);
+    await shot(page, '19-download.png');
   });
 
   await check('a long proc.run shows its progress in place and is cancelled from the panel', async () => {
