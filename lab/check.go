@@ -81,8 +81,10 @@ type Observation struct {
 	Telegram []telegramtest.Message
 	Discord  []discordtest.Receipt
 	Web      []WebEvent
-	// Files holds the workspace files the markers go to.
-	Files map[string]string
+	// Files holds the workspace files the markers go to; Uploads the files
+	// saved under up/ by path (files.go).
+	Files   map[string]string
+	Uploads map[string][]byte
 	// HubLogs are the output of every hub run, by run.
 	HubLogs []string
 	// Alive is empty when the hub answered the final admin request; else
@@ -111,6 +113,9 @@ type Figures struct {
 	SideEffects                            int
 	UnrecordedTelegram, UnrecordedDiscord  int
 	DuplicateSent                          int
+	// Uploads counts the files saved whole under up/; FileReplies the
+	// documents of blob.bin Telegram received.
+	Uploads, FileReplies int
 }
 
 // adapterNotices are texts the Discord adapter writes into an
@@ -144,6 +149,7 @@ func Check(o Observation) ([]Violation, Figures) {
 	c.checkAnswers()
 	c.checkMirrors()
 	c.checkSideEffects()
+	c.checkUploads()
 	c.checkAlive()
 	return c.v, c.fig
 }
@@ -782,6 +788,9 @@ func (f Figures) Summary() string {
 	s := fmt.Sprintf("turns=%d delivered=%d answered=%d chunks=%d dead=%d received=%d crash_window_duplicates=%d nonce_repeats=%d side_effects=%d mirror_gaps_fault=%d mirror_gaps_crash=%d inbound_gaps_fault=%d inbound_gaps_crash=%d discord_lost_in_crash=%d duplicate_inbounds_sent=%d",
 		f.Turns, f.TurnsDelivered, f.Answered, f.Chunks, f.Dead, f.Receipts, f.CrashDuplicates, f.NonceRepeats, f.SideEffects,
 		f.MirrorGapsInFault, f.MirrorGapsInCrash, f.InboundGapsInFault, f.InboundGapsInCrash, f.DiscordLostInCrash, f.DuplicateSent)
+	if f.Uploads > 0 || f.FileReplies > 0 {
+		s += fmt.Sprintf(" uploads=%d file_replies_telegram=%d", f.Uploads, f.FileReplies)
+	}
 	if len(dup) > 0 {
 		s += " (" + strings.Join(dup, " ") + ")"
 	}

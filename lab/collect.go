@@ -206,6 +206,14 @@ func (w *world) finish() (Observation, error) {
 			return obs, fmt.Errorf("final turn on %s: %w", p.Platform, err)
 		}
 	}
+	if w.sentUploads() {
+		// The next upload into up/ removes what saves cut short by a kill
+		// left there (docs/uploads.md): checkUploads finds none.
+		s := &source{w: w, t: TrafficStep{Platform: "web"}}
+		if err := s.send("upload", true); err != nil {
+			return obs, fmt.Errorf("final upload: %w", err)
+		}
+	}
 	if err := w.settle(3*time.Second, w.opt.SettleTimeout, true); err != nil {
 		w.logf("%v", err) // the checks say what is missing
 	}
@@ -264,6 +272,7 @@ func (w *world) finish() (Observation, error) {
 			obs.Files[e.Name()] = string(data)
 		}
 	}
+	obs.Uploads = readUploads(w.ws)
 	for _, run := range w.hub.allRuns() {
 		data, _ := os.ReadFile(run.log)
 		obs.HubLogs = append(obs.HubLogs, string(data))

@@ -305,6 +305,8 @@ var knownActions = map[string]string{
 	"box-long":     "as box, sleeping 120 s before the echo: a call for a docker stop step to cut short",
 	"remote-write": "appends its marker to remote.log and echoes it with proc.run in a remote workspace rK, on node nK (telegram; hub.nodes)",
 	"remote-long":  "as remote-write, sleeping 4 s before the echo: a call to stop or kill a node, or the hub, in",
+	"upload":       "sends a file with its message, saved at up/<marker>.bin (a document, an attachment, /fs upload, a multipart panel message)",
+	"getfile":      "asks for blob.bin back as a file with /get (fs.send): a document, an attachment, a panel download",
 }
 
 // LoadScenario reads and checks a scenario file.

@@ -274,7 +274,7 @@ func (w *world) setup() error {
 	if w.sc.Hub.Docker && w.opt.Docker == nil {
 		return errors.New("the scenario needs a private Docker daemon (hub.docker): Options.Docker is nil")
 	}
-	files := map[string]string{"ran.log": "", "long.log": "", "box.log": "", "big.txt": bigText(), "README.md": "# lab workspace\n"}
+	files := map[string]string{"ran.log": "", "long.log": "", "box.log": "", "big.txt": bigText(), "README.md": "# lab workspace\n", blobName: string(blobData())}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(w.ws, name), []byte(content), 0o644); err != nil {
 			return err
@@ -406,6 +406,7 @@ discord:
   token: %q
   application_id: %q
   api_base: %q
+  cdn_base: %q
   command_guilds: [%q]
   prefix: "!"
   mention: true
@@ -432,7 +433,7 @@ outbox:
   send_timeout: %s
 mirror:
   keep_runs: 1000
-%s%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.GuildID,
+%s%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.CDNBase(), w.dc.GuildID,
 		w.adminWorkspaces(), telegramUser, discordUser, attempts,
 		durationOr(h.BackoffBase, 100*time.Millisecond), durationOr(h.BackoffMax, 2*time.Second), durationOr(h.SendTimeout, 5*time.Second),
 		w.workspacesConfig(), w.nodesConfig())

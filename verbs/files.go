@@ -31,6 +31,10 @@ const (
 	DefaultUploadTimeout  = 5 * time.Minute
 )
 
+// processStart is when this process started: a temporary file last
+// written before it belongs to a write no process holds any more.
+var processStart = time.Now()
+
 // maxUploadName bounds a cleaned file name, in bytes: the path guard's
 // default segment limit.
 const maxUploadName = confine.DefaultMaxSegment
@@ -58,6 +62,10 @@ func (s *Set) Upload(ctx context.Context, a FsUploadArgs) (FsUploadResult, error
 		return res, err
 	}
 	defer release()
+	// Saves a crash cut short (before or after their file took its name)
+	// left their temporary files in this directory: the next upload here
+	// removes them (docs/uploads.md).
+	l.RemoveStaleTemps(processStart)
 	show := l.Show()
 	perm, keep, prev, err := writeTarget(l, uploadMode(a.Overwrite))
 	if err != nil {

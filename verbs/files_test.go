@@ -87,6 +87,48 @@ func TestUploadSavesTheFile(t *testing.T) {
 	noTemp(t, e)
 }
 
+// TestUploadSweepsWhatACrashLeft: the temporary files of saves a killed
+// process left in the directory (written before this process started)
+// are removed by the next upload there; one a live write holds (written
+// since) is kept, and so is a file that only looks alike.
+func TestUploadSweepsWhatACrashLeft(t *testing.T) {
+	e := verbtest.New(t)
+	e.Put("uploads/.a.bin.tmp-0123456789ab", "half a file")
+	e.Put("uploads/.a.bin.tmp-ba9876543210", "a live write")
+	e.Put("uploads/.a.bin.tmp-notmine", "something else")
+	e.Put("uploads/.other.pdf.tmp-aaaaaaaaaaaa", "half another file")
+	old := time.Now().Add(-24 * time.Hour)
+	for _, n := range []string{".a.bin.tmp-0123456789ab", ".a.bin.tmp-notmine", ".other.pdf.tmp-aaaaaaaaaaaa"} {
+		if err := os.Chtimes(filepath.Join(e.Dir, "uploads", n), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := runUpload(e, newUpload("a.bin", []byte("whole"), 5), map[string]any{}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	for _, n := range []string{".a.bin.tmp-0123456789ab", ".other.pdf.tmp-aaaaaaaaaaaa"} {
+		if _, err := os.Stat(filepath.Join(e.Dir, "uploads", n)); err == nil {
+			t.Errorf("the leftover %s of a killed save is still there", n)
+		}
+	}
+	for _, n := range []string{".a.bin.tmp-ba9876543210", ".a.bin.tmp-notmine"} {
+		if _, err := os.Stat(filepath.Join(e.Dir, "uploads", n)); err != nil {
+			t.Errorf("%s was removed: %v", n, err)
+		}
+	}
+	// Killed after the file took its name: sent again, it is kept (never
+	// replaced) and the leftover goes.
+	e.Put("uploads/.a.bin.tmp-00000000cafe", "whole")
+	if err := os.Chtimes(filepath.Join(e.Dir, "uploads", ".a.bin.tmp-00000000cafe"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	out := runUpload(e, newUpload("a.bin", []byte("whole"), 5), map[string]any{})
+	verbtest.CheckErr(t, out.Err, executor.CodeAlreadyExists, "uploads/a.bin already exists and was kept")
+	if _, err := os.Stat(filepath.Join(e.Dir, "uploads", ".a.bin.tmp-00000000cafe")); err == nil {
+		t.Error("the leftover of a save killed after its link is still there")
+	}
+}
+
 func TestUploadNeverReplacesUnlessAsked(t *testing.T) {
 	e := verbtest.New(t)
 	e.Put("uploads/a.txt", "the original")
