@@ -74,7 +74,7 @@ func ChunkOptionsFor(p Platform) ChunkOptions {
 
 // Attachment is a file sent along with a chunk: its bytes are either in
 // Data (the overflow of a long text), or stored in the state under their
-// SHA-256 (a file reply, docs/files.md), and then read with Open.
+// SHA-256 (a file reply, docs/uploads.md), and then read with Open.
 type Attachment struct {
 	Name string
 	MIME string

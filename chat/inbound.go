@@ -49,7 +49,7 @@ type Inbound struct {
 
 // Upload describes a file a person sent with a message, as the platform
 // announced it: the hub fetches it through the platform's adapter when
-// the turn saves it (docs/files.md).
+// the turn saves it (docs/uploads.md).
 type Upload struct {
 	// Name is the file's name as the sender's client gave it, untrusted:
 	// the verb that saves it cleans it.

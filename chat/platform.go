@@ -28,7 +28,7 @@ type Spec struct {
 	// MaxUnits is the most UTF-16 code units one message may hold.
 	MaxUnits int
 	// MaxFileBytes is the largest file a bot may send to one of its chats
-	// by default (docs/files.md); the configuration may lower or raise it
+	// by default (docs/uploads.md); the configuration may lower or raise it
 	// where the platform lets it vary (a Discord server's boost level).
 	MaxFileBytes int64
 	// MaxUploadBytes is the largest file a person may send the hub there
@@ -47,7 +47,7 @@ var specs = []Spec{
 	{Name: Discord, ChatForm: "<channel_id>", MaxUnits: DiscordLimit, MaxFileBytes: DiscordFileLimit, parse: parseDiscord},
 }
 
-// The platforms' limits on files (docs/files.md): Telegram's Bot API sends
+// The platforms' limits on files (docs/uploads.md): Telegram's Bot API sends
 // documents of up to 50 MB and lets a bot download files of up to 20 MB;
 // Discord takes attachments of up to 10 MiB in a server without boosts
 // (more in boosted ones: discord.max_file_bytes).

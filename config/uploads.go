@@ -7,7 +7,7 @@ import (
 )
 
 // Uploads configures the files people send the hub with a message
-// (docs/files.md): where fs.upload saves one sent without a path, the
+// (docs/uploads.md): where fs.upload saves one sent without a path, the
 // largest it saves, and how long its download may take.
 type Uploads struct {
 	// Dir is the directory, relative to the workspace, where a file sent

@@ -7,7 +7,7 @@ import (
 	"io"
 )
 
-// Files through a call (docs/files.md). A chat surface offers a call two
+// Files through a call (docs/uploads.md). A chat surface offers a call two
 // things a verb cannot reach otherwise: a place for the files it sends as
 // files (a FileOffer: the state's file store, and how large a file the
 // conversation's platform takes), and the file that came with the message

@@ -15,7 +15,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
-// Files through the chat (docs/files.md). A chat turn that came with a
+// Files through the chat (docs/uploads.md). A chat turn that came with a
 // file runs the verb that saves it (the registry's Uploader, fs.upload)
 // like any verb call: parsed, decided, mirrored and answered on the one
 // path of a turn, with the file offered to the call (executor.Upload),

@@ -140,7 +140,7 @@ type record struct {
 }
 
 // recordAttachment is an entry's file: its bytes in Data, or, for a
-// stored file (docs/files.md), its SHA-256 and size in the state's files/.
+// stored file (docs/uploads.md), its SHA-256 and size in the state's files/.
 type recordAttachment struct {
 	Name   string `json:"name"`
 	MIME   string `json:"mime"`
@@ -1028,7 +1028,7 @@ func (s *BoltStore) Prune(ctx context.Context, before time.Time) (int, error) {
 }
 
 // fileRefs lists the stored files that pending entries and dead letters
-// carry: the files the outbox may still send (docs/files.md). Only records
+// carry: the files the outbox may still send (docs/uploads.md). Only records
 // that name a SHA-256 are decoded.
 func (s *BoltStore) fileRefs(ctx context.Context) (map[string]bool, error) {
 	refs := map[string]bool{}

@@ -143,7 +143,7 @@ type Entry struct {
 // NewEntries turns one split text for one target into entries: chunk i gets
 // index i; when the split carries an attachment, one more entry carries it
 // (its Text is the attachment's caption); then one entry for each of files,
-// stored files a verb sent (docs/files.md), with its name and size as its
+// stored files a verb sent (docs/uploads.md), with its name and size as its
 // text. Total is set on all of them, and each entry gets its own copy of
 // meta.
 func NewEntries(kind Kind, turnID string, target chat.Key, split chat.Split, meta map[string]string, files ...chat.Attachment) []Entry {

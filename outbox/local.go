@@ -167,7 +167,7 @@ type localLine struct {
 	OutboxID    string `json:"outbox_id,omitempty"`
 	Attachment  string `json:"attachment,omitempty"`
 	// File, SHA256 and Size describe a stored file the entry carries
-	// (docs/files.md): it is written beside the JSONL file, in
+	// (docs/uploads.md): it is written beside the JSONL file, in
 	// <name>.files/, and File is its path relative to the JSONL file's
 	// directory.
 	File   string `json:"file,omitempty"`

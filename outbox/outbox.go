@@ -62,7 +62,7 @@ type Options struct {
 	// Logger receives warnings and errors; default slog.Default().
 	Logger *slog.Logger
 	// Files holds the bytes of the stored files entries carry
-	// (docs/files.md): read when such an entry is sent, and swept of what
+	// (docs/uploads.md): read when such an entry is sent, and swept of what
 	// no pending or dead entry names once the retention has passed. Nil:
 	// an entry with a stored file becomes a dead letter saying so.
 	Files FileStore

@@ -18,7 +18,7 @@ import (
 // FilesDir is the state directory's files/: the bytes of the files the hub
 // sends as files (a document in a chat, a download in the panel), each
 // named by its SHA-256, from the turn that made it until the outbox no
-// longer needs it (docs/files.md).
+// longer needs it (docs/uploads.md).
 const FilesDir = "files"
 
 // ErrFileTooLarge is what Files.Put returns for content over its limit.

@@ -60,7 +60,7 @@ const (
 )
 
 // Meta keys of an inbound message that came with a file: the name, size
-// and media type its platform announced (docs/files.md).
+// and media type its platform announced (docs/uploads.md).
 const (
 	MetaUploadName = "upload_name"
 	MetaUploadSize = "upload_size"

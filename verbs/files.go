@@ -18,7 +18,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/verbs/confine"
 )
 
-// Files through the chat (docs/files.md): fs.upload saves the file that
+// Files through the chat (docs/uploads.md): fs.upload saves the file that
 // came with a message, fs.send sends a workspace file as a file. Both go
 // through the confined workspace like fs.writeFile and fs.readFile; the
 // bytes come from, or go to, what the surface offers the call

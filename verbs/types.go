@@ -46,7 +46,7 @@ type FsReadFileResult struct {
 	// version or timestamps.
 	File *VfsFile `json:"file,omitempty" desc:"The file's path, encoding and size; in session workspaces also its version and timestamps"`
 	// sent is the file a chat got instead of the content: binary, or text
-	// longer than a chat reply should carry (docs/files.md).
+	// longer than a chat reply should carry (docs/uploads.md).
 	sent *executor.SentFile
 }
 

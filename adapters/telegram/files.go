@@ -14,7 +14,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/chat"
 )
 
-// Files through the chat (docs/files.md): a message may carry one file (a
+// Files through the chat (docs/uploads.md): a message may carry one file (a
 // document, a photo, an audio, a video, a voice note, an animation), which
 // the hub saves with fs.upload; the adapter fetches it with getFile and
 // the Bot API's file download URL, which lets bots download files of up to
