@@ -265,13 +265,10 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 			}
 		}
 	}
-	// Positionals fill the required fields not given by key, in order; a
-	// verb whose one argument is optional takes it by position too
-	// (`/fs.listDir docs`).
-	byPosition := required
-	if len(required) == 0 && len(fields) == 1 && fields[0].Kind != KindList {
-		byPosition = []*Field{&fields[0]}
-	}
+	// Positionals fill the required fields not given by key, in order, then
+	// the optional positional ones; a verb whose one argument is optional
+	// takes it by position too (`/fs.listDir docs`).
+	byPosition := byPositionOf(fields, required)
 	pi := 0
 	for i, f := range byPosition {
 		if _, ok := vals[f.Name]; ok {
@@ -355,6 +352,26 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 		return nil, x.withUsage(reg, err)
 	}
 	return raw, nil
+}
+
+// byPositionOf is the order in which positionals fill fields: the required
+// ones, then the optional ones marked positional after the last required
+// field that is not a list, or the one field of a verb whose one argument
+// is optional.
+func byPositionOf(fields []Field, required []*Field) []*Field {
+	if len(required) == 0 && len(fields) == 1 && fields[0].Kind != KindList {
+		return []*Field{&fields[0]}
+	}
+	if n := len(required); n > 0 && required[n-1].Kind == KindList {
+		return required
+	}
+	out := required
+	for i := range fields {
+		if fields[i].Positional {
+			out = append(out, &fields[i])
+		}
+	}
+	return out
 }
 
 // bindBody merges the lines after the command: a YAML/JSON object of
@@ -538,7 +555,12 @@ func (s VerbSchema) Usage() string {
 		}
 	}
 	for _, f := range s.Arguments.Fields {
-		if !f.Required {
+		if f.Positional {
+			b.WriteString(" <" + f.Name + ">")
+		}
+	}
+	for _, f := range s.Arguments.Fields {
+		if !f.Required && !f.Positional {
 			b.WriteString(" [" + f.Name + "=" + f.Type + "]")
 		}
 	}
