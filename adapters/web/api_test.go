@@ -246,8 +246,9 @@ func TestVerbs(t *testing.T) {
 		def      string
 	}{
 		{"path", executor.KindString, true, ""},
-		{"startLine", executor.KindInt, true, ""},
-		{"endLine", executor.KindInt, true, ""},
+		{"startLine", executor.KindInt, false, "none"},
+		{"endLine", executor.KindInt, false, "none"},
+		{"lastLines", executor.KindInt, false, "none"},
 		{"includeLineNumbers", executor.KindBool, false, "true"},
 	}
 	for _, c := range checks {
@@ -255,6 +256,9 @@ func TestVerbs(t *testing.T) {
 		if !ok || f.Kind != c.kind || f.Required != c.required || f.Default != c.def || f.Description == "" {
 			t.Errorf("field %s = %+v, want kind %s required %v default %q with a description", c.name, f, c.kind, c.required, c.def)
 		}
+	}
+	if !fields["startLine"].Positional || !fields["endLine"].Positional || fields["lastLines"].Positional {
+		t.Errorf("positional fields of fs.readRange: %+v", rr.Arguments.Fields)
 	}
 	if pr := byName["proc.run"]; len(pr.Arguments.Fields) == 0 || pr.Arguments.Fields[1].Kind != executor.KindList {
 		t.Errorf("proc.run arguments: %+v", pr.Arguments.Fields)
