@@ -25,9 +25,10 @@ import (
 // with replaceAll), the edits apply in order to the result of the previous
 // one, all or none, and the file is written through a temporary file,
 // synced and renamed over it (confine.Loc.WriteAtomic), as fs.writeFile
-// writes, keeping its permissions. The result is the change as a unified
-// diff and the file's new SHA-256, on which the next edit can be made
-// conditional (expectedSha256).
+// writes, keeping its permissions (and its owner, where the hub may give
+// it). The result is the change as a unified diff and the file's new
+// SHA-256, on which the next edit can be made conditional
+// (expectedSha256).
 
 // maxEdits bounds the edits of one fs.edit call.
 const maxEdits = 100
@@ -173,6 +174,7 @@ func (s *Set) Edit(ctx context.Context, a FsEditArgs) (FsEditResult, error) {
 		if _, err := io.WriteString(tmp, edited); err != nil {
 			return err
 		}
+		keepOwner(tmp, fi)
 		return unchangedSince(l, fi, show)
 	})
 	if err != nil {
@@ -253,6 +255,16 @@ func (s *Set) needText(p Place, l *confine.Loc, fi fs.FileInfo, data []byte) err
 			"File %s is binary (it holds a NUL byte or invalid UTF-8, or was written as base64); fs.edit edits text files only (fs.writeFile with encoding base64 replaces binary content)", l.Show())
 	}
 	return nil
+}
+
+// keepOwner gives f, the edited file's new content, the owner of the file
+// it replaces (fi) where the hub may: an edit by a hub running as root does
+// not take a file away from its user. Elsewhere the file is the hub's user's
+// after an edit, as after fs.writeFile.
+func keepOwner(f *os.File, fi fs.FileInfo) {
+	if uid, gid, ok := unix.Owner(fi); ok && (uid != os.Geteuid() || gid != os.Getegid()) {
+		_ = f.Chown(uid, gid)
+	}
 }
 
 // unchangedSince fails when the file at l is no longer the one fi
