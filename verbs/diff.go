@@ -44,11 +44,19 @@ func unifiedDiff(name, old, new string) string {
 func commonPrefixLines(a, b string) int {
 	n := min(len(a), len(b))
 	i := 0
+	for i+diffStride <= n && a[i:i+diffStride] == b[i:i+diffStride] {
+		i += diffStride
+	}
 	for i < n && a[i] == b[i] {
 		i++
 	}
 	return strings.LastIndexByte(a[:i], '\n') + 1
 }
+
+// diffStride is how many bytes the common prefix and suffix are compared
+// at a time (a string comparison, which the runtime vectorises) before the
+// last bytes are compared one by one.
+const diffStride = 64
 
 // commonSuffixLines is the length of the longest common suffix of a and b
 // made of whole lines in both: it starts at the beginning of a or after a
@@ -56,6 +64,9 @@ func commonPrefixLines(a, b string) int {
 func commonSuffixLines(a, b string) int {
 	n := min(len(a), len(b))
 	i := 0
+	for i+diffStride <= n && a[len(a)-i-diffStride:len(a)-i] == b[len(b)-i-diffStride:len(b)-i] {
+		i += diffStride
+	}
 	for i < n && a[len(a)-1-i] == b[len(b)-1-i] {
 		i++
 	}

@@ -112,6 +112,12 @@ func (a *FsEditArgs) edits() ([]TextEdit, error) {
 	return a.Edits, nil
 }
 
+// sha256Hex is the SHA-256 of data in hex.
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
 // checkSha256 checks an expectedSha256 argument's form.
 func checkSha256(s string) error {
 	if s == "" {
@@ -154,12 +160,12 @@ func (s *Set) Edit(ctx context.Context, a FsEditArgs) (FsEditResult, error) {
 	if err := s.needText(p, l, fi, data); err != nil {
 		return res, err
 	}
-	sum := sha256.Sum256(data)
-	res.Sha256 = hex.EncodeToString(sum[:])
-	if a.ExpectedSha256 != "" && !strings.EqualFold(a.ExpectedSha256, res.Sha256) {
-		return res, executor.Errorf(executor.CodeConflict,
-			"File %s changed since the version the edit is based on: its SHA-256 is %s, not %s; nothing was written (read it again and edit from what you read)",
-			show, res.Sha256, strings.ToLower(a.ExpectedSha256))
+	if a.ExpectedSha256 != "" {
+		if cur := sha256Hex(data); !strings.EqualFold(a.ExpectedSha256, cur) {
+			return res, executor.Errorf(executor.CodeConflict,
+				"File %s changed since the version the edit is based on: its SHA-256 is %s, not %s; nothing was written (read it again and edit from what you read)",
+				show, cur, strings.ToLower(a.ExpectedSha256))
+		}
 	}
 	text := string(data)
 	edited, n, err := applyEdits(text, edits, show)
@@ -168,6 +174,7 @@ func (s *Set) Edit(ctx context.Context, a FsEditArgs) (FsEditResult, error) {
 	}
 	res.Diff, res.Replacements, res.DryRun = unifiedDiff(show, text, edited), n, a.DryRun
 	if a.DryRun || edited == text {
+		res.Sha256 = sha256Hex(data)
 		return res, s.describeEdited(p, l, show, fi, int64(len(data)), nil, &res)
 	}
 	err = l.WriteAtomic(fi.Mode().Perm(), true, false, func(tmp *os.File) error {
@@ -180,8 +187,7 @@ func (s *Set) Edit(ctx context.Context, a FsEditArgs) (FsEditResult, error) {
 	if err != nil {
 		return res, err
 	}
-	sum = sha256.Sum256([]byte(edited))
-	res.Sha256 = hex.EncodeToString(sum[:])
+	res.Sha256 = sha256Hex([]byte(edited))
 	return res, s.describeEdited(p, l, show, fi, int64(len(edited)), fi, &res)
 }
 
@@ -229,14 +235,15 @@ func readForEdit(ctx context.Context, f *os.File, fi fs.FileInfo, show string, l
 	if fi.Size() > limit {
 		return nil, tooLarge(fi.Size())
 	}
-	data, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, limit+1))
-	if err != nil {
+	// Room for the size the file had, and a little more if it grew.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(ctxReader{ctx, f}, limit+1)); err != nil {
 		return nil, confine.FSError(err, show, "read")
 	}
-	if int64(len(data)) > limit {
-		return nil, tooLarge(int64(len(data)))
+	if int64(buf.Len()) > limit {
+		return nil, tooLarge(int64(buf.Len()))
 	}
-	return data, nil
+	return buf.Bytes(), nil
 }
 
 // needText refuses a file fs.readFile would return as base64: one with a
