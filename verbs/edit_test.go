@@ -208,3 +208,47 @@ func TestEditSession(t *testing.T) {
 		t.Fatal("the session's edit reached the host workspace")
 	}
 }
+
+// TestFileVerbsSessionConfinement: in a session workspace the new verbs
+// reach the session's own files only: a link to the host workspace or to
+// another session's file, and `..`, are refused; another session's file is
+// not there.
+func TestFileVerbsSessionConfinement(t *testing.T) {
+	e := newSessEnv(t)
+	sok[verbs.FsWriteFileResult](e, chatA, "fs.writeFile", map[string]any{"path": "mine.txt", "content": "A's\n"})
+	sok[verbs.FsWriteFileResult](e, chatB, "fs.writeFile", map[string]any{"path": "theirs.txt", "content": "B's\n"})
+	dir := e.sessionDir(chatA)
+	for name, target := range map[string]string{
+		"to-host":  filepath.Join(e.hostDir, "host-only.txt"),
+		"to-other": filepath.Join(e.sessionDir(chatB), "theirs.txt"),
+		"up":       "../../" + verbs.SessionDirName(chatB) + "/live/theirs.txt",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"to-host", "to-other", "up", "../x", "a/../../theirs.txt"} {
+		for _, c := range []struct {
+			verb string
+			args map[string]any
+		}{
+			{"fs.edit", map[string]any{"path": p, "oldText": "s", "newText": "x"}},
+			{"fs.edit", map[string]any{"path": p, "oldText": "s", "newText": "x", "dryRun": true}},
+			{"fs.stat", map[string]any{"path": p, "sha256": true}},
+			{"fs.readRange", map[string]any{"path": p, "lastLines": 1}},
+		} {
+			e.sfails(chatA, executor.CodeForbiddenPath, c.verb, c.args)
+		}
+		r := sok[verbs.FsReadManyResult](e, chatA, "fs.readMany", map[string]any{"paths": []string{p}})
+		if f := r.Files[0]; f.Succeeded || f.ErrorCode != executor.CodeForbiddenPath {
+			t.Errorf("fs.readMany %q: %+v", p, f)
+		}
+	}
+	e.sfails(chatA, executor.CodeNotFound, "fs.edit", map[string]any{"path": "theirs.txt", "oldText": "B", "newText": "A"})
+	if b, _ := os.ReadFile(filepath.Join(e.sessionDir(chatB), "theirs.txt")); string(b) != "B's\n" {
+		t.Fatalf("B's file holds %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.hostDir, "host-only.txt")); string(b) != "host\n" {
+		t.Fatalf("the host file holds %q", b)
+	}
+}
