@@ -375,20 +375,27 @@ func countOverlapping(text, sub string) int {
 }
 
 // lineList names the lines of the first occurrences at (offsets in text)
-// of n: "lines 4, 17 and 30", "lines 4, 17, 30, 41, 52, …".
+// of n: "lines 4, 17 and 30", "lines 4, 17, 30, 41, 52, …", "on line 3".
 func lineList(text string, at []int, n int) string {
+	shown := at[:min(len(at), maxListedLines)]
 	var nums []string
 	line, pos := 1, 0
-	for _, off := range at[:min(len(at), maxListedLines)] {
+	for _, off := range shown {
 		line += strings.Count(text[pos:off], "\n")
 		pos = off
-		nums = append(nums, strconv.Itoa(line))
+		if s := strconv.Itoa(line); len(nums) == 0 || nums[len(nums)-1] != s {
+			nums = append(nums, s)
+		}
+	}
+	more := ""
+	if n > len(shown) {
+		more = ", …"
 	}
 	switch {
-	case n > len(nums):
-		return "lines " + strings.Join(nums, ", ") + ", …"
-	case len(nums) == 2 && nums[0] == nums[1]:
-		return "both on line " + nums[0]
+	case len(nums) == 1:
+		return "on line " + nums[0] + more
+	case more != "":
+		return "lines " + strings.Join(nums, ", ") + more
 	}
 	return "lines " + strings.Join(nums[:len(nums)-1], ", ") + " and " + nums[len(nums)-1]
 }

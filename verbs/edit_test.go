@@ -86,6 +86,7 @@ func TestEditRefusals(t *testing.T) {
 	e.Put("latin1.txt", "caf\xe9\n")
 	e.Put("big.txt", strings.Repeat("x", 1001))
 	e.Put("dir/x.txt", "x")
+	e.Put("same.txt", "x\nxaaax\n")
 	old := e.Get("a.txt")
 	for _, c := range []struct {
 		name  string
@@ -99,6 +100,10 @@ func TestEditRefusals(t *testing.T) {
 			[]string{"oldText occurs 2 times in a.txt (lines 1 and 3)", "include more of the surrounding text", "replaceAll"}},
 		{"overlapping matches", executor.CodeInvalidArguments, map[string]any{"path": "a.txt", "oldText": "three", "newText": "3"},
 			[]string{"occurs 2 times", "lines 4 and 5"}},
+		{"matches on one line", executor.CodeInvalidArguments, map[string]any{"path": "same.txt", "oldText": "aa", "newText": "b"},
+			[]string{"occurs 2 times in same.txt (on line 2)"}},
+		{"many matches", executor.CodeInvalidArguments, map[string]any{"path": "a.txt", "oldText": "e", "newText": "E"},
+			[]string{"occurs 6 times in a.txt (lines 1, 3, 4, 5, …)"}},
 		{"binary", executor.CodeInvalidArguments, map[string]any{"path": "bin.dat", "oldText": "text", "newText": "t"},
 			[]string{"File bin.dat is binary", "text files only"}},
 		{"invalid utf-8", executor.CodeInvalidArguments, map[string]any{"path": "latin1.txt", "oldText": "caf", "newText": "cafe"},
