@@ -207,10 +207,19 @@ func (d *differ) compare(a0, a1, b0, b1 int) {
 	}
 }
 
+// maxBisectSteps bounds the edit distance one bisection searches (in each
+// direction) before it settles for a point that is on a path but maybe
+// not on a shortest one, as diff does when an exact answer is too
+// expensive: a change of many lines spread over a large file (a renamed
+// word, say) then costs time in proportion to the lines, not to their
+// product. Scripts of up to twice as many changes are exact.
+const maxBisectSteps = 256
+
 // bisect finds the middle snake of a shortest path from (a0, b0) to
 // (a1, b1) and returns a point on it that splits the problem in two, or
 // ok false when the ranges have no line in common. Forward paths are
-// searched from the start and reverse ones from the end until they meet.
+// searched from the start and reverse ones from the end until they meet;
+// past maxBisectSteps, the forward point furthest along is returned.
 func (d *differ) bisect(a0, a1, b0, b1 int) (x, y int, ok bool) {
 	n, m := a1-a0, b1-b0
 	maxD := (n + m + 1) / 2
@@ -226,7 +235,14 @@ func (d *differ) bisect(a0, a1, b0, b1 int) (x, y int, ok bool) {
 	delta := n - m
 	front := delta%2 != 0
 	k1start, k1end, k2start, k2end := 0, 0, 0, 0
+	bestX, bestY := 0, 0 // the forward point furthest along, within the ranges
 	for step := 0; step < maxD; step++ {
+		if step > maxBisectSteps {
+			if bestX+bestY > 0 && bestX+bestY < n+m {
+				return a0 + bestX, b0 + bestY, true
+			}
+			return 0, 0, false
+		}
 		for k1 := -step + k1start; k1 <= step-k1end; k1 += 2 {
 			i := off + k1
 			var x1 int
@@ -240,6 +256,9 @@ func (d *differ) bisect(a0, a1, b0, b1 int) (x, y int, ok bool) {
 				x1, y1 = x1+1, y1+1
 			}
 			v1[i] = x1
+			if x1 <= n && y1 <= m && x1+y1 > bestX+bestY {
+				bestX, bestY = x1, y1
+			}
 			switch {
 			case x1 > n:
 				k1end += 2

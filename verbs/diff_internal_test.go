@@ -189,3 +189,39 @@ func TestUnifiedDiffLargeFileSmallEdit(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestUnifiedDiffLargeChanges: changes too many for an exact script in
+// reasonable time (a word renamed on every 7th line of 100,000, and two
+// texts with no line in common) still give a diff that patch applies.
+func TestUnifiedDiffLargeChanges(t *testing.T) {
+	patchBin, err := exec.LookPath("patch")
+	if err != nil {
+		testkit.Unavailable(t, "patch is not installed")
+	}
+	var renamed strings.Builder
+	old := numbered(1, 100_000)
+	for i, l := range strings.SplitAfter(old, "\n") {
+		if i%7 == 0 {
+			l = strings.Replace(l, "line", "row", 1)
+		}
+		renamed.WriteString(l)
+	}
+	for name, c := range map[string][2]string{
+		"renamed":      {old, renamed.String()},
+		"no line kept": {numbered(1, 30_000), strings.ReplaceAll(numbered(1, 30_000), "line", "other")},
+	} {
+		d := unifiedDiff("f.txt", c[0], c[1])
+		f := filepath.Join(t.TempDir(), "f.txt")
+		if err := os.WriteFile(f, []byte(c[0]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(patchBin, "-s", "--no-backup-if-mismatch", f)
+		cmd.Stdin = strings.NewReader(d)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: patch: %v\n%s", name, err, out)
+		}
+		if got, _ := os.ReadFile(f); string(got) != c[1] {
+			t.Fatalf("%s: the patched text differs", name)
+		}
+	}
+}

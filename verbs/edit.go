@@ -157,7 +157,7 @@ func (s *Set) Edit(ctx context.Context, a FsEditArgs) (FsEditResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := s.needText(p, l, fi, data); err != nil {
+	if err := needText(p, l, fi, data); err != nil {
 		return res, err
 	}
 	if a.ExpectedSha256 != "" {
@@ -175,7 +175,7 @@ func (s *Set) Edit(ctx context.Context, a FsEditArgs) (FsEditResult, error) {
 	res.Diff, res.Replacements, res.DryRun = unifiedDiff(show, text, edited), n, a.DryRun
 	if a.DryRun || edited == text {
 		res.Sha256 = sha256Hex(data)
-		return res, s.describeEdited(p, l, show, fi, int64(len(data)), nil, &res)
+		return res, describeEdited(p, l, show, fi, int64(len(data)), nil, &res)
 	}
 	err = l.WriteAtomic(fi.Mode().Perm(), true, false, func(tmp *os.File) error {
 		if _, err := io.WriteString(tmp, edited); err != nil {
@@ -188,12 +188,12 @@ func (s *Set) Edit(ctx context.Context, a FsEditArgs) (FsEditResult, error) {
 		return res, err
 	}
 	res.Sha256 = sha256Hex([]byte(edited))
-	return res, s.describeEdited(p, l, show, fi, int64(len(edited)), fi, &res)
+	return res, describeEdited(p, l, show, fi, int64(len(edited)), fi, &res)
 }
 
 // describeEdited fills res.File; written (the file's description before
 // the write) records a write in a session workspace.
-func (s *Set) describeEdited(p Place, l *confine.Loc, show string, fi fs.FileInfo, size int64, written fs.FileInfo, res *FsEditResult) error {
+func describeEdited(p Place, l *confine.Loc, show string, fi fs.FileInfo, size int64, written fs.FileInfo, res *FsEditResult) error {
 	if p.sess == nil {
 		res.File = vfsFile(show, EncodingUTF8, size, nil)
 		return nil
@@ -248,7 +248,7 @@ func readForEdit(ctx context.Context, f *os.File, fi fs.FileInfo, show string, l
 
 // needText refuses a file fs.readFile would return as base64: one with a
 // NUL byte or invalid UTF-8, or written as base64 in a session workspace.
-func (s *Set) needText(p Place, l *confine.Loc, fi fs.FileInfo, data []byte) error {
+func needText(p Place, l *confine.Loc, fi fs.FileInfo, data []byte) error {
 	binary := !isText(data)
 	if !binary && p.sess != nil {
 		m, err := p.sess.metaOf(l.Name(), fi)
