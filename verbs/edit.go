@@ -33,8 +33,12 @@ import (
 // maxEdits bounds the edits of one fs.edit call.
 const maxEdits = 100
 
-// maxListedLines bounds the line numbers an ambiguous oldText's error lists.
-const maxListedLines = 5
+// maxListedLines bounds the line numbers an ambiguous oldText's error
+// lists, and maxCounted the occurrences it counts.
+const (
+	maxListedLines = 5
+	maxCounted     = 1000
+)
 
 // FsEditArgs are the arguments of fs.edit.
 type FsEditArgs struct {
@@ -312,9 +316,13 @@ func applyEdits(text string, edits []TextEdit, show string) (string, int, error)
 			return "", 0, executor.Errorf(executor.CodeInvalidArguments, "%s does not occur in %s%s; nothing was changed (it must match exactly, indentation and line breaks included: read the file again)",
 				editName(i, len(edits)), show, afterEarlier(i))
 		case len(at) > 1 && !e.ReplaceAll:
-			n := countOverlapping(text, old)
-			return "", 0, executor.Errorf(executor.CodeInvalidArguments, "%s occurs %d times in %s%s (%s); nothing was changed: include more of the surrounding text so that it occurs once, or set replaceAll to replace every occurrence",
-				editName(i, len(edits)), n, show, afterEarlier(i), lineList(text, at, n))
+			n := len(occurrences(text, old, maxCounted))
+			times := fmt.Sprintf("%d times", n)
+			if n == maxCounted {
+				times = fmt.Sprintf("at least %d times", n)
+			}
+			return "", 0, executor.Errorf(executor.CodeInvalidArguments, "%s occurs %s in %s%s (%s); nothing was changed: include more of the surrounding text so that it occurs once, or set replaceAll to replace every occurrence",
+				editName(i, len(edits)), times, show, afterEarlier(i), lineList(text, at, n))
 		case e.ReplaceAll:
 			total += strings.Count(text, old)
 			text = strings.ReplaceAll(text, old, nw)
@@ -359,19 +367,6 @@ func occurrences(text, sub string, max int) []int {
 		from += i + 1
 	}
 	return at
-}
-
-// countOverlapping counts the occurrences of sub in text, overlapping
-// ones included.
-func countOverlapping(text, sub string) int {
-	n := 0
-	for from := 0; ; n++ {
-		i := strings.Index(text[from:], sub)
-		if i < 0 {
-			return n
-		}
-		from += i + 1
-	}
 }
 
 // lineList names the lines of the first occurrences at (offsets in text)

@@ -257,3 +257,14 @@ func TestFileVerbsSessionConfinement(t *testing.T) {
 		t.Fatalf("the host file holds %q", b)
 	}
 }
+
+// TestEditCountsOccurrencesUpToABound: an oldText found very many times
+// (overlapping ones too) is counted up to a bound, which the error says.
+func TestEditCountsOccurrencesUpToABound(t *testing.T) {
+	e := verbtest.New(t)
+	e.Put("a.txt", strings.Repeat("a", 5000)+"\n")
+	e.Fails(executor.CodeInvalidArguments, "fs.edit", map[string]any{"path": "a.txt", "oldText": strings.Repeat("a", 100), "newText": "b"},
+		"occurs at least 1000 times in a.txt (on line 1, …)")
+	e.Fails(executor.CodeInvalidArguments, "fs.edit", map[string]any{"path": "a.txt", "oldText": strings.Repeat("a", 4500), "newText": "b"},
+		"occurs 501 times in a.txt (on line 1, …)")
+}
