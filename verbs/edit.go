@@ -172,7 +172,7 @@ func (s *Set) Edit(ctx context.Context, a FsEditArgs) (FsEditResult, error) {
 		}
 	}
 	text := string(data)
-	edited, n, err := applyEdits(text, edits, show)
+	edited, n, err := applyEdits(text, edits, show, p.ws.opts.MaxReadBytes)
 	if err != nil {
 		return res, err
 	}
@@ -299,10 +299,10 @@ func unchangedSince(l *confine.Loc, fi fs.FileInfo, show string) error {
 }
 
 // applyEdits applies edits in order to text and returns the result and
-// the number of passages replaced. In a file whose lines end in CRLF, an
-// edit whose texts hold line breaks but no CR is matched and written with
-// CRLF line breaks.
-func applyEdits(text string, edits []TextEdit, show string) (string, int, error) {
+// the number of passages replaced; the result may be at most limit bytes.
+// In a file whose lines end in CRLF, an edit whose texts hold line breaks
+// but no CR is matched and written with CRLF line breaks.
+func applyEdits(text string, edits []TextEdit, show string, limit int64) (string, int, error) {
 	crlf := usesCRLF(text)
 	total := 0
 	for i, e := range edits {
@@ -316,22 +316,36 @@ func applyEdits(text string, edits []TextEdit, show string) (string, int, error)
 			return "", 0, executor.Errorf(executor.CodeInvalidArguments, "%s does not occur in %s%s; nothing was changed (it must match exactly, indentation and line breaks included: read the file again)",
 				editName(i, len(edits)), show, afterEarlier(i))
 		case len(at) > 1 && !e.ReplaceAll:
-			n := len(occurrences(text, old, maxCounted))
-			times := fmt.Sprintf("%d times", n)
-			if n == maxCounted {
-				times = fmt.Sprintf("at least %d times", n)
-			}
-			return "", 0, executor.Errorf(executor.CodeInvalidArguments, "%s occurs %s in %s%s (%s); nothing was changed: include more of the surrounding text so that it occurs once, or set replaceAll to replace every occurrence",
-				editName(i, len(edits)), times, show, afterEarlier(i), lineList(text, at, n))
-		case e.ReplaceAll:
-			total += strings.Count(text, old)
+			return "", 0, ambiguous(text, old, at, editName(i, len(edits))+" occurs", show+afterEarlier(i))
+		}
+		n := 1
+		if e.ReplaceAll {
+			n = strings.Count(text, old)
+		}
+		if size := int64(len(text)) + int64(n)*(int64(len(nw))-int64(len(old))); size > limit {
+			return "", 0, executor.Errorf(executor.CodeTooLarge,
+				"The edits would make %s %d bytes; fs.edit writes files of at most %d (verbs.max_read_bytes)", show, size, limit)
+		}
+		total += n
+		if e.ReplaceAll {
 			text = strings.ReplaceAll(text, old, nw)
-		default:
-			total++
+		} else {
 			text = text[:at[0]] + nw + text[at[0]+len(old):]
 		}
 	}
 	return text, total, nil
+}
+
+// ambiguous is the error of old, found at the offsets at (and maybe more
+// times) in text: how many times, on which lines.
+func ambiguous(text, old string, at []int, what, where string) error {
+	n := len(occurrences(text, old, maxCounted))
+	times := fmt.Sprintf("%d times", n)
+	if n == maxCounted {
+		times = fmt.Sprintf("at least %d times", n)
+	}
+	return executor.Errorf(executor.CodeInvalidArguments, "%s %s in %s (%s); nothing was changed: include more of the surrounding text so that it occurs once, or set replaceAll to replace every occurrence",
+		what, times, where, lineList(text, at, n))
 }
 
 func editName(i, n int) string {

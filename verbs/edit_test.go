@@ -87,6 +87,7 @@ func TestEditRefusals(t *testing.T) {
 	e.Put("big.txt", strings.Repeat("x", 1001))
 	e.Put("dir/x.txt", "x")
 	e.Put("same.txt", "x\nxaaax\n")
+	e.Put("many.txt", strings.Repeat("o\n", 100))
 	old := e.Get("a.txt")
 	for _, c := range []struct {
 		name  string
@@ -125,6 +126,8 @@ func TestEditRefusals(t *testing.T) {
 			[]string{"set replaceAll on each edit"}},
 		{"new text over the write limit", executor.CodeTooLarge, map[string]any{"path": "a.txt", "oldText": "two", "newText": strings.Repeat("é", 51)},
 			[]string{"The new text is 51 characters", "at most 50", "verbs.max_write_chars"}},
+		{"an edit making the file too large", executor.CodeTooLarge, map[string]any{"path": "many.txt", "oldText": "o", "newText": strings.Repeat("o", 45), "replaceAll": true},
+			[]string{"The edits would make many.txt 4600 bytes; fs.edit writes files of at most 1000 (verbs.max_read_bytes)"}},
 		{"file over the read limit", executor.CodeTooLarge, map[string]any{"path": "big.txt", "oldText": "x", "newText": "y", "replaceAll": true},
 			[]string{"File big.txt is 1001 bytes", "at most 1000", "verbs.max_read_bytes"}},
 		{"missing file", executor.CodeNotFound, map[string]any{"path": "nope.txt", "oldText": "a", "newText": "b"}, []string{"nope.txt"}},
