@@ -166,9 +166,12 @@ func (s *Set) Register(reg *executor.Registry) error {
 	regs := []func() error{
 		reg1(reg, "fs.exists", "Check whether a file or directory exists", true, s.Exists),
 		reg1(reg, "fs.readFile", "Read a whole file: text as it is, binary content as base64", true, s.ReadFile),
-		reg1(reg, "fs.readRange", "Read lines startLine to endLine of a text file", true, s.ReadRange),
+		reg1(reg, "fs.readRange", "Read lines startLine to endLine, or the last lines, of a text file", true, s.ReadRange),
+		reg1(reg, "fs.readMany", "Read several files at once, each with its own success or error", true, s.ReadMany),
+		reg1(reg, "fs.stat", "Describe a file or directory: type, size, mode, modification time, lines, SHA-256", true, s.Stat),
 		reg1(reg, "fs.writeFile", "Create, replace or append to a file atomically", false, s.WriteFile),
 		reg1(reg, "fs.writeRange", "Replace, insert or append lines in a text file", false, s.WriteRange),
+		reg1(reg, "fs.edit", "Replace exact passages of a text file and show the diff", false, s.Edit),
 		reg1(reg, "fs.deleteFile", "Delete a file", false, s.DeleteFile),
 		reg1(reg, "fs.moveFile", "Move a file to a path that does not exist yet", false, s.MoveFile),
 		reg1(reg, "fs.copyFile", "Copy a file to a path that does not exist yet", false, s.CopyFile),

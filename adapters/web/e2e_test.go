@@ -108,6 +108,7 @@ func TestPanelE2E(t *testing.T) {
 	e.writeFile("long.txt", long.String())
 	e.writeFile("README.md", "# Demo workspace\n")
 	e.writeFile("src/main.go", "package main\n\nfunc main() {}\n")
+	e.writeFile("edit-me.txt", "one\ntwo\nthree\nfour\n")
 	if e.rt.Directory() != nil {
 		e.rt.Directory().Observe(&chat.Inbound{Platform: chat.Telegram, ChatID: "-1001234567890", ThreadID: "7", ChatType: "supergroup", ChatTitle: "Ops", TopicTitle: "Deploys", Time: time.Now()})
 		e.rt.Directory().Observe(&chat.Inbound{Platform: chat.Discord, ChatID: "1200000000000000001", GuildID: "1100000000000000001", ChatType: "guild_text", ChatTitle: "#builds", Time: time.Now()})

@@ -168,6 +168,31 @@ try {
     await page.locator('#messages .msg.api', { hasText: '"lineCount": 4' }).waitFor();
   });
 
+  await check('the form edits with multi-line texts: a diff comes back', async () => {
+    await page.click('#form-toggle');
+    await page.selectOption('#form-verb', 'fs.edit');
+    await page.locator('textarea#f-oldText').waitFor();
+    await page.locator('textarea#f-newText').waitFor();
+    await page.fill('#f-path', 'edit-me.txt');
+    await page.fill('#f-oldText', 'two\nthree');
+    await page.fill('#f-newText', 'TWO\nTHREE');
+    await page.click('#verb-form button[data-mode="chat"]');
+    const r = reply(page, 'Edited');
+    await r.waitFor();
+    const text = await r.textContent();
+    if (!text.includes('-two') || !text.includes('+THREE')) throw new Error(`the reply lacks the diff: ${text}`);
+    if (await r.locator('pre').count() === 0) throw new Error('the diff is not rendered as a code block');
+  });
+
+  await check('the form takes a list of edits as JSON', async () => {
+    await page.click('#form-toggle');
+    await page.selectOption('#form-verb', 'fs.edit');
+    await page.fill('#f-path', 'edit-me.txt');
+    await page.fill('#f-edits', '[{"oldText": "one", "newText": "1"}, {"oldText": "four", "newText": "4"}]');
+    await page.click('#verb-form button[data-mode="api"]');
+    await page.locator('#messages .msg.api', { hasText: '"replacements": 2' }).waitFor();
+  });
+
   await check('a path outside the workspace is refused with forbidden_path', async () => {
     await send(page, '/fs.readFile ../etc/passwd');
     const r = reply(page, 'forbidden_path');

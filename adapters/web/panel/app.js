@@ -649,15 +649,21 @@
         return el('select', common, f.required ? null : el('option', { value: '', text: f.default ? '(default: ' + f.default + ')' : '(none)' }),
           ...(f.enum || []).map((x) => el('option', { value: x, text: x })));
       case 'list':
+        if (structuredList(f)) return el('textarea', Object.assign({ rows: 4, placeholder: 'JSON list, like [{"key": "value"}]' }, common));
         return el('textarea', Object.assign({ rows: 3, placeholder: 'one per line' }, common));
       case 'map':
       case 'object':
       case 'any':
         return el('textarea', Object.assign({ rows: 3, placeholder: 'JSON' }, common));
       default:
-        if (f.name === 'content' || f.name === 'text') return el('textarea', Object.assign({ rows: 5, placeholder: f.default ? 'default: ' + f.default : '' }, common));
+        if (f.name === 'content' || /text$/i.test(f.name)) return el('textarea', Object.assign({ rows: 5, placeholder: f.default ? 'default: ' + f.default : '' }, common));
         return el('input', Object.assign({ type: 'text', autocapitalize: 'off', spellcheck: 'false', placeholder: f.default ? 'default: ' + f.default : '' }, common));
     }
+  }
+
+  // structuredList: a list of objects (fs.edit's edits), typed as JSON.
+  function structuredList(f) {
+    return f.kind === 'list' && (f.elem === 'object' || f.elem === 'map' || f.elem === 'any');
   }
 
   function buildForm(v) {
@@ -710,6 +716,12 @@
           break;
         }
         case 'list': {
+          if (structuredList(f)) {
+            let list;
+            try { list = JSON.parse(raw); } catch (e) { throw new Error(f.name + ' must be a JSON list: ' + e.message); }
+            args[f.name] = Array.isArray(list) ? list : [list];
+            break;
+          }
           const items = raw.split('\n').map((s) => s.trim()).filter((s) => s !== '');
           args[f.name] = f.elem === 'int' || f.elem === 'number' ? items.map(Number) : items;
           break;
