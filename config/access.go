@@ -13,7 +13,8 @@ type Access struct {
 	// The role "reader" is built in (read-only fs verbs and sys.machineInfo).
 	Roles map[string]Role `yaml:"roles"`
 	// Grants maps an identity (telegram:<user_id>, discord:<user_id>,
-	// discord-role:<role_id>, web) to role names.
+	// discord-role:<role_id>, agent:<name>, schedule:<name>, web) to role
+	// names.
 	Grants map[string][]string `yaml:"grants"`
 	// DefaultRoles are granted to everyone; empty by default (deny).
 	DefaultRoles []string `yaml:"default_roles"`
@@ -158,8 +159,10 @@ func ValidIdentity(id string) error {
 		return nil
 	case ok && kind == "agent" && validAgentName(rest) == nil:
 		return nil
+	case ok && kind+":" == ScheduleIdentityPrefix && ValidScheduleName(rest) == nil:
+		return nil
 	}
-	return fmt.Errorf("%q is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, agent:<name>, web)", id)
+	return fmt.Errorf("%q is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, agent:<name>, schedule:<name>, web)", id)
 }
 
 func isInt(s string) bool {
