@@ -50,6 +50,7 @@ const (
 	KindPMA       = "pma"       // outbound: a fan-out chunk to a delivery target
 	KindDead      = "dead"      // outbound: a dead letter
 	KindDelivered = "delivered" // outbound: a chunk the platform accepted
+	KindSchedule  = "schedule"  // inbound: a schedule's call, before it runs
 )
 
 // Meta keys of outbound records.
