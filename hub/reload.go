@@ -298,6 +298,8 @@ var (
 	// access. Adding or removing a workspace, or changing its path or
 	// destination, needs a restart.
 	WorkspaceKeys = []string{"workspaces." + config.WorkspacesByChat, "workspaces." + config.WorkspacesByRole}
+	// ScheduleKeys: every schedule, added, changed or removed.
+	ScheduleKeys = []string{"schedules"}
 )
 
 // workspacePolicy is the workspace policy of a reloaded configuration: its
@@ -336,6 +338,12 @@ func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
 		}
 	}})
 	r.Register(rt.RetentionReloadable())
+	r.Refresh("check the schedules", rt.Schedules.Check)
+	r.Register(Reloadable{Name: "schedules", Keys: ScheduleKeys, Apply: func(cfg *config.Config) {
+		if err := rt.Schedules.Replace(cfg); err != nil {
+			rt.log.Error("reload the schedules", "err", err)
+		}
+	}})
 	rt.reloader.Store(r)
 	return r
 }

@@ -23,6 +23,10 @@ type turn struct {
 	// in is a chat turn's message; nil for an API call, which works in the
 	// web conversation (conversation).
 	in *chat.Inbound
+	// own is the key of the conversation of a turn that has one of its
+	// own instead of the web's: a schedule's run (schedule:<name>). Such
+	// a conversation has no /use choice and no session.
+	own string
 
 	env executor.Envelope // the verb call; Verb is "" when none is asked
 	// info is the verb as the registry describes it, when known is set:
@@ -86,7 +90,7 @@ func (h *Hub) decide(t *turn, d *decision) {
 		return
 	}
 	h.permit(t, d)
-	if d.allowed && d.session == "" && h.opts.SessionFor != nil {
+	if d.allowed && d.session == "" && h.opts.SessionFor != nil && t.own == "" {
 		d.session = h.opts.SessionFor(t.conversation(), d.roles)
 	}
 	explicit, err := t.explicitWorkspace()
@@ -129,8 +133,11 @@ func (t *turn) conversation() *chat.Inbound {
 // conversationKey is the key of the turn's conversation, whose workspace
 // choice (/use) and configured workspace apply.
 func (t *turn) conversationKey() string {
-	if t.in != nil {
+	switch {
+	case t.in != nil:
 		return t.in.ReplyKey().String()
+	case t.own != "":
+		return t.own
 	}
 	return WebConversation
 }
