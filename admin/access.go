@@ -52,12 +52,13 @@ func (a *API) permitted(r *http.Request, perm string) bool {
 
 // permissionUse says, in an error, what a permission allows.
 var permissionUse = map[string]string{
-	config.AdminRead:     "read the mirrors, the outbox, the delivery targets and the channel directory",
-	config.AdminTargets:  "change the delivery targets",
-	config.AdminDeliver:  "deliver text to the delivery targets",
-	config.AdminOutbox:   "retry or purge outbox entries",
-	config.AdminChannels: "rebuild the channel directory",
-	config.AdminAccess:   "list, approve or revoke access grants",
+	config.AdminRead:      "read the mirrors, the outbox, the delivery targets and the channel directory",
+	config.AdminTargets:   "change the delivery targets",
+	config.AdminDeliver:   "deliver text to the delivery targets",
+	config.AdminOutbox:    "retry or purge outbox entries",
+	config.AdminChannels:  "rebuild the channel directory",
+	config.AdminAccess:    "list, approve or revoke access grants",
+	config.AdminSchedules: "run a schedule now",
 }
 
 // need serves h only to callers holding perm; others get 403 naming it.

@@ -78,6 +78,9 @@ type API struct {
 	// only), recording Version, the hub's; nil: unavailable.
 	Backup  func(ctx context.Context, w io.Writer, opts store.BackupOptions) error
 	Version string
+	// Schedules serves GET /api/schedules and POST /api/schedules/run;
+	// nil: unavailable.
+	Schedules ScheduleAdmin
 }
 
 // followWriteTimeout bounds each write of GET /api/mirror?follow=1.
@@ -106,6 +109,7 @@ func (a *API) Handler() http.Handler {
 	a.nodeRoutes(mux)
 	a.workspaceRoutes(mux)
 	a.stateRoutes(mux)
+	a.scheduleRoutes(mux)
 	return mux
 }
 

@@ -57,10 +57,13 @@ const (
 	// AdminCancel stops anyone's running call in a conversation (/cancel,
 	// the Cancel buttons); without it, only the caller may stop a call.
 	AdminCancel = "admin.cancel"
+	// AdminSchedules runs a schedule now (hub schedules run, the panel's
+	// Run now): its call, as the schedule's identity.
+	AdminSchedules = "admin.schedules"
 )
 
 // AdminPermissions lists every admin permission.
-var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels, AdminAccess, AdminWorkspaces, AdminCancel}
+var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels, AdminAccess, AdminWorkspaces, AdminCancel, AdminSchedules}
 
 // AdminPrefix starts every admin permission; only a pattern that starts
 // with it grants one.

@@ -98,11 +98,14 @@ func newSchedEntry(name string, sc config.Schedule) (*schedEntry, error) {
 }
 
 // Check refuses schedules a configuration accepts but this hub cannot
-// run: a verb its registry does not know, a local: target outside the
+// run (CheckSchedules with the hub's verbs).
+func (s *Scheduler) Check(cfg *config.Config) error { return CheckSchedules(cfg, s.h.x.Registry()) }
+
+// CheckSchedules refuses the schedules of cfg that a hub with the verbs of
+// reg cannot run: a verb it does not know, a local: target outside the
 // state directory and outbox.local_roots.
-func (s *Scheduler) Check(cfg *config.Config) error {
+func CheckSchedules(cfg *config.Config, reg *executor.Registry) error {
 	var errs []error
-	reg := s.h.x.Registry()
 	for _, name := range sortedNames(cfg.Schedules) {
 		sc := cfg.Schedules[name]
 		if _, ok := reg.Lookup(sc.Run.Verb); sc.Run.Verb != "" && !ok {
@@ -433,19 +436,8 @@ func (s *Scheduler) List() ([]ScheduleView, error) {
 	out := make([]ScheduleView, 0, len(s.entries))
 	for _, name := range sortedNames(s.entries) {
 		e := s.entries[name]
-		v := ScheduleView{
-			Name: name, Cron: e.cfg.Cron, TimeZone: e.cfg.TimeZone, Verb: e.cfg.Run.Verb, Workspace: e.cfg.Run.Workspace,
-			Identity: e.cfg.Identity, Roles: acc.RolesOf([]string{e.cfg.Identity}), Deliver: []string{},
-			Missed: e.cfg.Missed, Next: e.next, Running: e.running,
-		}
-		info, known := s.h.x.Registry().Lookup(e.cfg.Run.Verb)
-		if !known {
-			info = executor.Info{Name: e.cfg.Run.Verb}
-		}
-		v.Allowed = acc.grants(v.Roles, info)
-		for _, k := range e.deliver {
-			v.Deliver = append(v.Deliver, k.String())
-		}
+		v := e.view(acc, s.h.x.Registry())
+		v.Next, v.Running = e.next, e.running
 		if !s.started {
 			v.Next = e.timing.next(now)
 		}
@@ -454,6 +446,42 @@ func (s *Scheduler) List() ([]ScheduleView, error) {
 			return nil, err
 		}
 		v.Last, v.MissedRuns = st.Last, st.Missed
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// view is e as its configuration and the access policy acc describe it,
+// without its times and its state.
+func (e *schedEntry) view(acc *Access, reg *executor.Registry) ScheduleView {
+	v := ScheduleView{
+		Name: e.name, Cron: e.cfg.Cron, TimeZone: e.cfg.TimeZone, Verb: e.cfg.Run.Verb, Workspace: e.cfg.Run.Workspace,
+		Identity: e.cfg.Identity, Roles: acc.RolesOf([]string{e.cfg.Identity}), Deliver: []string{}, Missed: e.cfg.Missed,
+	}
+	info, known := reg.Lookup(e.cfg.Run.Verb)
+	if !known {
+		info = executor.Info{Name: e.cfg.Run.Verb}
+	}
+	v.Allowed = acc.grants(v.Roles, info)
+	for _, k := range e.deliver {
+		v.Deliver = append(v.Deliver, k.String())
+	}
+	return v
+}
+
+// ConfiguredSchedules shows the schedules of cfg as a hub with the verbs of
+// reg would run them from now, before any state exists (hub doctor before
+// the first start): with their next times, no last run.
+func ConfiguredSchedules(cfg *config.Config, reg *executor.Registry, now time.Time) ([]ScheduleView, error) {
+	acc := NewAccess(cfg.Access, reg)
+	out := make([]ScheduleView, 0, len(cfg.Schedules))
+	for _, name := range sortedNames(cfg.Schedules) {
+		e, err := newSchedEntry(name, cfg.Schedules[name])
+		if err != nil {
+			return nil, err
+		}
+		v := e.view(acc, reg)
+		v.Next = e.timing.next(now)
 		out = append(out, v)
 	}
 	return out, nil
