@@ -59,6 +59,15 @@ const (
 	MetaPlatformMessageID = "platform_message_id"
 )
 
+// Meta keys of the records of a verb call: the verb's registered name (on
+// the request, and on an API call's result), and the error code of an
+// answer that reports a failure or a refusal (an API call's result, a
+// reply's chunks). An audit search reads them (SearchMirrors).
+const (
+	MetaVerb      = "verb"
+	MetaErrorCode = "error_code"
+)
+
 // Meta keys of a record whose text was cut to MirrorOptions.MaxTextBytes:
 // MetaTextTruncated is "true" and MetaTextSHA256 is the hex SHA-256 of the
 // whole text (TextBytes keeps its length).
