@@ -414,6 +414,9 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 	if n := e.Meta[MetaNode]; n != "" {
 		meta[MetaNode], meta[MetaNodeVersion] = n, e.Meta[MetaNodeVersion]
 	}
+	if c := e.Meta[store.MetaErrorCode]; c != "" {
+		meta[store.MetaErrorCode] = c
+	}
 	if msgID != "" {
 		meta[store.MetaPlatformMessageID] = msgID
 	}

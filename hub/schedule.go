@@ -200,9 +200,6 @@ func scheduleInbound(t *turn, d *decision, c ScheduledCall, text []byte) store.M
 	rec := apiInbound(t, d, text)
 	rec.Platform, rec.ChatID, rec.Kind = SchedulePlatform, c.Schedule, store.KindSchedule
 	rec.Meta[MetaSchedule], rec.Meta[MetaScheduled] = c.Schedule, c.At.Format(time.RFC3339)
-	if t.env.Verb != "" {
-		rec.Meta["verb"] = t.env.Verb
-	}
 	if c.Manual {
 		rec.Meta["manual"] = "true"
 	}

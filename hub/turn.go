@@ -154,6 +154,15 @@ func (t *turn) explicitWorkspace() (string, error) {
 	return t.asked, nil
 }
 
+// verbName is the verb the turn asks for: its registered name when the
+// registry knows it, else as written ("" for none).
+func (t *turn) verbName() string {
+	if t.known {
+		return t.info.Name
+	}
+	return t.env.Verb
+}
+
 // status is the turn status a decided verb call comes to, on every
 // surface.
 func (d *decision) status() Status {
