@@ -56,6 +56,7 @@ var adminEndpoints = []adminEndpoint{
 	{"GET", "/api/outbox", "", config.AdminRead},
 	{"GET", "/api/outbox/entry?id=pma:x:web:0", "", config.AdminRead},
 	{"GET", "/api/mirror?n=5", "", config.AdminRead},
+	{"GET", "/api/mirror/search?identity=web", "", config.AdminRead},
 	{"GET", "/api/nodes", "", config.AdminRead},
 	{"POST", "/api/targets", `{"target":"web"}`, config.AdminTargets},
 	{"DELETE", "/api/targets?target=web", "", config.AdminTargets},
