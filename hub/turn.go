@@ -155,9 +155,13 @@ func (t *turn) explicitWorkspace() (string, error) {
 }
 
 // verbName is the verb the turn asks for: its registered name when the
-// registry knows it, else as written ("" for none).
+// registry knows it, else as written ("" for none, and for a request that
+// does not parse, however its surface read the verb).
 func (t *turn) verbName() string {
-	if t.known {
+	switch {
+	case t.err != nil:
+		return ""
+	case t.known:
 		return t.info.Name
 	}
 	return t.env.Verb
