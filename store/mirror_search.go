@@ -204,7 +204,7 @@ func (m *matcher) rawMatch(line []byte) bool {
 }
 
 // match checks a decoded request.
-func (m *matcher) match(t *AuditTurn, rec *MirrorRecord) bool {
+func (m *matcher) match(t *AuditTurn, rec *searchRecord) bool {
 	switch {
 	case m.q.Identity != "" && t.Identity != m.q.Identity:
 		return false
@@ -286,11 +286,8 @@ func (s *searcher) request(line []byte, path string, num int, ts time.Time, run 
 	if !s.m.inTime(ts) || !s.m.rawMatch(line) {
 		return
 	}
-	rec, err := parseRecord(line)
-	if err != nil {
-		if s.m.q.OnBadLine != nil {
-			s.m.q.OnBadLine(path, num, err)
-		}
+	rec, ok := s.decode(line, path, num)
+	if !ok {
 		return
 	}
 	t := requestTurn(&rec, run)
@@ -306,7 +303,7 @@ func (s *searcher) request(line []byte, path string, num int, ts time.Time, run 
 
 // requestTurn is the turn an inbound record starts, nil for a record that
 // starts none (a duplicate delivery, a record without a turn id).
-func requestTurn(rec *MirrorRecord, run string) *AuditTurn {
+func requestTurn(rec *searchRecord, run string) *AuditTurn {
 	id := rec.Meta["turn_id"]
 	if id == "" || !requestKinds[rec.Kind] || rec.Meta["duplicate"] != "" {
 		return nil
@@ -325,7 +322,7 @@ func requestTurn(rec *MirrorRecord, run string) *AuditTurn {
 }
 
 // chatOf spells where a record was: platform[:chat[:thread]].
-func chatOf(rec *MirrorRecord) string {
+func chatOf(rec *searchRecord) string {
 	s := rec.Platform
 	if rec.ChatID != "" {
 		s += ":" + rec.ChatID
@@ -337,26 +334,50 @@ func chatOf(rec *MirrorRecord) string {
 }
 
 // requestVerb is the verb a request asked for: its meta's (every record
-// the hub writes for a verb call names it), else read from a command's
-// text (/verb …) or an envelope's "verb".
-func requestVerb(rec *MirrorRecord) string {
+// the hub writes for a verb call names it), else read from the start of
+// its text: a command's name (/verb …) or an envelope's "verb".
+func requestVerb(rec *searchRecord) string {
 	if v := rec.Meta[MetaVerb]; v != "" {
 		return v
 	}
-	text := strings.TrimSpace(rec.Text)
+	text := strings.TrimSpace(rec.TextPreview)
 	if name, ok := strings.CutPrefix(text, "/"); ok {
-		name, _, _ = strings.Cut(name, "\n")
 		name, _, _ = strings.Cut(name, " ")
 		name, _, _ = strings.Cut(name, "@")
 		return name
 	}
-	var env struct {
-		Verb string `json:"verb"`
-	}
-	if strings.HasPrefix(text, "{") && json.Unmarshal([]byte(text), &env) == nil {
-		return env.Verb
+	if _, rest, ok := strings.Cut(text, `"verb":"`); ok && strings.HasPrefix(text, "{") {
+		name, _, _ := strings.Cut(rest, `"`)
+		return name
 	}
 	return ""
+}
+
+// searchRecord is what a search reads of a record: all but its text (the
+// preview stands for it), which is skipped, not copied.
+type searchRecord struct {
+	TS          time.Time         `json:"ts"`
+	Platform    string            `json:"platform"`
+	ChatID      string            `json:"chat_id"`
+	ThreadID    string            `json:"thread_id"`
+	Actor       string            `json:"actor"`
+	Kind        string            `json:"kind"`
+	Meta        map[string]string `json:"meta"`
+	RunID       string            `json:"run_id"`
+	TextPreview string            `json:"text_preview"`
+}
+
+// decode reads what a search needs of a line; a line that is not a
+// record is reported and skipped (ok false).
+func (s *searcher) decode(line []byte, path string, num int) (rec searchRecord, ok bool) {
+	err := json.Unmarshal(line, &rec)
+	if err == nil && rec.Meta == nil {
+		rec.Meta = map[string]string{}
+	}
+	if err != nil && s.m.q.OnBadLine != nil {
+		s.m.q.OnBadLine(path, num, fmt.Errorf("not a mirror record: %v", err))
+	}
+	return rec, err == nil
 }
 
 // turnIDKey starts the turn id in an outbound line's meta.
@@ -371,11 +392,8 @@ func (s *searcher) answer(line []byte, path string, num int) {
 	if id, ok := rawTurnID(line); ok && s.waiting[id] == nil {
 		return
 	}
-	rec, err := parseRecord(line)
-	if err != nil {
-		if s.m.q.OnBadLine != nil {
-			s.m.q.OnBadLine(path, num, err)
-		}
+	rec, ok := s.decode(line, path, num)
+	if !ok {
 		return
 	}
 	t := s.waiting[rec.Meta["turn_id"]]
@@ -407,7 +425,7 @@ func rawTurnID(line []byte) (string, bool) {
 
 // answerOutcome is the outcome an answering record says: a notice that
 // the hub restarted, or the error code of the answer (none: succeeded).
-func answerOutcome(rec *MirrorRecord) (outcome, code string) {
+func answerOutcome(rec *searchRecord) (outcome, code string) {
 	code = rec.Meta[MetaErrorCode]
 	switch {
 	case rec.Kind == KindNotice:
