@@ -293,7 +293,7 @@ func BenchmarkMirrorSearch(b *testing.B) {
 }
 
 // searchProcess runs one search as its own process and returns the turns
-// it printed, its peak RSS in bytes and how long it took.
+// it printed, its peak RSS in bytes (Linux) and how long it took.
 func searchProcess(b *testing.B, dir string, args []string) (int, int64, time.Duration) {
 	cmd := exec.Command(hubBin, append([]string{"mirror", "search", "--json"}, args...)...)
 	cmd.Dir = dir
@@ -308,14 +308,18 @@ func searchProcess(b *testing.B, dir string, args []string) (int, int64, time.Du
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
+	rss := watchRSS(cmd.Process.Pid)
 	n := 0
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		n++
 	}
+	// The output is read to its end: the process is exiting, still there
+	// until waited for.
+	peak := rss()
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("hub mirror search %v: %v\n%s", args, err, stderr.String())
 	}
-	return n, exitedPeakRSS(cmd.ProcessState), time.Since(t0)
+	return n, peak, time.Since(t0)
 }
