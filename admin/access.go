@@ -52,7 +52,7 @@ func (a *API) permitted(r *http.Request, perm string) bool {
 
 // permissionUse says, in an error, what a permission allows.
 var permissionUse = map[string]string{
-	config.AdminRead:      "read the mirrors, the outbox, the delivery targets and the channel directory",
+	config.AdminRead:      "read the mirrors, the outbox, the delivery targets, the channel directory and the schedules",
 	config.AdminTargets:   "change the delivery targets",
 	config.AdminDeliver:   "deliver text to the delivery targets",
 	config.AdminOutbox:    "retry or purge outbox entries",
