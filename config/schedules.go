@@ -94,11 +94,11 @@ func ParseCron(expr string) (*cron.SpecSchedule, error) {
 }
 
 // Location is the schedule's time zone, loaded (UTC when none is set).
-func (s Schedule) Location() (*time.Location, error) {
-	if s.TimeZone == "" {
+func (sc Schedule) Location() (*time.Location, error) {
+	if sc.TimeZone == "" {
 		return time.UTC, nil
 	}
-	return time.LoadLocation(s.TimeZone)
+	return time.LoadLocation(sc.TimeZone)
 }
 
 // ValidScheduleName checks a schedule's name: it becomes part of its
