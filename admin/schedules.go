@@ -3,7 +3,6 @@ package admin
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -57,12 +56,12 @@ func (a *API) runSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	turn, err := a.Schedules.RunNow(req.Name)
 	switch {
-	case errors.Is(err, hub.ErrNotServing):
-		WriteError(w, http.StatusConflict, "%v", err)
-	case err != nil && strings.HasPrefix(err.Error(), "no schedule "):
+	case errors.Is(err, hub.ErrNoSchedule):
 		WriteError(w, http.StatusNotFound, "%v", err)
-	case err != nil:
+	case errors.Is(err, hub.ErrNotServing), errors.Is(err, hub.ErrScheduleRunning):
 		WriteError(w, http.StatusConflict, "%v", err)
+	case err != nil:
+		WriteError(w, http.StatusInternalServerError, "%v", err)
 	default:
 		WriteJSON(w, http.StatusAccepted, RunScheduleResult{Schedule: req.Name, TurnID: turn})
 	}

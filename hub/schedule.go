@@ -89,8 +89,13 @@ type ScheduleResult struct {
 // outcome is enqueued for the targets with the turn's finish, so a run
 // delivered is a run finished. It returns once that is durable.
 func (h *Hub) RunScheduled(ctx context.Context, c ScheduledCall) (res *ScheduleResult, err error) {
-	var status *TurnResult
-	defer func() { h.observeTurn(SurfaceSchedule, status, err) }()
+	defer func() {
+		var tr *TurnResult
+		if res != nil {
+			tr = &TurnResult{TurnID: res.TurnID, Status: res.Status}
+		}
+		h.observeTurn(SurfaceSchedule, tr, err)
+	}()
 	if err := validTurnID(c.TurnID); err != nil {
 		return nil, err
 	}
@@ -119,7 +124,6 @@ func (h *Hub) RunScheduled(ctx context.Context, c ScheduledCall) (res *ScheduleR
 	if err := h.mirrorAPI(context.WithoutCancel(ctx), &t, scheduleResult(&t, c, out, by), true); err != nil {
 		h.log.Error("mirror schedule result", "turn", c.TurnID, "err", fmt.Sprint(err))
 	}
-	status = &TurnResult{TurnID: c.TurnID, Status: res.Status}
 	res.Outbox, err = h.deliverScheduled(ctx, c, renderScheduled(c, out))
 	return res, err
 }

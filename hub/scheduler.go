@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,9 +26,13 @@ const maxTimerWait = time.Hour
 // missedLimit bounds how many missed times a start counts one by one.
 const missedLimit = 1000
 
-// ErrNotServing is the error of running a schedule in a runtime that does
-// not serve (the CLI's own, while no hub runs).
-var ErrNotServing = errors.New("no hub serves: a schedule runs in the running hub (start `hub serve`)")
+// Errors of RunNow: the runtime does not serve (the CLI's own, while no
+// hub runs), no schedule has the name, the schedule is running.
+var (
+	ErrNotServing      = errors.New("no hub serves: a schedule runs in the running hub (start `hub serve`)")
+	ErrNoSchedule      = errors.New("no schedule")
+	ErrScheduleRunning = errors.New("is running")
+)
 
 // Scheduler runs the configured schedules (docs/chatops.md). It keeps a
 // timer to each schedule's next time and runs it then as the schedule's
@@ -322,11 +327,11 @@ func (s *Scheduler) RunNow(name string) (string, error) {
 	e := s.entries[name]
 	switch {
 	case e == nil:
-		return "", fmt.Errorf("no schedule %q (configured: %s)", name, s.names())
+		return "", fmt.Errorf("%w %q (configured: %s)", ErrNoSchedule, name, s.names())
 	case !s.started || s.closed:
 		return "", ErrNotServing
 	case e.running != "":
-		return "", fmt.Errorf("schedule %s is running (turn %s): wait for it to finish", name, e.running)
+		return "", fmt.Errorf("schedule %s %w (turn %s): wait for it to finish", name, ErrScheduleRunning, e.running)
 	}
 	return s.fire(e, s.clock.Now(), true)
 }
@@ -336,7 +341,7 @@ func (s *Scheduler) names() string {
 	if len(s.entries) == 0 {
 		return "none"
 	}
-	return fmt.Sprint(sortedNames(s.entries))
+	return strings.Join(sortedNames(s.entries), ", ")
 }
 
 // Replace installs the schedules of a reloaded configuration: a schedule

@@ -443,7 +443,7 @@ func TestScheduleRunNow(t *testing.T) {
 	if text, _ := lines[0]["text"].(string); !strings.Contains(text, "run by hand at 2026-11-24 09:15 UTC") {
 		t.Fatalf("delivered %q", text)
 	}
-	if _, err := e.rt.Schedules.RunNow("nightly"); err == nil || !strings.Contains(err.Error(), `no schedule "nightly" (configured: [report])`) {
+	if _, err := e.rt.Schedules.RunNow("nightly"); err == nil || !strings.Contains(err.Error(), `no schedule "nightly" (configured: report)`) {
 		t.Fatalf("an unknown schedule: %v", err)
 	}
 	if v := e.view(t, "report"); !v.Next.Equal(time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)) {

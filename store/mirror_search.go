@@ -312,9 +312,6 @@ func requestTurn(rec *searchRecord, run string) *AuditTurn {
 		TS: rec.TS, RunID: run, TurnID: id, Platform: rec.Platform, Chat: chatOf(rec), Identity: rec.Actor,
 		Kind: rec.Kind, Verb: requestVerb(rec), Workspace: rec.Meta["workspace"], Request: rec.TextPreview,
 	}
-	if t.RunID == "" {
-		t.RunID = rec.RunID
-	}
 	if rec.Kind == KindDenied {
 		t.Outcome = OutcomeDenied
 	}
@@ -363,7 +360,6 @@ type searchRecord struct {
 	Actor       string            `json:"actor"`
 	Kind        string            `json:"kind"`
 	Meta        map[string]string `json:"meta"`
-	RunID       string            `json:"run_id"`
 	TextPreview string            `json:"text_preview"`
 }
 

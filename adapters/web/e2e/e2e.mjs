@@ -313,7 +313,8 @@ try {
     await page.click('.tab[data-view="schedules"]');
     const item = page.locator('#schedules-list .schedule-item[data-schedule="nightly"]');
     await item.waitFor();
-    await item.locator('.muted', { hasText: '0 6 * * * (Europe/Berlin) · next' }).waitFor();
+    // The next time in the schedule's zone: 06:00 in Berlin.
+    await item.locator('.muted', { hasText: /0 6 \* \* \* \(Europe\/Berlin\) · next .*06:00 (GMT\+[12]|CES?T)/ }).waitFor();
     await item.locator('.muted', { hasText: 'runs fs.lineCount as schedule:nightly (reader)' }).waitFor();
     await item.locator('.muted', { hasText: 'delivers to local:pma/nightly.jsonl' }).waitFor();
     await item.locator('.badge', { hasText: 'never run' }).waitFor();

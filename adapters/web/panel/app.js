@@ -997,13 +997,15 @@
   // GET /api/schedules: each schedule with its next run, its last run and
   // the roles of its identity; Run now (admin.schedules) starts a run.
 
+  // fmtTime shows a schedule's time in its own zone, with the zone's name.
   function fmtTime(ts, zone) {
     const d = new Date(ts);
     if (isNaN(d) || d.getFullYear() < 2000) return '';
+    const opts = { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short' };
     try {
-      return d.toLocaleString([], { timeZone: zone, dateStyle: 'medium', timeStyle: 'short', timeZoneName: 'short' });
+      return d.toLocaleString([], { ...opts, timeZone: zone });
     } catch (e) {
-      return d.toLocaleString();
+      return d.toLocaleString([], opts); // a zone the browser does not know
     }
   }
 
