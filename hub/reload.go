@@ -320,7 +320,8 @@ func SessionsReloadable(s *SessionSwitch) Reloadable {
 
 // EnableReload makes the runtime reloadable with load (see Reloader) and
 // registers the runtime's own parts (the access policy, the workspace
-// rules, mirror retention); the composition registers more parts on the
+// rules, mirror retention, the schedules, which a reload refuses when this
+// hub cannot run them); the composition registers more parts on the
 // Reloader returned.
 func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
 	r := NewReloader(rt.Config, load, rt.log)
