@@ -31,6 +31,8 @@ type Config struct {
 	// NATS and Nodes configure remote nodes (see nats.go, nodes.go).
 	NATS  NATS                 `yaml:"nats"`
 	Nodes map[string]NodeEntry `yaml:"nodes"`
+	// Schedules are the calls the hub makes on its own (see schedules.go).
+	Schedules Schedules `yaml:"schedules"`
 
 	// Path is the file the configuration came from; empty for defaults.
 	Path string `yaml:"-"`
@@ -52,7 +54,7 @@ type section interface {
 func (c *Config) sections() []section {
 	return []section{
 		&c.Workspaces, topLevel{}, &c.Log, &c.Web, &c.Telegram, &c.Discord, &c.MCP, &c.Metrics,
-		&c.Access, &c.Verbs, &c.Sessions, &c.Outbox, &c.Mirror, &c.NATS, nodesSection{},
+		&c.Access, &c.Verbs, &c.Sessions, &c.Outbox, &c.Mirror, &c.NATS, nodesSection{}, &c.Schedules,
 	}
 }
 

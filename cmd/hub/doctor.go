@@ -18,7 +18,8 @@ const doctorUsage = `hub doctor [--config FILE] [--state DIR] [--workspace DIR]
 
 Checks the configuration, the state directory and its files, the database,
 the workspace, the configuration and secret files (which workspaces hold
-them, whether others may read them), the listen address and which platform
+them, whether others may read them), the schedules (their next and last
+runs, the roles of their identities), the listen address and which platform
 tokens are set (their values are never printed). Exits 1 when something
 needs fixing.`
 
@@ -85,6 +86,7 @@ func runDoctor(env *cliEnv, args []string) error {
 	doctorDestinations(r, cfg)
 	running := doctorState(r, cfg)
 	doctorTargets(r, cfg)
+	doctorSchedules(r, cfg)
 	doctorListen(r, cfg, running)
 	doctorTokens(r, cfg)
 	return r.finish()

@@ -21,7 +21,8 @@ Makes the running hub read its configuration file again, as SIGHUP does:
 access (roles, grants, default roles, the workspaces a role may use), the
 Telegram rates, the session rules (sessions.mode, by_chat, by_role), the
 workspace rules (workspaces.by_chat, by_role) and log.level apply from the
-next turn; mirror retention (mirror.retention) from the next prune.
+next turn; mirror retention (mirror.retention) from the next prune; the
+schedules (added, changed and removed) from now.
 Prints what changed and what needs a restart (listen addresses, tokens,
 enabling a platform, the state and workspace directories, adding, removing
 or moving a named workspace, …), and a WARNING naming each way the reload

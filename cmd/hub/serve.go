@@ -111,6 +111,10 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if err != nil {
 		return err
 	}
+	if err := rt.Schedules.Check(cfg); err != nil {
+		rt.Close(context.Background())
+		return err
+	}
 	if err := mx.Watch(rt.Outbox, rt.Board); err != nil {
 		return err
 	}
