@@ -62,7 +62,9 @@ type Getenv func(string) (string, bool)
 // Load reads the configuration at path (strict), expands ${VAR} from the
 // environment, applies defaults and validates. An empty path means no file:
 // defaults only.
-func Load(path string) (*Config, error) { return LoadWith(path, os.LookupEnv) }
+func Load(path string, overrides ...Override) (*Config, error) {
+	return LoadWith(path, os.LookupEnv, overrides...)
+}
 
 // Default is the configuration with no file and an empty environment: every
 // default applied. It is what `hub serve` runs with no configuration, and
@@ -75,9 +77,14 @@ func Default() *Config {
 	return cfg
 }
 
+// Override changes a configuration read from its file before its defaults
+// apply and it is checked: a value the command line gives (Listen).
+type Override func(*Config)
+
 // LoadWith is Load with an explicit environment. Its errors name the file,
-// and each problem its line and key path (Error).
-func LoadWith(path string, env Getenv) (*Config, error) {
+// and each problem its line and key path (Error). The environment's
+// ListenEnv, then each override, in order, apply over the file.
+func LoadWith(path string, env Getenv, overrides ...Override) (*Config, error) {
 	cfg := &Config{}
 	if path != "" {
 		data, err := os.ReadFile(path)
@@ -91,6 +98,10 @@ func LoadWith(path string, env Getenv) (*Config, error) {
 			return nil, err
 		}
 		cfg.Path = path
+	}
+	cfg.Web.listenFromEnv(env)
+	for _, o := range overrides {
+		o(cfg)
 	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
