@@ -19,7 +19,7 @@ import (
 
 // loadConfig loads the configuration with the command-line overrides applied.
 func loadConfig(c commonFlags) (*config.Config, error) {
-	cfg, err := config.Load(config.Discover(c.config))
+	cfg, err := config.Load(config.Discover(c.config), config.Listen(c.listen))
 	if err != nil {
 		return nil, err
 	}
