@@ -100,20 +100,25 @@ dist:
 
 # The container image (packaging/Dockerfile, FROM scratch) around the linux
 # binary of this machine's architecture, with its CA certificates; no
-# registry is needed.
+# registry is needed. packaging/context.sh prepares its context in
+# dist/image. image-busybox adds a userland for proc.run (the static
+# busybox of the build machine, Debian's busybox-static, and a link per
+# applet): hermes-hub:<version>-busybox, from dist/image-busybox.
 IMAGE ?= hermes-hub:$(VERSION)
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+BUSYBOX ?= /bin/busybox
 # The classic builder builds FROM scratch with no registry and no buildx.
 DOCKER_BUILDKIT ?= 0
 
+.PHONY: image-busybox
 image: dist
-	rm -rf dist/image
-	mkdir -p dist/image/state dist/image/workspace
-	cp dist/hub-linux-$(IMAGE_ARCH) dist/image/hub
-	cp $(CA_CERTS) dist/image/ca-certificates.crt
-	cp packaging/Dockerfile packaging/hub.yml dist/image/
+	packaging/context.sh dist/image dist/hub-linux-$(IMAGE_ARCH) $(CA_CERTS)
 	DOCKER_BUILDKIT=$(DOCKER_BUILDKIT) docker build -t $(IMAGE) dist/image
+
+image-busybox: dist
+	packaging/context.sh dist/image-busybox dist/hub-linux-$(IMAGE_ARCH) $(CA_CERTS) $(BUSYBOX)
+	DOCKER_BUILDKIT=$(DOCKER_BUILDKIT) docker build -t $(IMAGE)-busybox dist/image-busybox
 
 # The reliability lab's soak: ten minutes of steady mixed load with periodic
 # faults against a real hub (lab/scenarios/soak.yml); prints its figures
