@@ -26,6 +26,7 @@ import (
 // nothing else is, and the process's peak resident memory stays far below
 // that.
 func TestMCPStdioPipelinedPingsKeepMemoryBounded(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	if testing.Short() {
 		t.Skip("200,000 pings through a hub process: skipped in -short mode")
 	}

@@ -73,6 +73,7 @@ func (s *syncWriter) String() string {
 }
 
 func TestServeWithNoConfig(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	dir := workspace(t)
 	cfg := filepath.Join(dir, "hub.yml")
 	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\n"), 0o600)
