@@ -162,3 +162,44 @@ func TestServeStaysUpWhenATokenIsRejected(t *testing.T) {
 		t.Fatalf("exit after SIGINT: %v\n%s", err, logs.String())
 	}
 }
+
+// TestDoctorMCP: hub doctor says whether /mcp is served, to which agents,
+// whether the web token is let in, and warns of an agent no role lets
+// call anything.
+func TestDoctorMCP(t *testing.T) {
+	dir := workspace(t)
+	cfg := filepath.Join(dir, "hub.yml")
+	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\n"), 0o600)
+	out, _, code := runHub(t, dir, "", "doctor", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "ok    mcp            /mcp is off (mcp.enabled); `hub mcp` serves the verbs over stdio") {
+		t.Fatalf("mcp off: exit %d\n%s", code, out)
+	}
+	os.WriteFile(cfg, []byte(`web:
+  listen: 127.0.0.1:0
+mcp:
+  enabled: true
+  accept_web_token: true
+  agents:
+    claude:
+      token: ${CLAUDE_TOKEN}
+    cursor:
+      token: ${CURSOR_TOKEN}
+access:
+  grants:
+    web: [reader]
+    "agent:claude": [reader]
+`), 0o600)
+	out, _, code = runHubEnv(t, dir, "", []string{"CLAUDE_TOKEN=claude-0123456789abcdef", "CURSOR_TOKEN=cursor-0123456789abcdef"}, "doctor", "--config", cfg)
+	for _, want := range []string{
+		"ok    mcp            /mcp on 127.0.0.1:0: 2 agents (claude, cursor), each with its own token; the web token is accepted there, as the identity web",
+		"warn  mcp            agent:cursor has no role: every tool it calls is refused",
+		`fix: grant it one under access.grants, e.g. "agent:cursor": [reader]`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q", want)
+		}
+	}
+	if code != 0 || strings.Contains(out, "agent:claude has no role") || strings.Contains(out, "0123456789abcdef") {
+		t.Fatalf("mcp on: exit %d\n%s", code, out)
+	}
+}
