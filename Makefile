@@ -75,14 +75,19 @@ cross:
 # The tests with the race detector, through internal/testreport: go test's
 # usual output, then the skipped tests with their reasons and the slowest
 # packages and tests (TEST_JSON=FILE keeps every event, with its timing).
-# Packages run TEST_P at a time, more than the CPUs: many wait on processes,
-# daemons and browsers more than they compute. Allocation budgets are
-# measured without the race detector, first.
+# Packages run TEST_P at a time, and a package's parallel tests
+# TEST_PARALLEL at a time, more than the CPUs: many wait on processes,
+# daemons and browsers more than they compute. go test starts them in the
+# order it is given them, so the longest (TEST_FIRST, from the timings of
+# TEST_JSON) start first instead of ending the run alone. Allocation
+# budgets are measured without the race detector, first.
 TEST_P ?= 4
+TEST_PARALLEL ?= 4
+TEST_FIRST ?= ./cmd/hub ./lab ./workspaces/docker ./nodes ./outbox ./adapters/discord ./adapters/web ./hub ./packaging ./verbs
 TEST_JSON ?=
 unit:
 	$(GO) test -count=1 -run 'Allocs' ./executor/ ./verbs/ ./cmd/hub/
-	$(GO) run ./internal/testreport -go $(GO) $(if $(TEST_JSON),-json $(TEST_JSON)) -- -race -timeout 20m -p $(TEST_P) ./...
+	$(GO) run ./internal/testreport -go $(GO) $(if $(TEST_JSON),-json $(TEST_JSON)) -- -race -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) ./...
 
 # npm packages for the end-to-end tests, installed under NPM_CACHE (never
 # globally, never in the working tree). Without npm the end-to-end tests
