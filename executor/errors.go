@@ -18,6 +18,7 @@ const (
 	CodeInvalidArguments ErrorCode = "invalid_arguments"
 	CodeNotFound         ErrorCode = "not_found"
 	CodeAlreadyExists    ErrorCode = "already_exists"
+	CodeConflict         ErrorCode = "conflict" // not the version the call was based on (fs.edit's expectedSha256)
 	CodeNotADirectory    ErrorCode = "not_a_directory"
 	CodeIsADirectory     ErrorCode = "is_a_directory"
 	CodeForbiddenPath    ErrorCode = "forbidden_path"
@@ -32,7 +33,7 @@ const (
 // codes are the error codes a result may carry.
 var codes = []ErrorCode{
 	CodeUnknownVerb, CodeInvalidEnvelope, CodeInvalidArguments,
-	CodeNotFound, CodeAlreadyExists, CodeNotADirectory,
+	CodeNotFound, CodeAlreadyExists, CodeConflict, CodeNotADirectory,
 	CodeIsADirectory, CodeForbiddenPath,
 	CodeTooLarge, CodeTimeout, CodeCanceled, CodeForbidden,
 	CodeIOError, CodeInternal,

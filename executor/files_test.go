@@ -138,11 +138,12 @@ func TestUploadContextAndGrant(t *testing.T) {
 	}
 }
 
-// TestPositionalBesideBooleans: a verb whose one optional argument stands
-// beside optional booleans takes it by position (/upload PATH).
+// TestPositionalBesideBooleans: a verb whose optional argument is marked
+// positional takes it by position beside an optional boolean given by key
+// (/upload PATH overwrite=true).
 func TestPositionalBesideBooleans(t *testing.T) {
 	type upArgs struct {
-		Path      string `json:"path,omitempty"`
+		Path      string `json:"path,omitempty" positional:"true"`
 		Overwrite bool   `json:"overwrite,omitempty"`
 	}
 	reg := executor.NewRegistry()

@@ -261,14 +261,11 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 			}
 		}
 	}
-	// Positionals fill the required fields not given by key, in order; a
+	// Positionals fill the required fields not given by key, in order (an
+	// optional trailing list last), then the optional positional ones; a
 	// verb whose one argument is optional takes it by position too
-	// (`/fs.listDir docs`), also beside optional booleans, which are given
-	// by key (`/upload reports/q3.pdf overwrite=true`).
-	byPosition := trail
-	if f := soleOptional(fields); len(required) == 0 && f != nil {
-		byPosition = []*Field{f}
-	}
+	// (`/fs.listDir docs`).
+	byPosition := byPositionOf(fields, trail)
 	pi := 0
 	for i, f := range byPosition {
 		if _, ok := vals[f.Name]; ok {
@@ -352,6 +349,26 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 		return nil, x.withUsage(reg, err)
 	}
 	return raw, nil
+}
+
+// byPositionOf is the order in which positionals fill fields: the
+// required ones and an optional trailing list (trail, positionalFields),
+// then the optional ones marked positional when trail does not end in a
+// list, or the one field of a verb whose one argument is optional.
+func byPositionOf(fields []Field, trail []*Field) []*Field {
+	if len(trail) == 0 && len(fields) == 1 && fields[0].Kind != KindList {
+		return []*Field{&fields[0]}
+	}
+	if n := len(trail); n > 0 && trail[n-1].Kind == KindList {
+		return trail
+	}
+	out := append([]*Field(nil), trail...)
+	for i := range fields {
+		if fields[i].Positional {
+			out = append(out, &fields[i])
+		}
+	}
+	return out
 }
 
 // bindBody merges the lines after the command: a YAML/JSON object of
@@ -537,7 +554,12 @@ func (s VerbSchema) Usage() string {
 		}
 	}
 	for _, f := range s.Arguments.Fields {
-		if !f.Required && !slices.ContainsFunc(trail, func(t *Field) bool { return t.Name == f.Name }) {
+		if f.Positional {
+			b.WriteString(" <" + f.Name + ">")
+		}
+	}
+	for _, f := range s.Arguments.Fields {
+		if !f.Required && !f.Positional && !slices.ContainsFunc(trail, func(t *Field) bool { return t.Name == f.Name }) {
 			b.WriteString(" [" + f.Name + "=" + f.Type + "]")
 		}
 	}
@@ -560,35 +582,26 @@ func (x *Executor) withUsage(reg *registration, err error) error {
 	return &Error{Code: CodeInvalidArguments, Message: msg + "\nUsage: " + s.Usage() + "\n" + IDL(reg.argsType)}
 }
 
-// soleOptional is the one field that is neither a list nor a boolean,
-// when there is exactly one; nil otherwise.
-func soleOptional(fields []Field) *Field {
-	var one *Field
-	for i := range fields {
-		switch {
-		case fields[i].Kind == KindBool:
-		case fields[i].Kind == KindList || one != nil:
-			return nil
-		default:
-			one = &fields[i]
-		}
-	}
-	return one
-}
-
 // positionalFields returns the required fields and the fields positionals
 // fill, in order: the required ones, then an optional list when no
-// required list ends them (proc.run's arguments, which may be absent: an
-// absent list is an empty one), which takes the rest of the line.
+// required list ends them and no optional field is marked positional
+// (proc.run's arguments, which may be absent: an absent list is an empty
+// one), which takes the rest of the line.
 func positionalFields(fields []Field) (required, trail []*Field) {
 	var list *Field
+	positional := false
 	for i := range fields {
 		switch {
 		case fields[i].Required:
 			required = append(required, &fields[i])
+		case fields[i].Positional:
+			positional = true
 		case fields[i].Kind == KindList && list == nil:
 			list = &fields[i]
 		}
+	}
+	if positional {
+		list = nil
 	}
 	trail = required
 	if n := len(required); list != nil && (n == 0 || required[n-1].Kind != KindList) {

@@ -90,6 +90,10 @@ type Observation struct {
 	// Alive is empty when the hub answered the final admin request; else
 	// why not.
 	Alive string
+	// Schedule says the hub ran the schedule tick (hub.schedule); Local
+	// is what its local target received.
+	Schedule bool
+	Local    []localDelivery
 }
 
 // Violation is an invariant that does not hold.
@@ -116,6 +120,9 @@ type Figures struct {
 	// Uploads counts the files saved whole under up/; FileReplies the
 	// documents of blob.bin Telegram received.
 	Uploads, FileReplies int
+	// The schedule tick: runs mirrored, runs with a result, lines its
+	// program wrote, runs answered with a restart notice.
+	ScheduleRuns, ScheduleResults, ScheduleTicks, ScheduleNotices int
 }
 
 // adapterNotices are texts the Discord adapter writes into an
@@ -150,6 +157,7 @@ func Check(o Observation) ([]Violation, Figures) {
 	c.checkMirrors()
 	c.checkSideEffects()
 	c.checkUploads()
+	c.checkSchedule()
 	c.checkAlive()
 	return c.v, c.fig
 }
@@ -630,6 +638,9 @@ func (c *checker) checkMirrors() {
 
 	out := map[string][]store.MirrorRecord{}
 	for _, r := range c.o.Outbound {
+		if r.Kind == "result" {
+			continue // a call's outcome (an API call, a schedule's run), not a chunk
+		}
 		id := r.Meta[store.MetaOutboxID]
 		if id == "" {
 			c.fail("mirrored", "an outbound mirror record has no outbox id: %q", preview(r.Text))
@@ -790,6 +801,9 @@ func (f Figures) Summary() string {
 		f.MirrorGapsInFault, f.MirrorGapsInCrash, f.InboundGapsInFault, f.InboundGapsInCrash, f.DiscordLostInCrash, f.DuplicateSent)
 	if f.Uploads > 0 || f.FileReplies > 0 {
 		s += fmt.Sprintf(" uploads=%d file_replies_telegram=%d", f.Uploads, f.FileReplies)
+	}
+	if f.ScheduleRuns > 0 {
+		s += fmt.Sprintf(" schedule_runs=%d schedule_results=%d schedule_ticks=%d schedule_notices=%d", f.ScheduleRuns, f.ScheduleResults, f.ScheduleTicks, f.ScheduleNotices)
 	}
 	if len(dup) > 0 {
 		s += " (" + strings.Join(dup, " ") + ")"

@@ -171,26 +171,44 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 		return res, err
 	}
 	defer release()
-	show := l.Show()
-	f, fi, err := openRegular(l)
+	limit := p.ws.opts.MaxReadBytes
+	res.Content, res.File, err = readWhole(ctx, p, l, limit, func(size int64) error {
+		return executor.Errorf(executor.CodeTooLarge,
+			"File %s is %d bytes; fs.readFile returns at most %d (use fs.lineCount and fs.readRange to read part of it)", l.Show(), size, limit)
+	})
 	if err != nil {
 		return res, err
 	}
-	defer f.Close()
-	limit := p.ws.opts.MaxReadBytes
-	tooLarge := func(size int64) error {
-		return executor.Errorf(executor.CodeTooLarge,
-			"File %s is %d bytes; fs.readFile returns at most %d (use fs.lineCount and fs.readRange to read part of it)", show, size, limit)
+	// In a chat, a binary or long file reads better as the file itself
+	// (docs/uploads.md).
+	data, text := []byte(res.Content), res.File.Encoding == EncodingUTF8
+	if !text {
+		if data, err = base64.StdEncoding.DecodeString(res.Content); err != nil {
+			return res, err
+		}
 	}
+	res.sent, err = sendAsFile(ctx, path.Base(l.Show()), data, text)
+	return res, err
+}
+
+// readWhole reads the located file whole, as fs.readFile returns it, if
+// it is at most limit bytes (tooLarge makes the error otherwise).
+func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLarge func(size int64) error) (string, *VfsFile, error) {
+	show := l.Show()
+	f, fi, err := openRegular(l)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
 	if fi.Size() > limit {
-		return res, tooLarge(fi.Size())
+		return "", nil, tooLarge(fi.Size())
 	}
 	data, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, limit+1))
 	if err != nil {
-		return res, confine.FSError(err, show, "read")
+		return "", nil, confine.FSError(err, show, "read")
 	}
 	if int64(len(data)) > limit {
-		return res, tooLarge(int64(len(data)))
+		return "", nil, tooLarge(int64(len(data)))
 	}
 	enc := EncodingUTF8
 	if !isText(data) {
@@ -200,23 +218,18 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 	if p.sess != nil {
 		meta, err := p.sess.metaOf(l.Name(), fi)
 		if err != nil {
-			return res, err
+			return "", nil, err
 		}
 		if meta.Encoding == string(EncodingBase64) {
 			enc = EncodingBase64
 		}
 		m = &meta
 	}
+	content := string(data)
 	if enc == EncodingBase64 {
-		res.Content = base64.StdEncoding.EncodeToString(data)
-	} else {
-		res.Content = string(data)
+		content = base64.StdEncoding.EncodeToString(data)
 	}
-	res.File = vfsFile(show, enc, int64(len(data)), m)
-	if res.sent, err = sendAsFile(ctx, path.Base(show), data, enc == EncodingUTF8); err != nil {
-		return res, err
-	}
-	return res, nil
+	return content, vfsFile(show, enc, int64(len(data)), m), nil
 }
 
 // WriteFile implements fs.writeFile. Without a mode it creates the file or

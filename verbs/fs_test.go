@@ -24,6 +24,7 @@ func TestRegisterAllVerbs(t *testing.T) {
 		"fs.createDirectory": false, "fs.deleteDirectory": false, "fs.lineCount": true,
 		"fs.listDir": true, "fs.search": true, "fs.find": true, "proc.run": false, "proc.output": true, "sys.machineInfo": true,
 		"fs.upload": false, "fs.send": true,
+		"fs.edit": false, "fs.stat": true, "fs.readMany": true,
 	}
 	infos := reg.Verbs()
 	if len(infos) != len(want) {
@@ -71,7 +72,10 @@ func TestSchemaShapes(t *testing.T) {
 		required []string
 		optional []string
 	}{
-		{"fs.readRange", []string{"path", "startLine", "endLine"}, []string{"includeLineNumbers"}},
+		{"fs.readRange", []string{"path"}, []string{"startLine", "endLine", "lastLines", "includeLineNumbers"}},
+		{"fs.edit", []string{"path"}, []string{"oldText", "newText", "replaceAll", "edits", "dryRun", "expectedSha256"}},
+		{"fs.stat", []string{"path"}, []string{"sha256", "countLines"}},
+		{"fs.readMany", []string{"paths"}, nil},
 		{"fs.writeRange", []string{"path", "startLine", "content"}, []string{"endLine"}},
 		{"fs.moveFile", []string{"sourcePath", "destinationPath"}, nil},
 		{"fs.copyFile", []string{"sourcePath", "destinationPath"}, nil},
@@ -89,7 +93,7 @@ func TestSchemaShapes(t *testing.T) {
 				req = append(req, f.Name)
 			} else {
 				opt = append(opt, f.Name)
-				if f.Default == "" {
+				if f.Default == "" && f.Kind != executor.KindString { // a string's default would be a value
 					t.Errorf("%s: optional %s has no default", c.verb, f.Name)
 				}
 			}

@@ -121,7 +121,7 @@ func (WriteMode) Values() []string {
 
 // FsUploadArgs are the arguments of fs.upload.
 type FsUploadArgs struct {
-	Path      string `json:"path,omitempty" default:"uploads.dir/<the file's name>" desc:"Where to save the file sent with the message: a workspace-relative file path, or a directory ending in /"`
+	Path      string `json:"path,omitempty" positional:"true" default:"uploads.dir/<the file's name>" desc:"Where to save the file sent with the message: a workspace-relative file path, or a directory ending in /"`
 	Overwrite bool   `json:"overwrite,omitempty" default:"false" desc:"Replace a file already at the path; without it such a file is kept and nothing is saved"`
 }
 
@@ -152,18 +152,22 @@ type FsSendResult struct {
 	SHA256        string `json:"sha256" desc:"The SHA-256 of the bytes sent, hexadecimal"`
 }
 
-// FsReadRangeArgs are the arguments of fs.readRange.
+// FsReadRangeArgs are the arguments of fs.readRange: a range of lines, or
+// the last lines (lastLines), read backwards from the end of the file.
 type FsReadRangeArgs struct {
 	Path               string `json:"path" desc:"Workspace-relative path of a text file"`
-	StartLine          int    `json:"startLine" desc:"First line to read, counting from 1"`
-	EndLine            int    `json:"endLine" desc:"Last line to read, inclusive; at most the file's line count"`
-	IncludeLineNumbers *bool  `json:"includeLineNumbers,omitempty" default:"true" desc:"Prefix each line with its number as 'N: '"`
+	StartLine          int    `json:"startLine,omitempty" positional:"true" default:"none" desc:"First line to read, counting from 1; give it with endLine, or lastLines instead"`
+	EndLine            int    `json:"endLine,omitempty" positional:"true" default:"none" desc:"Last line to read, inclusive; at most the file's line count"`
+	LastLines          *int   `json:"lastLines,omitempty" default:"none" desc:"Instead of startLine and endLine: the last N lines, read from the end of the file whatever its size"`
+	IncludeLineNumbers *bool  `json:"includeLineNumbers,omitempty" default:"true" desc:"Prefix each line with its number as 'N: '; with lastLines and the file's line count unknown, numbers count from the end as '-N: ' (-1 is the last line)"`
 }
 
 // FsReadRangeResult is the result of fs.readRange.
 type FsReadRangeResult struct {
 	executor.Result
-	Content string `json:"content" desc:"The lines joined with \\n, without their line endings"`
+	Content   string `json:"content" desc:"The lines joined with \\n, without their line endings"`
+	StartLine int    `json:"startLine,omitempty" desc:"With lastLines: the number of the first line returned, when the file's line count is known (counted before and unchanged since, or the file has no more lines than asked); absent when lines are numbered from the end"`
+	Lines     int    `json:"lines,omitempty" desc:"With lastLines: how many lines were returned, fewer than asked when the file has fewer"`
 }
 
 // FsWriteFileArgs are the arguments of fs.writeFile.

@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"io"
@@ -159,6 +161,14 @@ func TestCallResult(t *testing.T) {
 		{"fs_readFile", map[string]any{"path": "../etc/passwd"}, true, `"errorCode":"forbidden_path"`, "forbidden_path"},
 		{"fs_readFile", map[string]any{"path": "missing.txt"}, true, `"errorCode":"not_found"`, "not_found"},
 		{"fs_lineCount", nil, true, `"errorCode":"invalid_arguments"`, "path"},
+		{"fs_readRange", map[string]any{"path": "notes.txt", "lastLines": 1, "includeLineNumbers": false}, false, `"content":"beta"`, "beta"},
+		{"fs_readRange", map[string]any{"path": "notes.txt", "lastLines": 1, "startLine": 1}, true, `"errorCode":"invalid_arguments"`, "lastLines reads the end"},
+		{"fs_stat", map[string]any{"path": "notes.txt", "sha256": true}, false, `"sha256":"` + sha256Hex("alpha\nbeta\n") + `"`, "type      file"},
+		{"fs_readMany", map[string]any{"paths": []string{"notes.txt", "../x"}}, false, `"errorCode":"forbidden_path"`, "alpha"},
+		{"fs_edit", map[string]any{"path": "notes.txt", "oldText": "beta", "newText": "gamma", "dryRun": true}, false, `"diff":"--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n"`, "```diff"},
+		{"fs_edit", map[string]any{"path": "notes.txt", "oldText": "a", "newText": "b"}, true, `"errorCode":"invalid_arguments"`, "occurs 3 times"},
+		{"fs_edit", map[string]any{"path": "notes.txt", "oldText": "beta", "newText": "gamma", "expectedSha256": sha256Hex("other")}, true, `"errorCode":"conflict"`, sha256Hex("alpha\nbeta\n")},
+		{"fs_edit", map[string]any{"path": "notes.txt", "edits": []map[string]any{{"oldText": "beta", "newText": "gamma"}}}, false, `"replacements":1`, "+gamma"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.want, func(t *testing.T) {
@@ -218,6 +228,11 @@ func TestSearchTools(t *testing.T) {
 			}
 		}
 	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func TestTurnID(t *testing.T) {

@@ -77,13 +77,11 @@ func startEmulator(t *testing.T, token string) *emulator {
 	if err != nil {
 		testkit.Unavailable(t, "node not installed")
 	}
-	if _, err := os.Stat(filepath.Join("e2e", "node_modules", "telegram-test-api", "package.json")); err != nil {
-		testkit.Unavailable(t, "telegram-test-api not installed: run make e2e-deps")
-	}
+	script := testkit.NodeScript(t, "e2e", "emulator.js")
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &emulator{t: t, stderr: &syncBuffer{}}
-	e.cmd = exec.CommandContext(ctx, node, "emulator.js", fmt.Sprint(freePort(t)), token)
-	e.cmd.Dir = "e2e"
+	e.cmd = exec.CommandContext(ctx, node, script, fmt.Sprint(freePort(t)), token)
+	e.cmd.Dir = filepath.Dir(script)
 	e.cmd.Stderr = e.stderr
 	e.cmd.WaitDelay = 5 * time.Second
 	e.stdin, err = e.cmd.StdinPipe()
@@ -174,6 +172,25 @@ func TestEmulatorE2E(t *testing.T) {
 	r = em.send(1, 1, "/fs_readfile ../etc/passwd")
 	if refusal := r.Replies[0].Text; !strings.Contains(refusal, "forbidden_path") || strings.Contains(refusal, "root:") {
 		t.Fatalf("traversal answered %q", refusal)
+	}
+
+	// fs.edit with a YAML body renders its diff as a code block; the tail,
+	// fs.stat and fs.readMany answer as chat renders them.
+	r = em.send(1, 1, "/fs_edit README.md\noldText: '# hello'\nnewText: |-\n  # hello\n  second line")
+	if edit := r.Replies[0].Text; !strings.Contains(edit, "Edited") || !strings.Contains(edit, `<code class="language-diff">`) || !strings.Contains(edit, "\n # hello\n+second line") {
+		t.Fatalf("fs.edit answered %q", edit)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "README.md")); string(b) != "# hello\nsecond line\n" {
+		t.Fatalf("README.md holds %q", b)
+	}
+	if tail := em.send(1, 1, "/fs_readrange README.md lastLines=1").Replies[0].Text; !strings.Contains(tail, "second line") || strings.Contains(tail, "# hello") {
+		t.Fatalf("the tail answered %q", tail)
+	}
+	if st := em.send(1, 1, "/fs_stat README.md sha256=yes").Replies[0].Text; !strings.Contains(st, "type") || !strings.Contains(st, "sha256") {
+		t.Fatalf("fs.stat answered %q", st)
+	}
+	if many := em.send(1, 1, "/fs_readmany README.md docs").Replies[0].Text; !strings.Contains(many, "second line") || !strings.Contains(many, "is a directory") {
+		t.Fatalf("fs.readMany answered %q", many)
 	}
 
 	r = em.send(3, 3, "/fs_listdir .")

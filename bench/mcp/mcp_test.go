@@ -16,10 +16,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
-// serverScript is the MCP server's entry point, relative to this package's
-// directory (where go test runs), as `make bench-deps` installs it.
+// serverScript is the MCP server's entry point, relative to where `make
+// bench-deps` installs this package's npm packages (testkit.NPMDir).
 const serverScript = "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 
 // mcpProtocolVersion is the MCP revision the client asks for; the pinned
@@ -74,7 +76,19 @@ var (
 	listings = []listing{{"list", 10, 90}, {"list10k", 100, 9900}}
 	// writeFiles files of writeSize bytes are overwritten in turn.
 	writeFiles, writeSize = 100, 4096
+	// editFile is edited in place, one passage per round trip: each server
+	// has its own copy (edit-hub.txt, edit-mcp.txt).
+	editFile = textFile{"edit", 1_724} // 100 KB
 )
+
+// editState is the passage the round trips of fs.edit and edit_file
+// replace, the line in the middle of the edited file.
+func editState(i int) string { return fmt.Sprintf("state after round trip %d", i) }
+
+// editContent is the edited file holding state on its middle line.
+func editContent(state string) string {
+	return strings.Replace(editFile.content(), line(editFile.lines/2), state, 1)
+}
 
 // fixture writes the files into a fresh directory.
 func fixture(b *testing.B) string {
@@ -104,6 +118,9 @@ func fixture(b *testing.B) string {
 	}
 	for i := range writeFiles {
 		put(writePath(i), writeContent("init", i))
+	}
+	for _, who := range []string{"hub", "mcp"} {
+		put(editFile.name+"-"+who+".txt", editContent(line(editFile.lines/2)))
 	}
 	return dir
 }
@@ -260,7 +277,37 @@ func ops() []op {
 		}
 		return os.Remove(p)
 	}
-	return []op{read(small), read(large), head(large), tail(large), tail(huge), list(listings[0]), list(listings[1]), cold, write}
+	return []op{read(small), read(large), head(large), tail(large), tail(huge), list(listings[0]), list(listings[1]), cold, write, edit()}
+}
+
+// edit replaces the middle line of a 100 KB file, each round trip with a
+// text of its own: fs.edit (durable: the new file is synced before it is
+// renamed, and its directory after) against edit_file (a write and a
+// rename). Each server edits its own copy; the checks read it back.
+func edit() op {
+	cur := map[string]string{"hub": line(editFile.lines / 2), "mcp": line(editFile.lines / 2)}
+	name := func(who string) string { return editFile.name + "-" + who + ".txt" }
+	check := func(who string) func(dir string, i int) error {
+		return func(dir string, i int) error {
+			if err := fileHolds(dir, name(who), editContent(editState(i))); err != nil {
+				return err
+			}
+			cur[who] = editState(i)
+			return nil
+		}
+	}
+	return op{
+		name: "edit-" + sizeName(editFile.size()), hubVerb: "fs.edit",
+		hubArgs: func(i int) map[string]any {
+			return map[string]any{"path": name("hub"), "oldText": cur["hub"], "newText": editState(i)}
+		},
+		hubCheck: func(dir string, i int, _ hubResult) error { return check("hub")(dir, i) },
+		mcpTool:  "edit_file",
+		mcpArgs: func(dir string, i int) map[string]any {
+			return map[string]any{"path": filepath.Join(dir, name("mcp")), "edits": []map[string]any{{"oldText": cur["mcp"], "newText": editState(i)}}}
+		},
+		mcpCheck: func(dir string, i int, _ string) error { return check("mcp")(dir, i) },
+	}
 }
 
 func sizeName(n int) string {
@@ -710,10 +757,11 @@ func mcpServer(b *testing.B) (node, script string) {
 	if err != nil {
 		b.Skip("node not installed")
 	}
-	script, err = filepath.Abs(serverScript)
+	dir, err := testkit.NPMDir(".")
 	if err != nil {
 		b.Fatal(err)
 	}
+	script = filepath.Join(dir, serverScript)
 	if _, err := os.Stat(script); err != nil {
 		b.Skip("@modelcontextprotocol/server-filesystem not installed: run make bench-deps")
 	}
