@@ -106,6 +106,11 @@ func New(opts Options) (*Server, error) {
 	})
 	reg := opts.Intake.Registry()
 	for _, info := range reg.Verbs() {
+		if info.ChatOnly {
+			// It needs a chat conversation: a file sent with the message,
+			// or files sent back (docs/uploads.md).
+			continue
+		}
 		tool, err := toolOf(reg, info)
 		if err != nil {
 			return nil, err
