@@ -38,7 +38,7 @@ func TestParseScenarioRefusesBadInput(t *testing.T) {
 		{"first step not start", head + "steps:\n  - wait: {for: 1s}\n", "first step must be start"},
 		{"two kinds in a step", head + "steps:\n  - start: {}\n    stop: {}\n", "exactly one of"},
 		{"unknown platform", head + "steps:\n  - start: {}\n  - traffic: {platform: irc, turns: 1, actions: [whoami]}\n", `traffic.platform "irc" is not accepted`},
-		{"unknown action", head + "steps:\n  - start: {}\n  - traffic: {platform: web, turns: 1, actions: [dance]}\n", `traffic action "dance" is not accepted (accepted: big, box, box-long, exists, insert, long, remote-long, remote-write, whoami, write)`},
+		{"unknown action", head + "steps:\n  - start: {}\n  - traffic: {platform: web, turns: 1, actions: [dance]}\n", `traffic action "dance" is not accepted (accepted: big, box, box-long, exists, getfile, insert, long, remote-long, remote-write, upload, whoami, write)`},
 		{"remote action without nodes", head + "steps:\n  - start: {}\n  - traffic: {platform: telegram, turns: 1, actions: [remote-write]}\n", "need hub.nodes and platform telegram"},
 		{"node step without nodes", head + "steps:\n  - start: {}\n  - node: {name: n1, action: start}\n", "a node step needs hub.nodes"},
 		{"unknown node", "name: x\ndescription: d\nhub: {nodes: 2}\nsteps:\n  - start: {}\n  - node: {name: n3, action: kill}\n", `node.name "n3" is not one of the scenario's nodes (n1 to n2)`},
