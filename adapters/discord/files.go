@@ -65,7 +65,12 @@ func (a *Adapter) Open(ctx context.Context, u *chat.Upload) (io.ReadCloser, erro
 	}
 	resp, err := a.files.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("discord attachment %s: %w", target.Path, errors.Unwrap(err))
+		// Not the URL's error text: it would carry the signed query.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("discord attachment %s: %w", target.Path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
