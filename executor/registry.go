@@ -51,6 +51,12 @@ type Info struct {
 type Registry struct {
 	mu    sync.RWMutex
 	verbs map[string]*registration // keyed by lower-cased name
+	// aliasPrefixes are the prefixes of aliases (ReplaceAliases): a name
+	// without a dot is also looked up under them (deploy: cmd.deploy).
+	aliasPrefixes map[string]bool
+	gen           int
+	watchers      map[int]func()
+	nextWatch     int
 }
 
 // NewRegistry returns an empty registry.
@@ -63,6 +69,9 @@ type registration struct {
 	argKnown   map[string]bool // the names of argFields
 	resultType reflect.Type
 	run        func(ctx context.Context, args any) (any, error)
+	// alias is set for an alias (alias.go), which has no argsType and no
+	// run of its own.
+	alias *Alias
 
 	schemaOnce sync.Once
 	cached     VerbSchema
@@ -154,7 +163,14 @@ func (r *Registry) lookup(name string) (*registration, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	reg, ok = r.verbs[key]
-	return reg, ok
+	if !ok && !strings.Contains(key, ".") {
+		for p := range r.aliasPrefixes {
+			if reg, ok = r.verbs[p+key]; ok && reg.alias != nil {
+				return reg, true
+			}
+		}
+	}
+	return reg, ok && reg != nil
 }
 
 // Lookup returns the verb's Info, ignoring case (and treating _ as .).

@@ -132,6 +132,9 @@ func apiInbound(t *turn, d *decision, text []byte) store.MirrorRecord {
 	if ws != "" {
 		meta[MetaWorkspace] = ws
 	}
+	if t.call.Verb != "" {
+		meta[MetaCall] = callText(t.call)
+	}
 	return store.MirrorRecord{Direction: store.DirectionInbound, Platform: "api", Actor: t.identity, Kind: "execute", Text: string(text), Meta: meta}
 }
 

@@ -71,16 +71,16 @@ type Options struct {
 	// AccessState keeps pairing codes and approved grants (pairing.go);
 	// nil: strangers are shown the configuration line instead of a code.
 	AccessState AccessState
-	// Commands resolves the named commands schedules name; nil: none are
-	// available (schedule.go).
-	Commands Commands
+	// Commands are the named commands (cmd.<name> verbs); nil: none.
+	Commands *Commands
 }
 
 // Hub routes turns. It is safe for concurrent use by every adapter.
 type Hub struct {
-	opts Options
-	x    *executor.Executor
-	log  *slog.Logger
+	opts     Options
+	commands *Commands
+	x        *executor.Executor
+	log      *slog.Logger
 
 	mu       sync.Mutex
 	inFlight map[string]bool
@@ -114,7 +114,10 @@ func New(opts Options) (*Hub, error) {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = DefaultProgressEvery
 	}
-	h := &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}, calls: map[string]*runningCall{},
+	if opts.Commands == nil {
+		opts.Commands = NewCommands(opts.Executor.Registry())
+	}
+	h := &Hub{opts: opts, commands: opts.Commands, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}, calls: map[string]*runningCall{},
 		held: map[string]*heldChat{}, heldTurns: map[string]string{}}
 	if opts.Directory != nil {
 		h.dir.Store(opts.Directory)

@@ -87,8 +87,6 @@ type RuntimeOptions struct {
 	// OutboxEvents hears what happens to outbox entries besides the
 	// mirror (metrics); nil: no one.
 	OutboxEvents outbox.Events
-	// Commands resolves the named commands schedules name (Options.Commands).
-	Commands Commands
 }
 
 // Open wires a Runtime around x over the state root st, which the caller
@@ -180,6 +178,10 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Events:      events,
 		Logger:      opts.Logger,
 	})
+	commands := NewCommands(x.Registry())
+	if err := commands.Replace(cfg.Commands); err != nil {
+		return nil, err
+	}
 	rt.Hub, err = New(Options{
 		Executor:       x,
 		Access:         NewAccess(cfg.Access, x.Registry()),
@@ -204,7 +206,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Clock:          opts.Clock,
 		Logger:         opts.Logger,
 		AccessState:    accessState,
-		Commands:       opts.Commands,
+		Commands:       commands,
 	})
 	if err != nil {
 		return nil, err

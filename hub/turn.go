@@ -3,8 +3,10 @@ package hub
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/workspaces/policy"
 )
@@ -39,6 +41,10 @@ type turn struct {
 	asked, session string
 	err            error            // why the request does not parse
 	cmd            executor.Command // a chat turn's command: its builtin and --json
+	// named is the named command the verb is (cmd.<name>), as the turn
+	// found it; call is the call it stands for, once decide expanded it.
+	named *config.Command
+	call  executor.Envelope
 }
 
 // verdict is what decide concluded about a turn's verb call.
@@ -91,6 +97,12 @@ func (h *Hub) decide(t *turn, d *decision) {
 		return
 	}
 	h.permit(t, d)
+	if d.allowed && t.named != nil {
+		if err := h.expand(t); err != nil {
+			d.verdict, d.err = verdictInvalid, err
+			return
+		}
+	}
 	if d.allowed && d.session == "" && h.opts.SessionFor != nil && t.own == "" {
 		d.session = h.opts.SessionFor(t.conversation(), d.roles)
 	}
@@ -119,6 +131,21 @@ func (h *Hub) permit(t *turn, d *decision) {
 		t.info, t.known = h.x.Registry().Lookup(t.env.Verb)
 	}
 	d.allowed = !t.known || d.acc.grants(d.roles, t.info)
+	if cmd, ok := h.commands.Lookup(t.info.Name); t.known && ok {
+		t.named = &cmd
+	}
+}
+
+// expand turns a named command's call into the call it stands for: its
+// parameters checked by their types and put in their places. Its
+// arguments that do not fit are the turn's invalid arguments.
+func (h *Hub) expand(t *turn) error {
+	verb, args, err := t.named.Call(t.env.Arguments)
+	if err != nil {
+		return executor.Errorf(executor.CodeInvalidArguments, "Invalid arguments for %s: %v", t.info.Name, err)
+	}
+	t.call = executor.Envelope{ID: t.env.ID, Verb: verb, Arguments: args}
+	return nil
 }
 
 // workspaceHint is what a workspace refusal adds when the roles may not
@@ -158,6 +185,14 @@ func (t *turn) conversationKey() string {
 // explicitWorkspace is the workspace the call names: its envelope's or its
 // request's, which must agree ("" for none).
 func (t *turn) explicitWorkspace() (string, error) {
+	if t.named != nil && t.named.Workspace != "" {
+		for _, w := range []string{t.asked, t.env.Workspace} {
+			if w != "" && w != t.named.Workspace {
+				return "", executor.Errorf(executor.CodeInvalidEnvelope, "%s runs in workspace %q, not %q: send it without a workspace", t.info.Name, t.named.Workspace, w)
+			}
+		}
+		return t.named.Workspace, nil
+	}
 	switch {
 	case t.asked == "":
 		return t.env.Workspace, nil
@@ -203,6 +238,12 @@ func (d *decision) readOnlyRun(t *turn) bool {
 // workspace and session.
 func (h *Hub) run(ctx context.Context, t *turn, d *decision) (*executor.Outcome, answeredBy) {
 	c := executor.Call{TurnID: t.id, Identity: t.identity, Session: d.session, Workspace: d.where.Name}
+	if t.named != nil {
+		// The call a named command stands for, in the command's workspace
+		// and within its timeout.
+		info, _ := h.x.Registry().Lookup(t.call.Verb)
+		return h.callWithin(ctx, c, t.call, info.Name, commandTimeout(*t.named, h.opts.VerbTimeout))
+	}
 	verb := ""
 	if t.known {
 		verb = t.info.Name
@@ -215,6 +256,11 @@ func (h *Hub) run(ctx context.Context, t *turn, d *decision) (*executor.Outcome,
 // stands for the local executor's. verb is the registered name of env's
 // verb ("" for one the registry does not know).
 func (h *Hub) call(ctx context.Context, c executor.Call, env executor.Envelope, verb string) (*executor.Outcome, answeredBy) {
+	return h.callWithin(ctx, c, env, verb, h.opts.VerbTimeout)
+}
+
+// callWithin is call within timeout (0: none) instead of the verb timeout.
+func (h *Hub) callWithin(ctx context.Context, c executor.Call, env executor.Envelope, verb string, timeout time.Duration) (*executor.Outcome, answeredBy) {
 	if d, ok := h.remoteDestination(c.Workspace); ok {
 		out, by := h.callRemote(ctx, c, d, env, verb)
 		if h.opts.Observer != nil {
@@ -223,9 +269,9 @@ func (h *Hub) call(ctx context.Context, c executor.Call, env executor.Envelope, 
 		return out, by
 	}
 	ctx = executor.WithCall(ctx, c)
-	if h.opts.VerbTimeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.opts.VerbTimeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	out := h.x.Run(ctx, env)

@@ -42,6 +42,8 @@ type envOptions struct {
 	// beforeStart runs once the adapter is built, before the runtime starts
 	// (and finalises the progress messages a previous run left).
 	beforeStart func(*testEnv)
+	// config changes the configuration before the runtime opens.
+	config func(*config.Config)
 }
 
 // testEnv is a real hub runtime on temp dirs (real verbs, a temp
@@ -89,6 +91,9 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	}
 	if o.discord != nil {
 		o.discord(&cfg.Discord)
+	}
+	if o.config != nil {
+		o.config(cfg)
 	}
 	he := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Clock: o.clock, Logger: testkit.Discard(), MirrorOpenFile: flakyMirror(o.mirrorFull)}})
 	rt := he.Runtime

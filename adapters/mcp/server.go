@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,9 @@ type Server struct {
 	log   *slog.Logger
 	stdio atomic.Value // string: the session id of the stdio connection
 	seq   atomic.Uint64
+
+	toolsMu sync.Mutex
+	tools   map[string]bool // the tool names added, for syncTools
 }
 
 // New builds the server with one tool per registered verb.
@@ -105,15 +109,48 @@ func New(opts Options) (*Server, error) {
 		Instructions: "The tools are the verbs of a Hermes Hub: files in a confined workspace (fs_*), programs (proc_run), the machine (sys_machineInfo) and session workspaces (vfs_*). Paths are relative to the workspace.",
 	})
 	reg := opts.Intake.Registry()
+	if err := s.syncTools(); err != nil {
+		return nil, err
+	}
+	// The server lives as long as the hub's registry: it follows its
+	// changes (a reload's named commands) to the end.
+	reg.Watch(func() {
+		if err := s.syncTools(); err != nil {
+			s.log.Error("tools not updated after a change of the named commands", "err", err)
+		}
+	})
+	s.srv.AddReceivingMiddleware(s.filterTools)
+	return s, nil
+}
+
+// syncTools makes the server's tools the registry's verbs: each added
+// (replacing one of the same name: a named command changed by a reload)
+// and those no longer registered removed. The SDK tells the clients the
+// list changed.
+func (s *Server) syncTools() error {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	reg := s.opts.Intake.Registry()
+	now := map[string]bool{}
 	for _, info := range reg.Verbs() {
 		tool, err := toolOf(reg, info)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.srv.AddTool(tool, s.handler(info))
+		now[tool.Name] = true
 	}
-	s.srv.AddReceivingMiddleware(s.filterTools)
-	return s, nil
+	var gone []string
+	for name := range s.tools {
+		if !now[name] {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.srv.RemoveTools(gone...)
+	}
+	s.tools = now
+	return nil
 }
 
 // ToolName is the MCP name of a verb: '.' becomes '_' (fs.readFile is

@@ -122,6 +122,8 @@ type hopts struct {
 	// progress shows progress on the adapter's view, with the runtime on
 	// clk too.
 	progress bool
+	// config changes the configuration before the runtime opens.
+	config func(*config.Config)
 }
 
 func testTelegramConfig(t testing.TB, f *telegramtest.Server, o hopts, ws, state string) *config.Config {
@@ -152,6 +154,9 @@ func testTelegramConfig(t testing.TB, f *telegramtest.Server, o hopts, ws, state
 		tg.Rate.PerChat, tg.Rate.PerChatBurst, tg.Rate.PerGroupPerMinute, tg.Rate.GlobalPerSecond = 0, 0, 0, 0
 	} else if r := o.rate; r != nil {
 		tg.Rate.PerChat, tg.Rate.PerChatBurst, tg.Rate.PerGroupPerMinute, tg.Rate.GlobalPerSecond = r.PerChat, r.PerChatBurst, r.PerGroupPerMinute, r.GlobalPerSecond
+	}
+	if o.config != nil {
+		o.config(cfg)
 	}
 	return cfg
 }
