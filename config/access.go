@@ -18,9 +18,53 @@ type Access struct {
 	Grants map[string][]string `yaml:"grants"`
 	// DefaultRoles are granted to everyone; empty by default (deny).
 	DefaultRoles []string `yaml:"default_roles"`
+	// Chats are rules that hold in one chat only (keys: ChatScope forms
+	// such as telegram:chat:-100123 or discord:guild:<id>): grants held
+	// there and a ceiling on every role there (docs/access.md).
+	Chats map[string]ChatRule `yaml:"chats"`
 	// Defaulted is set when the configuration has no access section: the
 	// grants above are the defaults (applyDefaults).
 	Defaulted bool `yaml:"-"`
+}
+
+// ChatRule is what holds in one chat scope, under access.chats.
+type ChatRule struct {
+	// Grants maps identities to roles they hold in this scope only.
+	Grants map[string][]string `yaml:"grants"`
+	// MaxRoles is the ceiling of the scope: there, an identity may do
+	// only what one of these roles also grants, whatever its roles
+	// (nil: no ceiling).
+	MaxRoles []string `yaml:"max_roles"`
+}
+
+// The kinds of chat scope under access.chats.
+const (
+	ScopeTelegramChat   = "telegram:chat:"   // telegram:chat:<chat_id>[:<topic_id>]
+	ScopeDiscordChannel = "discord:channel:" // discord:channel:<channel_id>
+	ScopeDiscordGuild   = "discord:guild:"   // discord:guild:<guild_id>
+)
+
+// chatScopeAccepted says what a key of access.chats may be, for errors.
+const chatScopeAccepted = "telegram:chat:<chat_id>, telegram:chat:<chat_id>:<topic_id>, discord:channel:<channel_id> or discord:guild:<guild_id>"
+
+// ValidChatScope checks a key of access.chats.
+func ValidChatScope(s string) error {
+	switch {
+	case strings.HasPrefix(s, ScopeTelegramChat):
+		chatID, topic, hasTopic := strings.Cut(strings.TrimPrefix(s, ScopeTelegramChat), ":")
+		if isInt(chatID) && (!hasTopic || isSnowflake(topic)) {
+			return nil
+		}
+	case strings.HasPrefix(s, ScopeDiscordChannel):
+		if isSnowflake(strings.TrimPrefix(s, ScopeDiscordChannel)) {
+			return nil
+		}
+	case strings.HasPrefix(s, ScopeDiscordGuild):
+		if isSnowflake(strings.TrimPrefix(s, ScopeDiscordGuild)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not a chat scope (accepted: %s)", s, chatScopeAccepted)
 }
 
 // Role is a named set of verb patterns and admin permissions.
@@ -87,7 +131,7 @@ const OperatorRole = "operator"
 // default: the panel may read (the built-in reader), nothing more. Chat
 // identities and agents stay denied until granted.
 func (a *Access) applyDefaults(c *Config) {
-	if a.Roles != nil || a.Grants != nil || a.DefaultRoles != nil {
+	if a.Roles != nil || a.Grants != nil || a.DefaultRoles != nil || a.Chats != nil {
 		return
 	}
 	a.Defaulted = true
@@ -119,6 +163,37 @@ func (a *Access) validate(c *Config, v *validator) {
 	for i, r := range a.DefaultRoles {
 		if !c.roleKnown(r) {
 			v.badAt(item("access.default_roles", i), "access.default_roles", ": role %q is not defined", r)
+		}
+	}
+	for _, scope := range sortedKeys(a.Chats) {
+		a.validateChat(c, v, scope)
+	}
+}
+
+// validateChat checks one chat scope: its key, its grants' identities and
+// roles, and its ceiling's roles.
+func (a *Access) validateChat(c *Config, v *validator, scope string) {
+	key, rule := "access.chats."+scope, a.Chats[scope]
+	if err := ValidChatScope(scope); err != nil {
+		v.badAt(key, "access.chats", ": %v", err)
+	}
+	for _, id := range sortedKeys(rule.Grants) {
+		gk := key + ".grants." + id
+		if err := ValidIdentity(id); err != nil {
+			v.badAt(gk, key+".grants", ": %v", err)
+		}
+		for i, r := range rule.Grants[id] {
+			if !c.roleKnown(r) {
+				v.badAt(item(gk, i), gk, ": role %q is not defined (define it under access.roles, or use the built-in reader)", r)
+			}
+		}
+	}
+	if rule.MaxRoles != nil && len(rule.MaxRoles) == 0 {
+		v.bad(key+".max_roles", " is empty, which would let no one do anything here (accepted: the roles whose permissions are the most anyone has in this chat, such as [reader])")
+	}
+	for i, r := range rule.MaxRoles {
+		if !c.roleKnown(r) {
+			v.badAt(item(key+".max_roles", i), key+".max_roles", ": role %q is not defined (define it under access.roles, or use the built-in reader)", r)
 		}
 	}
 }

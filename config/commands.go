@@ -70,7 +70,7 @@ const (
 // CommandParams are a command's parameters in the order they were
 // written (chat fills them by position in that order).
 type CommandParams struct {
-	Names []string
+	Names  []string
 	ByName map[string]CommandParam
 }
 

@@ -120,7 +120,7 @@ func (h *Hub) answer(ctx context.Context, t *turn, d *decision, res *TurnResult)
 	in := t.in
 	if args, approve := approveCommand(in.Text); approve {
 		res.Status = StatusBuiltin
-		r.text, r.private = h.approveFromChat(ctx, d.acc, t.ids, args, in)
+		r.text, r.private = h.approveFromChat(ctx, d, args, in)
 		return r, true
 	}
 	switch {
@@ -137,7 +137,7 @@ func (h *Hub) answer(ctx context.Context, t *turn, d *decision, res *TurnResult)
 		r.text, r.code, r.private = executor.RenderError(e), string(e.Code), true
 	case t.cmd.Builtin != "":
 		res.Status = StatusBuiltin
-		r.text = h.builtin(t.cmd, in, t.ids, d.roles)
+		r.text = h.builtin(t.cmd, in, t.ids, d)
 	default:
 		return h.answerCall(ctx, t, d, res), true
 	}
@@ -151,7 +151,7 @@ func (h *Hub) answerCall(ctx context.Context, t *turn, d *decision, res *TurnRes
 	switch d.verdict {
 	case verdictForbidden:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
-			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run. %s", t.info.Name, rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Name))}
+			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run. %s", t.info.Name, rolesText(d.roles), forbiddenWhy(t, d))}
 	case verdictWorkspace:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
 			text: fmt.Sprintf("⚠ %s was not run: %s. Send /use for the workspaces you may use.%s", t.env.Verb, upperFirst(d.werr.Error()), workspaceHint(t, d))}

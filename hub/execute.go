@@ -105,7 +105,7 @@ func (h *Hub) apiOutcome(ctx context.Context, t *turn, d *decision) (*executor.O
 		return &executor.Outcome{Err: executor.ErrorFrom(d.err), ID: t.env.ID}, answeredBy{}
 	case verdictForbidden:
 		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: executor.Errorf(executor.CodeForbidden,
-			"%s may not run %s (forbidden; roles: %s). %s", t.identity, t.info.Name, rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Name))}, answeredBy{}
+			"%s may not run %s (forbidden; roles: %s). %s", t.identity, t.info.Name, rolesText(d.roles), forbiddenWhy(t, d))}, answeredBy{}
 	case verdictWorkspace:
 		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: executor.Errorf(executor.CodeForbidden, "%s was not run: %s.%s", t.info.Name, d.werr.Error(), workspaceHint(t, d))}, answeredBy{}
 	}

@@ -3,6 +3,8 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
@@ -61,11 +63,14 @@ const (
 // decision is what the hub decided about a turn, the same way for every
 // surface.
 type decision struct {
-	acc     *Access // the access policy as the turn began
-	roles   []string
-	verdict verdict
-	err     error // with verdictInvalid: why
-	allowed bool  // the roles grant the verb (or the registry does not know it)
+	acc   *Access // the access policy as the turn began
+	roles []string
+	// standing is the roles with why they hold and the ceilings of the
+	// turn's chat (roles is standing.Roles).
+	standing Standing
+	verdict  verdict
+	err      error // with verdictInvalid: why
+	allowed  bool  // the roles grant the verb (or the registry does not know it)
 	// placed is set once the workspace was resolved: where, or werr.
 	placed  bool
 	where   policy.Resolution
@@ -73,12 +78,14 @@ type decision struct {
 	session string
 }
 
-// identify finds who asks: the roles of the turn's identities. The turn
+// identify finds who asks, and where: the roles of the turn's identities
+// in the turn's chat (its grants and ceilings, access.chats). The turn
 // decides with the access policy as it is now, whatever a reload or an
 // approval changes while it runs.
 func (h *Hub) identify(t *turn) decision {
 	acc := h.opts.Access.Current()
-	return decision{acc: acc, roles: acc.RolesOf(t.ids)}
+	st := acc.StandingIn(t.ids, t.in)
+	return decision{acc: acc, roles: st.Roles, standing: st}
 }
 
 // decide makes the decisions every surface shares about a parsed turn, in
@@ -109,6 +116,9 @@ func (h *Hub) decide(t *turn, d *decision) {
 	explicit, err := t.explicitWorkspace()
 	if err == nil {
 		d.where, d.werr = h.resolveWorkspace(explicit, t.conversationKey(), d.roles)
+		if d.werr == nil {
+			d.werr = h.ceilingWorkspace(d)
+		}
 		d.placed = true
 	}
 	switch {
@@ -130,7 +140,7 @@ func (h *Hub) permit(t *turn, d *decision) {
 	if !t.known {
 		t.info, t.known = h.x.Registry().Lookup(t.env.Verb)
 	}
-	d.allowed = !t.known || d.acc.grants(d.roles, t.info)
+	d.allowed = !t.known || d.acc.permits(d.standing, t.info)
 	if cmd, ok := h.commands.Lookup(t.info.Name); t.known && ok {
 		t.named = &cmd
 	}
@@ -146,6 +156,33 @@ func (h *Hub) expand(t *turn) error {
 	}
 	t.call = executor.Envelope{ID: t.env.ID, Verb: verb, Arguments: args}
 	return nil
+}
+
+// ceilingWorkspace refuses the resolved workspace when a ceiling of the
+// turn's chat may not use it: the chat caps workspaces as it caps verbs.
+func (h *Hub) ceilingWorkspace(d *decision) error {
+	p := h.ws.Load()
+	if p == nil {
+		return nil
+	}
+	for _, c := range d.standing.Ceilings {
+		if !p.MayUse(c.Roles, d.where.Name) {
+			return fmt.Errorf("workspace %q is beyond this chat's ceiling (access.chats[%q].max_roles: %s)", d.where.Name, c.Scope, strings.Join(c.Roles, ", "))
+		}
+	}
+	return nil
+}
+
+// forbiddenWhy says why the roles of a forbidden turn do not grant its
+// verb: a ceiling of its chat, or none of its roles (with the
+// configuration that would allow it).
+func forbiddenWhy(t *turn, d *decision) string {
+	if d.acc.grants(d.roles, t.info) {
+		if c := d.acc.capping(d.standing, t.info); c != nil {
+			return fmt.Sprintf("In this chat, access.chats[%q].max_roles caps what any role may do at what %s may do.", c.Scope, strings.Join(c.Roles, ", "))
+		}
+	}
+	return d.acc.ForbiddenHint(t.identity, t.info.Name)
 }
 
 // workspaceHint is what a workspace refusal adds when the roles may not

@@ -39,6 +39,22 @@ func AccessWidening(a, b config.Access) []string {
 			out = append(out, fmt.Sprintf("access.roles.%s gained workspace %s", name, w))
 		}
 	}
+	for _, scope := range sortedKeys(b.Chats) {
+		old, nw := a.Chats[scope], b.Chats[scope]
+		for _, id := range sortedKeys(nw.Grants) {
+			for _, r := range added(old.Grants[id], nw.Grants[id]) {
+				out = append(out, fmt.Sprintf("access.chats[%q].grants[%q] gained %s", scope, id, r))
+			}
+		}
+		if old.MaxRoles != nil && (nw.MaxRoles == nil || len(added(old.MaxRoles, nw.MaxRoles)) > 0) {
+			out = append(out, fmt.Sprintf("access.chats[%q].max_roles was raised or removed", scope))
+		}
+	}
+	for _, scope := range sortedKeys(a.Chats) {
+		if _, kept := b.Chats[scope]; !kept && a.Chats[scope].MaxRoles != nil {
+			out = append(out, fmt.Sprintf("access.chats[%q] and its max_roles were removed", scope))
+		}
+	}
 	if _, was := a.Roles[ReaderRole]; was {
 		if _, is := b.Roles[ReaderRole]; !is {
 			out = append(out, "access.roles.reader is no longer configured: the built-in reader role (every read-only verb) applies again")

@@ -57,6 +57,28 @@ func TestAccessWidening(t *testing.T) {
 	}
 }
 
+// TestChatAccessWidening: a chat grant gained, and a ceiling raised or
+// removed, widen access; a ceiling added narrows it.
+func TestChatAccessWidening(t *testing.T) {
+	a := config.Access{Chats: map[string]config.ChatRule{
+		"telegram:chat:-1": {MaxRoles: []string{"reader"}},
+		"telegram:chat:-2": {MaxRoles: []string{"reader"}},
+		"telegram:chat:-3": {Grants: map[string][]string{"telegram:1": {"ops"}}},
+	}}
+	b := config.Access{Chats: map[string]config.ChatRule{
+		"telegram:chat:-1": {MaxRoles: []string{"reader", "ops"}},
+		"telegram:chat:-3": {Grants: map[string][]string{"telegram:1": {"ops", "admin"}}, MaxRoles: []string{"reader"}},
+	}}
+	want := []string{
+		`access.chats["telegram:chat:-1"].max_roles was raised or removed`,
+		`access.chats["telegram:chat:-3"].grants["telegram:1"] gained admin`,
+		`access.chats["telegram:chat:-2"] and its max_roles were removed`,
+	}
+	if got := hub.AccessWidening(a, b); !slices.Equal(got, want) {
+		t.Fatalf("widening:\n got %q\nwant %q", got, want)
+	}
+}
+
 // TestReloadWarnsWhenAccessWidens: a reload that grants everyone admin
 // applies, and its report and the log say so.
 func TestReloadWarnsWhenAccessWidens(t *testing.T) {

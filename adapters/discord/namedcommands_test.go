@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a6afc2ce/hermes-hub/adapters/discord/discordtest"
 	"github.com/a6afc2ce/hermes-hub/config"
 )
 
@@ -53,4 +54,22 @@ func TestNamedCommandSlashCommand(t *testing.T) {
 	e.fake.WaitFor(t, "the slash commands registered again", func() bool {
 		return len(e.fake.RequestsTo("PUT", "/applications/")) > puts && strings.Contains(string(e.fake.Commands()[path]), `"name":"count"`)
 	})
+}
+
+// TestGuildCeiling: a ceiling on the Discord server (access.chats
+// "discord:guild:<id>": {max_roles: [reader]}) caps an admin there: a read
+// runs, a write is refused naming the ceiling; /whoami says so.
+func TestGuildCeiling(t *testing.T) {
+	e := newEnv(t, envOptions{config: func(c *config.Config) {
+		c.Access.Chats = map[string]config.ChatRule{"discord:guild:" + discordtest.DefaultGuildID: {MaxRoles: []string{"reader"}}}
+	}})
+	if got := e.waitReply(e.say(adminUser, "!fs.listDir .")); !strings.Contains(got.Content, "README.md") {
+		t.Fatalf("a read under the ceiling: %q", got.Content)
+	}
+	if got := e.waitReply(e.say(adminUser, "!fs.writeFile x.txt hi")); !strings.Contains(got.Content, "max_roles caps what any role may do at what reader may do") {
+		t.Fatalf("a write under the ceiling: %q", got.Content)
+	}
+	if got := e.waitReply(e.say(adminUser, "!whoami")); !strings.Contains(got.Content, "capped here at what reader may do") {
+		t.Fatalf("/whoami under the ceiling: %q", got.Content)
+	}
 }

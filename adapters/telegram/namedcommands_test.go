@@ -2,6 +2,8 @@ package telegram
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,5 +65,33 @@ func TestNamedCommandMenuAndRun(t *testing.T) {
 	testkit.WaitFor(t, "the menu set again", func() bool { return len(f.CallsOf("setMyCommands")) == 2 })
 	if m := menuOf(t, f, 1); m["cmd_count"] != "How many lines" {
 		t.Fatalf("menu after the reload %v", m)
+	}
+}
+
+// TestChatGrantOverTelegram: a role granted in one group
+// (access.chats["telegram:chat:-100123"]) holds there and not in the
+// person's private chat; /whoami in the group names the grant.
+func TestChatGrantOverTelegram(t *testing.T) {
+	f := newFakeBot(t)
+	h := startHarness(t, f, hopts{config: func(c *config.Config) {
+		c.Access.Chats = map[string]config.ChatRule{"telegram:chat:-100123": {Grants: map[string][]string{"telegram:9": {"admin"}}}}
+	}})
+	h.waitRunning()
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -100123, 9, 1, "/fs.writeFile here.txt hi"))
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -100123, 9, 2, "/whoami"))
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), 9, 9, 3, "/fs.writeFile there.txt hi"))
+	testkit.WaitFor(t, "the group's two replies", func() bool { return len(f.MessagesTo("-100123")) == 2 })
+	testkit.WaitFor(t, "the private reply", func() bool { return len(f.MessagesTo("9")) == 1 })
+	if got := f.MessagesTo("-100123")[1].Text; !strings.Contains(got, `admin, from access.chats["telegram:chat:-100123"].grants["telegram:9"]`) {
+		t.Fatalf("/whoami in the group: %q", got)
+	}
+	if got := f.MessagesTo("9")[0].Text; !strings.Contains(got, "telegram:9") || strings.Contains(got, "Wrote") {
+		t.Fatalf("private chat: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, "there.txt")); err == nil {
+		t.Fatal("the grant of the group held in the private chat")
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, "here.txt")); err != nil {
+		t.Fatalf("the grant of the group did not hold there: %v", err)
 	}
 }
