@@ -5,6 +5,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Access maps identities to roles and roles to verbs. Deny by default.
@@ -22,6 +23,9 @@ type Access struct {
 	// such as telegram:chat:-100123 or discord:guild:<id>): grants held
 	// there and a ceiling on every role there (docs/access.md).
 	Chats map[string]ChatRule `yaml:"chats"`
+	// ConfirmTTL is how long a call held for confirmation (a role's
+	// confirm) waits for its Run before it expires (default 10m).
+	ConfirmTTL Duration `yaml:"confirm_ttl"`
 	// Defaulted is set when the configuration has no access section: the
 	// grants above are the defaults (applyDefaults).
 	Defaulted bool `yaml:"-"`
@@ -78,7 +82,16 @@ type Role struct {
 	// ("dev-*", "*" for all). Without the key a role may use only the
 	// default workspace.
 	Workspaces []string `yaml:"workspaces"`
+	// Confirm are the verbs (names or globs, as in Verbs) a holder of the
+	// role runs only after pressing Run on the exact call.
+	Confirm []string `yaml:"confirm"`
+	// Approvers are roles one of whose holders, someone other than the
+	// caller, must approve a call Confirm holds, after the caller's Run.
+	Approvers []string `yaml:"approvers"`
 }
+
+// DefaultConfirmTTL is access.confirm_ttl's default.
+const DefaultConfirmTTL = Duration(10 * time.Minute)
 
 // The admin permissions: what a role must name for its identity (the web
 // token holder) to use the admin API beyond GET /api/status.
@@ -131,6 +144,7 @@ const OperatorRole = "operator"
 // default: the panel may read (the built-in reader), nothing more. Chat
 // identities and agents stay denied until granted.
 func (a *Access) applyDefaults(c *Config) {
+	setDefault(&a.ConfirmTTL, DefaultConfirmTTL)
 	if a.Roles != nil || a.Grants != nil || a.DefaultRoles != nil || a.Chats != nil {
 		return
 	}
@@ -167,6 +181,9 @@ func (a *Access) validate(c *Config, v *validator) {
 	}
 	for _, scope := range sortedKeys(a.Chats) {
 		a.validateChat(c, v, scope)
+	}
+	if a.ConfirmTTL < Duration(time.Minute) || a.ConfirmTTL > Duration(7*24*time.Hour) {
+		v.bad("access.confirm_ttl", ": %s is out of range (accepted: from 1m to 168h)", a.ConfirmTTL)
 	}
 }
 
@@ -214,6 +231,19 @@ func (a *Access) validateRole(c *Config, v *validator, name string) {
 		if strings.HasPrefix(strings.ToLower(p), AdminPrefix) && !matchesAdminPermission(p) {
 			v.badAt(at, key+".verbs", ": %q is not an admin permission (accepted: %s, or admin.* for all of them)", p, strings.Join(AdminPermissions, ", "))
 		}
+	}
+	for i, p := range r.Confirm {
+		if _, err := filepath.Match(strings.ToLower(p), "x"); err != nil || p == "" || strings.HasPrefix(strings.ToLower(p), AdminPrefix) {
+			v.badAt(item(key+".confirm", i), key+".confirm", ": %q is not a verb pattern (accepted: a verb name or a glob such as fs.delete*, proc.run or cmd.deploy)", p)
+		}
+	}
+	for i, ap := range r.Approvers {
+		if !c.roleKnown(ap) {
+			v.badAt(item(key+".approvers", i), key+".approvers", ": role %q is not defined (accepted: a role under access.roles, or reader)", ap)
+		}
+	}
+	if len(r.Approvers) > 0 && len(r.Confirm) == 0 {
+		v.bad(key+".approvers", ": approvers approve the calls confirm holds, and confirm is empty (accepted: confirm: [the verbs to hold] beside approvers)")
 	}
 	names := strings.Join(c.WorkspaceNames(), ", ")
 	for i, p := range r.Workspaces {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -40,6 +41,9 @@ type accessPolicy struct {
 	grants   map[string][]string // identity → roles
 	defaults []string
 	chats    map[string]config.ChatRule // access.chats: scope → grants and ceiling
+	confirm  map[string]confirmRole     // role → its confirm patterns (lower case) and approvers
+	// confirmTTL is how long a held call waits (access.confirm_ttl).
+	confirmTTL time.Duration
 }
 
 // NewAccess builds the access policy from configuration. reg supplies the
@@ -64,6 +68,15 @@ func (a *Access) Replace(cfg config.Access) {
 		p.grants[id] = append([]string(nil), roles...)
 	}
 	p.defaults = append([]string(nil), cfg.DefaultRoles...)
+	p.confirm = map[string]confirmRole{}
+	for name, r := range cfg.Roles {
+		c := confirmRole{approvers: append([]string(nil), r.Approvers...)}
+		for _, pat := range r.Confirm {
+			c.verbs = append(c.verbs, strings.ToLower(pat))
+		}
+		p.confirm[name] = c
+	}
+	p.confirmTTL = confirmTTL(cfg)
 	p.chats = map[string]config.ChatRule{}
 	for scope, rule := range cfg.Chats {
 		p.chats[scope] = rule
@@ -272,6 +285,17 @@ func (a *Access) roleAllows(p *accessPolicy, role string, verb executor.Info) bo
 		if admin && !strings.HasPrefix(pat, config.AdminPrefix) {
 			continue // a verb glob such as * grants no admin permission
 		}
+		if ok, _ := path.Match(pat, lv); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// matchAny reports whether verb matches one of the lower-cased patterns.
+func matchAny(patterns []string, verb string) bool {
+	lv := strings.ToLower(verb)
+	for _, pat := range patterns {
 		if ok, _ := path.Match(pat, lv); ok {
 			return true
 		}

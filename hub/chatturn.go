@@ -107,6 +107,7 @@ func chatKind(in *chat.Inbound, roles []string) string {
 // chatReply is a chat turn's answer, before it is chunked.
 type chatReply struct {
 	text, code string
+	meta       map[string]string // more meta of its entries (a held call's buttons)
 	private    bool
 	progress   bool // the call's progress was shown (MetaProgress)
 	by         answeredBy
@@ -155,6 +156,8 @@ func (h *Hub) answerCall(ctx context.Context, t *turn, d *decision, res *TurnRes
 	case verdictWorkspace:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
 			text: fmt.Sprintf("⚠ %s was not run: %s. Send /use for the workspaces you may use.%s", t.env.Verb, upperFirst(d.werr.Error()), workspaceHint(t, d))}
+	case verdictConfirm:
+		return h.holdChat(t, d)
 	}
 	out, note, by, shown := h.runTracked(ctx, t, d)
 	res.Outcome = out
@@ -179,6 +182,9 @@ func (h *Hub) deliverReply(ctx context.Context, in *chat.Inbound, r chatReply, r
 	}
 	if r.code != "" {
 		meta[store.MetaErrorCode] = r.code
+	}
+	for k, v := range r.meta {
+		meta[k] = v
 	}
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(r.text, h.chunkOptions(in.ReplyKey())), meta)
 	now := h.opts.Clock.Now()

@@ -73,6 +73,9 @@ type Options struct {
 	AccessState AccessState
 	// Commands are the named commands (cmd.<name> verbs); nil: none.
 	Commands *Commands
+	// Confirmations keeps the calls held for confirmation (confirm.go);
+	// nil: such calls are refused with confirmation_required.
+	Confirmations *store.Confirmations
 }
 
 // Hub routes turns. It is safe for concurrent use by every adapter.
@@ -213,6 +216,13 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 // handle is Handle without the wait for held turns: the chat surface's
 // turn (chatturn.go) on the path every surface shares (turn.go).
 func (h *Hub) handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, err error) {
+	return h.handleTurn(ctx, in, nil)
+}
+
+// handleTurn is handle for a message, or (cf set) for the run of the call
+// held from it, which its caller confirmed: not held again, in the
+// workspace its prompt named.
+func (h *Hub) handleTurn(ctx context.Context, in *chat.Inbound, cf *store.Confirmation) (res *TurnResult, err error) {
 	if err := validInbound(in); err != nil {
 		return nil, err
 	}
@@ -223,6 +233,9 @@ func (h *Hub) handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	}
 	defer h.release(in.TurnID)
 	t := chatTurn(in)
+	if cf != nil {
+		t.confirmed, t.asked = true, cf.Workspace
+	}
 	d := h.identify(&t)
 	now := h.opts.Clock.Now()
 	accepted, done, err := h.beginTurn(ctx, in, now)

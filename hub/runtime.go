@@ -182,7 +182,12 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 	if err := commands.Replace(cfg.Commands); err != nil {
 		return nil, err
 	}
+	confirmations, err := store.OpenConfirmations(st.Database())
+	if err != nil {
+		return nil, err
+	}
 	rt.Hub, err = New(Options{
+		Confirmations:  confirmations,
 		Executor:       x,
 		Access:         NewAccess(cfg.Access, x.Registry()),
 		Ledger:         rt.Ledger,

@@ -47,6 +47,9 @@ type turn struct {
 	// found it; call is the call it stands for, once decide expanded it.
 	named *config.Command
 	call  executor.Envelope
+	// confirmed is set for the run of a call its caller confirmed (a
+	// pressed Run, an MCP elicitation): it is not held again.
+	confirmed bool
 }
 
 // verdict is what decide concluded about a turn's verb call.
@@ -58,6 +61,7 @@ const (
 	verdictInvalid                  // the request does not parse, or names two workspaces
 	verdictForbidden                // the roles do not grant the verb
 	verdictWorkspace                // the workspace may not be used (werr says why)
+	verdictConfirm                  // the call waits for its caller's Run (confirm.go)
 )
 
 // decision is what the hub decided about a turn, the same way for every
@@ -76,6 +80,10 @@ type decision struct {
 	where   policy.Resolution
 	werr    error
 	session string
+	// confirmRole is the role whose confirm holds the call, approvers
+	// the roles that must approve it (verdictConfirm).
+	confirmRole string
+	approvers   []string
 }
 
 // identify finds who asks, and where: the roles of the turn's identities
@@ -131,6 +139,7 @@ func (h *Hub) decide(t *turn, d *decision) {
 	default:
 		d.verdict = verdictRun
 	}
+	h.holdsConfirm(t, d)
 }
 
 // permit looks the turn's verb up, unless its surface did, and decides
@@ -260,6 +269,8 @@ func (d *decision) status() Status {
 		return StatusRejected
 	case verdictForbidden, verdictWorkspace:
 		return StatusForbidden
+	case verdictConfirm:
+		return StatusHeld
 	}
 	return StatusExecuted
 }

@@ -99,6 +99,9 @@ type Intake interface {
 	Registry() *executor.Registry
 	// Cancel stops running calls (the Cancel button of a progress message).
 	Cancel(req hub.CancelRequest) hub.CancelResult
+	// Confirm decides a press on a held call's Run, Cancel, Approve or
+	// Reject button.
+	Confirm(ctx context.Context, p hub.ConfirmPress) (hub.ConfirmResult, error)
 }
 
 // StatusReporter receives the adapter's state for the status page.

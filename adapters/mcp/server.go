@@ -236,9 +236,20 @@ func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 			ctx, stop = s.progress(ctx, req.Session, tok, info.Name, turn)
 			defer stop()
 		}
-		out, err := s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Verb: info, Arguments: args})
+		call := hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Verb: info, Arguments: args}
+		asked, yes, why := confirmed(req.Params.InputResponses)
+		switch {
+		case asked && !yes:
+			return resultOf(&executor.Outcome{Verb: info.Name, Err: executor.Errorf(executor.CodeCanceled, "%s was not run: the confirmation was %s.", info.Name, why)}), nil
+		case asked:
+			call.Confirmed = true
+		}
+		out, err := s.opts.Intake.Execute(ctx, call)
 		if err != nil {
 			return nil, err
+		}
+		if !asked && out.Err != nil && out.Err.Code == executor.CodeConfirmationRequired && canElicit(req.Session) {
+			return askToConfirm(call, out), nil
 		}
 		return resultOf(out), nil
 	}
