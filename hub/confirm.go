@@ -149,9 +149,9 @@ func (h *Hub) holdChat(t *turn, d *decision) chatReply {
 func promptText(cf store.Confirmation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "⏸ Confirm %s (access.roles.%s.confirm). It runs exactly:\n", cf.Verb, cf.Role)
-	b.WriteString(executor.Fence(cf.Call, "json"))
+	b.WriteString(executor.Fence(cf.Call, "json") + "\n")
 	if cf.Runs != "" {
-		b.WriteString("which stands for:\n" + executor.Fence(cf.Runs, "json"))
+		b.WriteString("which stands for:\n" + executor.Fence(cf.Runs, "json") + "\n")
 	}
 	fmt.Fprintf(&b, "in workspace %s, as %s.", cf.Workspace, cf.In.Identity())
 	if len(cf.Approvers) > 0 {
@@ -284,7 +284,7 @@ func (h *Hub) mirrorPress(ctx context.Context, cf store.Confirmation, p ConfirmP
 // askApprovers posts the approval request in the chat the call was asked
 // in, with the Approve and Reject buttons.
 func (h *Hub) askApprovers(ctx context.Context, cf store.Confirmation) error {
-	text := fmt.Sprintf("⏸ %s asks to run %s; someone holding %s must approve:\n%s", cf.In.Identity(), cf.Verb, strings.Join(cf.Approvers, " or "), executor.Fence(cf.Call, "json"))
+	text := fmt.Sprintf("⏸ %s asks to run %s; someone holding %s must approve:\n%s\nin workspace %s.", cf.In.Identity(), cf.Verb, strings.Join(cf.Approvers, " or "), executor.Fence(cf.Call, "json"), cf.Workspace)
 	key := cf.In.ReplyKey()
 	meta := map[string]string{MetaConfirm: cf.ID, MetaConfirmStage: ConfirmStageApprove}
 	entries := outbox.NewEntries(outbox.KindNotice, "confirm."+cf.ID+".approve", key, chat.SplitText(text, h.chunkOptions(key)), meta)

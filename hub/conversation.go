@@ -23,6 +23,9 @@ type Exchange struct {
 	OutboxID string
 	Text     string
 	TS       time.Time
+	// Confirm names the held call a chunk is the prompt of (its buttons:
+	// ConfirmStage), "" for any other.
+	Confirm, ConfirmStage string
 }
 
 // Conversations is the one source of truth of what a platform's
@@ -143,5 +146,6 @@ func exchangeOf(p chat.Platform, rec store.MirrorRecord) (Exchange, bool) {
 		return Exchange{}, false
 	}
 	x.OutboxID = rec.Meta[store.MetaOutboxID]
+	x.Confirm, x.ConfirmStage = rec.Meta[MetaConfirm], rec.Meta[MetaConfirmStage]
 	return x, true
 }

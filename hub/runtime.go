@@ -424,6 +424,9 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 	if c := e.Meta[store.MetaErrorCode]; c != "" {
 		meta[store.MetaErrorCode] = c
 	}
+	if id := e.Meta[MetaConfirm]; id != "" {
+		meta[MetaConfirm], meta[MetaConfirmStage] = id, e.Meta[MetaConfirmStage]
+	}
 	if msgID != "" {
 		meta[store.MetaPlatformMessageID] = msgID
 	}

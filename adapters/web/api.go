@@ -46,6 +46,7 @@ func (s *Server) apiHandler() http.Handler {
 		"/api/verbs":     {{method: http.MethodGet, h: s.verbs}},
 		"/api/status":    {{method: http.MethodGet, h: s.status}},
 		"/api/cancel":    {{method: http.MethodPost, h: s.cancel}},
+		"/api/confirm":   {{method: http.MethodPost, h: s.confirm}},
 		"/api/workspace": {{method: http.MethodGet, h: s.workspace}},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

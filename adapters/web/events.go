@@ -48,6 +48,10 @@ type Event struct {
 	Progress *Progress `json:"progress,omitempty"`
 	// Running lists the turns whose calls run, in a running event.
 	Running []string `json:"running,omitempty"`
+	// Confirm names the held call a reply is the prompt of, ConfirmStage
+	// its buttons (run: Run and Cancel; approve: Approve and Reject).
+	Confirm      string `json:"confirm,omitempty"`
+	ConfirmStage string `json:"confirm_stage,omitempty"`
 
 	seq uint64
 }
