@@ -313,6 +313,15 @@ func (h *Hub) runConfirmed(ctx context.Context, cf store.Confirmation) (*TurnRes
 	return res, nil
 }
 
+// PruneConfirmations forgets the held calls that expired or were decided
+// before cutoff (the outbox's retention, as the ledger's turns).
+func (h *Hub) PruneConfirmations(cutoff time.Time) (int, error) {
+	if h.opts.Confirmations == nil {
+		return 0, nil
+	}
+	return h.opts.Confirmations.Prune(cutoff)
+}
+
 // confirmTTL is access.confirm_ttl of cfg (its default when unset).
 func confirmTTL(cfg config.Access) time.Duration {
 	if cfg.ConfirmTTL > 0 {

@@ -282,6 +282,11 @@ func (rt *Runtime) pruneLedger() {
 	} else if turns+denials > 0 {
 		rt.log.Info("turn ledger: forgot old turns", "turns", turns, "denials", denials, "finished_before", cutoff.UTC().Format(time.RFC3339))
 	}
+	if n, err := rt.Hub.PruneConfirmations(cutoff); err != nil {
+		rt.log.Warn("held calls", "err", err)
+	} else if n > 0 {
+		rt.log.Info("held calls: forgot old ones", "calls", n, "decided_before", cutoff.UTC().Format(time.RFC3339))
+	}
 	p := &rt.prune
 	p.mu.Lock()
 	defer p.mu.Unlock()
