@@ -37,8 +37,8 @@ type emulatorReply struct {
 	URL     string `json:"url"`
 	Error   string `json:"error"`
 	Replies []struct {
-		Text      string `json:"text"`
-		ChatID    string `json:"chat_id"`
+		Text        string `json:"text"`
+		ChatID      string `json:"chat_id"`
 		ReplyTo     string `json:"reply_to"`
 		ParseMode   string `json:"parse_mode"`
 		ReplyMarkup string `json:"reply_markup"`
