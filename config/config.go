@@ -83,12 +83,12 @@ func Default() *Config {
 
 // Override changes a configuration read from its file before its token
 // files are read, its defaults apply and it is checked: what a command
-// changes of it (StdioOnly).
+// changes of it (StdioOnly) or a value the command line gives (Listen).
 type Override func(*Config)
 
 // LoadWith is Load with an explicit environment. Its errors name the file,
-// and each problem its line and key path (Error). Each override applies,
-// in order, over the file.
+// and each problem its line and key path (Error). The environment's
+// ListenEnv, then each override, in order, apply over the file.
 func LoadWith(path string, env Getenv, overrides ...Override) (*Config, error) {
 	cfg := &Config{}
 	if path != "" {
@@ -99,17 +99,16 @@ func LoadWith(path string, env Getenv, overrides ...Override) (*Config, error) {
 		if err := parse(data, path, env, cfg); err != nil {
 			return nil, err
 		}
-		for _, o := range overrides {
-			o(cfg)
-		}
+	}
+	cfg.Web.listenFromEnv(env)
+	for _, o := range overrides {
+		o(cfg)
+	}
+	if path != "" {
 		if err := cfg.readTokenFiles(); err != nil {
 			return nil, err
 		}
 		cfg.Path = path
-	} else {
-		for _, o := range overrides {
-			o(cfg)
-		}
 	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -65,13 +65,7 @@ func TestPanelE2E(t *testing.T) {
 	if err != nil {
 		testkit.Unavailable(t, "node not installed")
 	}
-	e2eDir, err := filepath.Abs("e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", "playwright-core", "package.json")); err != nil {
-		testkit.Unavailable(t, "playwright-core not installed: run make e2e-deps")
-	}
+	script := testkit.NodeScript(t, "e2e", "e2e.mjs")
 
 	// A fake Discord that refuses the first delivery and accepts the retry,
 	// so the outbox view has a dead letter to retry.
@@ -190,8 +184,8 @@ func TestPanelE2E(t *testing.T) {
 	base := "http://" + e.srv.Addr() + "/"
 	cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer ccancel()
-	cmd := exec.CommandContext(cctx, node, "e2e.mjs", base, e.token, out, "http://"+reader.srv.Addr()+"/", reader.token)
-	cmd.Dir = e2eDir
+	cmd := exec.CommandContext(cctx, node, script, base, e.token, out, "http://"+reader.srv.Addr()+"/", reader.token)
+	cmd.Dir = filepath.Dir(script)
 	cmd.Env = append(os.Environ(), "CHROMIUM="+chromiumPath, "PAIRING_CODE="+code, "PAIRING_IDENTITY=telegram:4242")
 	output, err := cmd.CombinedOutput()
 	t.Logf("e2e.mjs output:\n%s", output)
