@@ -128,7 +128,7 @@ access:
 		if err := os.WriteFile(conf, []byte(yml), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		runScript(t, node, dir, nil, "confirm", bin, conf, ws)
+		runScript(t, node, script, nil, "confirm", bin, conf, ws)
 		if _, err := os.Stat(filepath.Join(ws, "a.txt")); err == nil {
 			t.Error("a.txt was not deleted on a yes")
 		}
