@@ -182,7 +182,7 @@ func (a *Access) validate(c *Config, v *validator) {
 	for _, scope := range sortedKeys(a.Chats) {
 		a.validateChat(c, v, scope)
 	}
-	if a.ConfirmTTL < Duration(time.Minute) || a.ConfirmTTL > Duration(7*24*time.Hour) {
+	if a.ConfirmTTL != 0 && (a.ConfirmTTL < Duration(time.Minute) || a.ConfirmTTL > Duration(7*24*time.Hour)) {
 		v.bad("access.confirm_ttl", ": %s is out of range (accepted: from 1m to 168h)", a.ConfirmTTL)
 	}
 }

@@ -50,3 +50,36 @@ func TestAccessChats(t *testing.T) {
 		})
 	}
 }
+
+// TestConfirmKeys: a role's confirm and approvers, and access.confirm_ttl,
+// are checked; each wrong value is told what is accepted.
+func TestConfirmKeys(t *testing.T) {
+	const head = "access:\n  roles:\n    boss: {verbs: [\"fs.*\"]}\n"
+	ok := head + "    ops: {verbs: [\"fs.*\", \"cmd.*\"], confirm: [\"fs.delete*\", cmd.deploy], approvers: [boss]}\n  confirm_ttl: 30m\n"
+	cfg := &Config{}
+	if err := Parse([]byte(ok), env(nil), cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil || cfg.Access.ConfirmTTL.D().Minutes() != 30 || cfg.Access.Roles["ops"].Approvers[0] != "boss" {
+		t.Fatalf("%+v %v", cfg.Access, err)
+	}
+	for _, tc := range []struct{ name, yml, want string }{
+		{"pattern", head + "    ops: {verbs: [\"fs.*\"], confirm: [\"fs.[\"]}\n", `line 4: access.roles.ops.confirm: "fs.[" is not a verb pattern`},
+		{"admin permission", head + "    ops: {verbs: [\"fs.*\"], confirm: [admin.access]}\n", `line 4: access.roles.ops.confirm: "admin.access" is not a verb pattern`},
+		{"approver", head + "    ops: {verbs: [\"fs.*\"], confirm: [proc.run], approvers: [chief]}\n", `line 4: access.roles.ops.approvers: role "chief" is not defined`},
+		{"approvers without confirm", head + "    ops: {verbs: [\"fs.*\"], approvers: [boss]}\n", `line 4: access.roles.ops.approvers: approvers approve the calls confirm holds, and confirm is empty`},
+		{"ttl", head + "  confirm_ttl: 10s\n", `line 4: access.confirm_ttl: 10s is out of range (accepted: from 1m to 168h)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := load(t, tc.yml, nil)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			got := strings.ReplaceAll(err.Error(), "config "+p+": ", "")
+			if !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("got\n%s\nwant it to start with\n%s", got, tc.want)
+			}
+		})
+	}
+}

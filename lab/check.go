@@ -92,6 +92,8 @@ type Observation struct {
 	// is what its local target received.
 	Schedule bool
 	Local    []localDelivery
+	// Confirms are the held calls of confirm steps (hub.confirm).
+	Confirms []ConfirmCall
 }
 
 // Violation is an invariant that does not hold.
@@ -118,6 +120,9 @@ type Figures struct {
 	// The schedule tick: runs mirrored, runs with a result, lines its
 	// program wrote, runs answered with a restart notice.
 	ScheduleRuns, ScheduleResults, ScheduleTicks, ScheduleNotices int
+	// The held calls: confirmed (ran once), confirmed but cut short by a
+	// kill before their program ran, cancelled (never ran).
+	ConfirmRuns, ConfirmInterrupted, ConfirmCancels int
 }
 
 // adapterNotices are texts the Discord adapter writes into an
@@ -152,6 +157,7 @@ func Check(o Observation) ([]Violation, Figures) {
 	c.checkMirrors()
 	c.checkSideEffects()
 	c.checkSchedule()
+	c.checkConfirms()
 	c.checkAlive()
 	return c.v, c.fig
 }
@@ -793,6 +799,9 @@ func (f Figures) Summary() string {
 	s := fmt.Sprintf("turns=%d delivered=%d answered=%d chunks=%d dead=%d received=%d crash_window_duplicates=%d nonce_repeats=%d side_effects=%d mirror_gaps_fault=%d mirror_gaps_crash=%d inbound_gaps_fault=%d inbound_gaps_crash=%d discord_lost_in_crash=%d duplicate_inbounds_sent=%d",
 		f.Turns, f.TurnsDelivered, f.Answered, f.Chunks, f.Dead, f.Receipts, f.CrashDuplicates, f.NonceRepeats, f.SideEffects,
 		f.MirrorGapsInFault, f.MirrorGapsInCrash, f.InboundGapsInFault, f.InboundGapsInCrash, f.DiscordLostInCrash, f.DuplicateSent)
+	if f.ConfirmRuns+f.ConfirmInterrupted+f.ConfirmCancels > 0 {
+		s += fmt.Sprintf(" confirm_runs=%d confirm_interrupted=%d confirm_cancels=%d", f.ConfirmRuns, f.ConfirmInterrupted, f.ConfirmCancels)
+	}
 	if f.ScheduleRuns > 0 {
 		s += fmt.Sprintf(" schedule_runs=%d schedule_results=%d schedule_ticks=%d schedule_notices=%d", f.ScheduleRuns, f.ScheduleResults, f.ScheduleTicks, f.ScheduleNotices)
 	}
