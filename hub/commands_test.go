@@ -135,6 +135,18 @@ func TestNamedCommandFromChat(t *testing.T) {
 			t.Fatalf("reply %d: %q, want %s", i, got[i].Text, want)
 		}
 	}
+	// /help shows its usage and parameters; /verbs lists it for ops, who
+	// may run nothing else.
+	for i, c := range []struct{ text, want string }{
+		{"/help cmd.deploy", "Usage: /cmd.deploy <env> <tag> <file> <secs>"},
+		{"/help deploy", `env: "staging" | "production"`},
+		{"/verbs", "/cmd.deploy — Deploy a tag to an environment"},
+	} {
+		if _, err := e.rt.Hub.Handle(context.Background(), tgMsg(5, 60+i, c.text)); err != nil {
+			t.Fatal(err)
+		}
+		waitText(t, e, "chat:telegram:100", c.want)
+	}
 	// A value chat cannot fit is refused with the command's usage.
 	res, err := e.rt.Hub.Handle(context.Background(), tgMsg(5, 50, "/deploy staging v1 x 99"))
 	if err != nil || res.Status != hub.StatusRejected {

@@ -133,7 +133,7 @@ func (r *Reloader) Reload() (ReloadReport, error) {
 		r.log.Error("reload refused: the running configuration is kept", "err", err)
 		return ReloadReport{}, fmt.Errorf("reload refused, the running configuration is kept: %w", err)
 	}
-	rep := ReloadReport{File: cfg.Path, Applied: []string{}, Changed: []string{}, Restart: []string{}, Widened: AccessWidening(r.current.Access, cfg.Access)}
+	rep := ReloadReport{File: cfg.Path, Applied: []string{}, Changed: []string{}, Restart: []string{}, Widened: append(AccessWidening(r.current.Access, cfg.Access), CommandsWidening(r.current.Commands, cfg.Commands)...)}
 	covered := func(k string) bool {
 		for _, p := range r.parts {
 			if coversKey(p.Keys, k) {

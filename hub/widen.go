@@ -2,6 +2,7 @@ package hub
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -58,6 +59,23 @@ func AccessWidening(a, b config.Access) []string {
 	if _, was := a.Roles[ReaderRole]; was {
 		if _, is := b.Roles[ReaderRole]; !is {
 			out = append(out, "access.roles.reader is no longer configured: the built-in reader role (every read-only verb) applies again")
+		}
+	}
+	return out
+}
+
+// CommandsWidening names each named command a new commands section adds,
+// or changes (its call, parameters, workspace or timeout): whoever may run
+// it may now run something they could not, without a change to access.
+func CommandsWidening(a, b config.Commands) []string {
+	var out []string
+	for _, name := range sortedKeys(b) {
+		old, existed := a[name]
+		switch nw := b[name]; {
+		case !existed:
+			out = append(out, fmt.Sprintf("commands.%s was added: it runs %s", name, nw.Run.Verb))
+		case !reflect.DeepEqual(old.Run, nw.Run) || !reflect.DeepEqual(old.Params, nw.Params) || old.Workspace != nw.Workspace || old.Timeout != nw.Timeout:
+			out = append(out, fmt.Sprintf("commands.%s changed what it runs (%s)", name, nw.Run.Verb))
 		}
 	}
 	return out
