@@ -313,6 +313,42 @@ func (h *Hub) runConfirmed(ctx context.Context, cf store.Confirmation) (*TurnRes
 	return res, nil
 }
 
+// confirmedNotDone lists the held calls a previous run of the hub decided
+// to run (state running) and did not mark done: it may have died before
+// their run began, or during it.
+func (h *Hub) confirmedNotDone() ([]store.Confirmation, error) {
+	if h.opts.Confirmations == nil {
+		return nil, nil
+	}
+	all, err := h.opts.Confirmations.List()
+	var out []store.Confirmation
+	for _, cf := range all {
+		if cf.State == store.ConfirmRunning {
+			out = append(out, cf)
+		}
+	}
+	return out, err
+}
+
+// resumeConfirmed runs the held calls confirmed before the last stop
+// (confirmedNotDone) once the runtime starts. Their turn (confirm.<id>)
+// is in the ledger when their run began: such a run is not made again (a
+// duplicate; Recover has told the chat it was cut short), so a call runs
+// at most once, and one whose run never began runs now.
+func (h *Hub) resumeConfirmed(ctx context.Context, cfs []store.Confirmation) {
+	for _, cf := range cfs {
+		if ctx.Err() != nil {
+			return
+		}
+		res, err := h.runConfirmed(ctx, cf)
+		if err != nil {
+			h.log.Error("run a held call confirmed before the last stop", "confirm", cf.ID, "err", err)
+			continue
+		}
+		h.log.Info("held call confirmed before the last stop", "confirm", cf.ID, "status", res.Status)
+	}
+}
+
 // PruneConfirmations forgets the held calls that expired or were decided
 // before cutoff (the outbox's retention, as the ledger's turns).
 func (h *Hub) PruneConfirmations(cutoff time.Time) (int, error) {

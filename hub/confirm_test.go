@@ -217,6 +217,45 @@ func TestConfirmSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestConfirmedBeforeDeathRunsAtStart: a held call whose Run was recorded
+// by a hub that died before its run began runs when the hub starts again,
+// once; one whose run had begun (its turn in the ledger) is not run again.
+func TestConfirmedBeforeDeathRunsAtStart(t *testing.T) {
+	e := confirmEnv(t)
+	os.WriteFile(filepath.Join(e.ws, "begun.log"), []byte("x"), 0o644)
+	notBegun := hold(t, e, 5, 10, "/fs.deleteFile old.log").Meta[hub.MetaConfirm]
+	begun := hold(t, e, 5, 11, "/fs.deleteFile begun.log").Meta[hub.MetaConfirm]
+	cfs, err := store.OpenConfirmations(e.he.State.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{notBegun, begun} {
+		if _, err := cfs.Update(id, func(c *store.Confirmation) error { c.State = store.ConfirmRunning; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The run of begun had begun (its turn is in the ledger) when the hub died.
+	led, err := store.OpenSharedLedger(e.he.State.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := led.Begin(store.TurnRecord{TurnID: "confirm." + begun, Identity: "telegram:5", Reply: "chat:telegram:100", Platform: "telegram", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.he.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openConfirmEnv(t, e.ws, e.state, e.clk)
+	waitFor(t, "the call confirmed before the stop", func() bool { return !exists(e, "old.log") })
+	waitText(t, e, "chat:telegram:100", "may or may not have completed")
+	if !exists(e, "begun.log") {
+		t.Fatal("a held call whose run had begun ran again")
+	}
+	if r := press(t, e, notBegun, hub.ConfirmRun, "5"); !strings.Contains(r.Text, "already decided (done)") {
+		t.Fatalf("after its run: %+v", r)
+	}
+}
+
 // TestConfirmOverTheAPI: the API cannot show buttons, so a held verb is
 // refused with confirmation_required naming the setting; a surface that
 // asked its caller (Confirmed) runs it.

@@ -252,11 +252,17 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	go func() { rt.dispatchDone <- rt.Outbox.Run(dctx) }()
 	rt.running.Store(true)
 	rt.Schedules.Start()
-	if len(pending) > 0 {
+	confirmed, err := rt.Hub.confirmedNotDone()
+	if err != nil {
+		rt.log.Warn("held calls confirmed before the last stop", "err", err)
+	}
+	if len(pending) > 0 || len(confirmed) > 0 {
 		// Turns accepted before the last stop and never run: run them now,
 		// in the order they arrived, until the runtime closes. The new turns
 		// of their chats wait for them, from before the adapters start.
-		rt.log.Info("running turns accepted before the last stop", "turns", len(pending))
+		// Then the held calls confirmed before the last stop whose run had
+		// not begun.
+		rt.log.Info("running turns accepted before the last stop", "turns", len(pending), "confirmed", len(confirmed))
 		rt.Hub.hold(pending)
 		rctx, stop := context.WithCancel(context.Background())
 		rt.stopPending = stop
@@ -264,6 +270,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		go func() {
 			defer close(rt.pendingDone)
 			rt.Hub.runHeld(rctx, pending)
+			rt.Hub.resumeConfirmed(rctx, confirmed)
 		}()
 	}
 	return nil
