@@ -63,3 +63,40 @@ func TestConfirmButtons(t *testing.T) {
 		t.Fatal("Cancel ran the call")
 	}
 }
+
+// TestConfirmSecondApprover: after the asker's Run, a call whose role
+// names approvers is posted in the channel with Approve and Reject; the
+// asker's own Approve is refused, an approver's runs it.
+func TestConfirmSecondApprover(t *testing.T) {
+	e := newEnv(t, envOptions{config: func(c *config.Config) {
+		c.Access.Roles["writer"] = config.Role{Verbs: []string{"fs.*"}, Confirm: []string{"fs.writeFile"}, Approvers: []string{"admin"}}
+		c.Access.Grants["discord:"+readerUser] = []string{"writer"}
+	}})
+	ask := e.say(readerUser, "!fs.writeFile approved.txt hi")
+	prompt := e.waitReply(ask)
+	if got := e.answer(e.press(readerUser, prompt.ID, prompt.Buttons[0]).ID); !strings.Contains(got.Original.Content, "Waiting for someone holding admin") {
+		t.Fatalf("the asker's Run: %q", got.Original.Content)
+	}
+	var req fakeMessage
+	e.fake.WaitFor(t, "the approval request", func() bool {
+		for _, m := range e.fake.ChannelMessages(e.fake.ChannelID) {
+			if strings.Contains(m.Content, "asks to run fs.writeFile") && len(m.Buttons) == 2 && strings.HasPrefix(m.Buttons[0], "cf:approve:") {
+				req = m
+				return true
+			}
+		}
+		return false
+	})
+	if got := e.answer(e.press(readerUser, req.ID, req.Buttons[0]).ID); !strings.Contains(got.Original.Content, "someone else must approve") {
+		t.Fatalf("the asker's Approve: %q", got.Original.Content)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "approved.txt")); err == nil {
+		t.Fatal("written before an approver approved")
+	}
+	if got := e.answer(e.press(adminUser, req.ID, req.Buttons[0]).ID); got.Original.Content != "Approved: running it." {
+		t.Fatalf("the approver's Approve: %q", got.Original.Content)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "approved.txt")); err != nil {
+		t.Fatal("the approved call did not run")
+	}
+}
