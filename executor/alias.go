@@ -68,7 +68,6 @@ func (r *Registry) ReplaceAliases(prefix string, aliases []Alias) error {
 		r.aliasPrefixes = map[string]bool{}
 	}
 	r.aliasPrefixes[prefix] = true
-	r.gen++
 	for _, f := range r.watchers {
 		go f()
 	}

@@ -54,8 +54,7 @@ type Registry struct {
 	// aliasPrefixes are the prefixes of aliases (ReplaceAliases): a name
 	// without a dot is also looked up under them (deploy: cmd.deploy).
 	aliasPrefixes map[string]bool
-	gen           int
-	watchers      map[int]func()
+	watchers      map[int]func() // Watch: called after a change of the aliases
 	nextWatch     int
 }
 
