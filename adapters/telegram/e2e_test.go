@@ -262,3 +262,28 @@ func TestEmulatorConfirm(t *testing.T) {
 		t.Fatal("Run did not run the call")
 	}
 }
+
+// TestEmulatorCommandsPerChat: against telegram-test-api, a named command
+// granted in one group only (access.chats) runs there as /count FILE with
+// its parameter checked, and its asker is a stranger in a private chat.
+func TestEmulatorCommandsPerChat(t *testing.T) {
+	const token = "424244:e2e-emulator-token"
+	em := startEmulator(t, token)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "README.md"), []byte("# hello\nsecond\n"), 0o644)
+	h := startHarness(t, nil, hopts{ws: ws, endpoint: em.url, token: token, config: func(c *config.Config) {
+		c.Commands = config.Commands{"count": countLines("Count a file's lines")}
+		c.Access.Roles["counter"] = config.Role{Verbs: []string{"cmd.count"}}
+		c.Access.Chats = map[string]config.ChatRule{"telegram:chat:-100123": {Grants: map[string][]string{"telegram:9": {"counter"}}}}
+	}})
+	h.waitRunning()
+	if got := em.send(9, -100123, "/count README.md").Replies[0].Text; !strings.Contains(got, "2") {
+		t.Fatalf("/count in the group: %q", got)
+	}
+	if got := em.send(9, -100123, "/count ../etc/passwd").Replies[0].Text; !strings.Contains(got, "leaves the workspace") {
+		t.Fatalf("/count with .. in the group: %q", got)
+	}
+	if got := em.send(9, 9, "/count README.md").Replies[0].Text; !strings.Contains(got, "telegram:9") || strings.Contains(got, "lines") {
+		t.Fatalf("/count in a private chat: %q", got)
+	}
+}
