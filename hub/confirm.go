@@ -254,7 +254,7 @@ func (h *Hub) approve(cf *store.Confirmation, p ConfirmPress) (text, result stri
 		return "You asked for this call: someone else must approve it.", "refused: the asker"
 	}
 	st := h.opts.Access.Current().StandingIn(p.Identities, &cf.In)
-	if !slices.ContainsFunc(cf.Approvers, func(r string) bool { return slices.Contains(st.Roles, r) }) {
+	if !slices.ContainsFunc(cf.Approvers, func(r string) bool { return approverIn(st, r) }) {
 		return fmt.Sprintf("Only someone holding %s may approve this call.", strings.Join(cf.Approvers, " or ")), "refused: not an approver"
 	}
 	if p.Action == ConfirmReject {
@@ -263,6 +263,21 @@ func (h *Hub) approve(cf *store.Confirmation, p ConfirmPress) (text, result stri
 	}
 	cf.State = store.ConfirmRunning
 	return "Approved: running it.", store.ConfirmRunning
+}
+
+// approverIn reports whether the standing holds the approver role r in
+// the held call's chat: granted there, and within every ceiling of the
+// chat (a ceiling caps approving as it caps everything else).
+func approverIn(st Standing, r string) bool {
+	if !slices.Contains(st.Roles, r) {
+		return false
+	}
+	for _, c := range st.Ceilings {
+		if !slices.Contains(c.Roles, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // mirrorPress records a press: who pressed what on which held call, and

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub"
@@ -29,6 +30,8 @@ func confirmConfig(t *testing.T, ws, state string) *config.Config {
 	cfg.Access.Grants["telegram:7"] = []string{"writer"}
 	cfg.Access.Grants["telegram:6"] = []string{"boss"}
 	cfg.Access.ConfirmTTL = config.Duration(10 * time.Minute)
+	// In the chat -100777 writer and reader may act, boss may not.
+	cfg.Access.Chats = map[string]config.ChatRule{"telegram:chat:-100777": {MaxRoles: []string{"writer", "reader"}}}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -195,6 +198,25 @@ func TestConfirmSecondApprover(t *testing.T) {
 	}
 	if r := press(t, e, id, hub.ConfirmApprove, "6"); r.Turn == nil || r.Turn.Status != hub.StatusExecuted || !exists(e, "new.txt") {
 		t.Fatalf("the approver's Approve: %+v", r)
+	}
+	// In a chat whose ceiling leaves out the approver role, its holder may
+	// not approve there.
+	capped := &chat.Inbound{TurnID: "telegram.100777.1", Platform: chat.Telegram, ChatID: "-100777", MessageID: "1", UserID: "7", UserName: "u", ChatType: "supergroup", Text: "/fs.writeFile capped.txt hi", Time: time.Now()}
+	if res, err := e.rt.Hub.Handle(context.Background(), capped); err != nil || res.Status != hub.StatusHeld {
+		t.Fatalf("held in the capped chat: %+v %v", res, err)
+	}
+	var cid string
+	waitFor(t, "the capped chat's prompt", func() bool {
+		for _, en := range e.rec.Sent("chat:telegram:-100777") {
+			if cid = en.Meta[hub.MetaConfirm]; cid != "" {
+				return true
+			}
+		}
+		return false
+	})
+	press(t, e, cid, hub.ConfirmRun, "7")
+	if r := press(t, e, cid, hub.ConfirmApprove, "6"); !strings.Contains(r.Text, "Only someone holding boss") || exists(e, "capped.txt") {
+		t.Fatalf("an approver beyond the chat's ceiling: %+v", r)
 	}
 	id = hold(t, e, 7, 11, "/fs.writeFile other.txt hi").Meta[hub.MetaConfirm]
 	press(t, e, id, hub.ConfirmRun, "7")
