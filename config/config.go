@@ -35,6 +35,8 @@ type Config struct {
 	Uploads Uploads `yaml:"uploads"`
 	// Schedules are the calls the hub makes on its own (see schedules.go).
 	Schedules Schedules `yaml:"schedules"`
+	// Commands are the named commands, verbs cmd.<name> (see commands.go).
+	Commands Commands `yaml:"commands"`
 
 	// Path is the file the configuration came from; empty for defaults.
 	Path string `yaml:"-"`
@@ -56,7 +58,7 @@ type section interface {
 func (c *Config) sections() []section {
 	return []section{
 		&c.Workspaces, topLevel{}, &c.Log, &c.Web, &c.Telegram, &c.Discord, &c.MCP, &c.Metrics,
-		&c.Access, &c.Verbs, &c.Sessions, &c.Outbox, &c.Mirror, &c.NATS, nodesSection{}, &c.Schedules, &c.Uploads,
+		&c.Access, &c.Verbs, &c.Sessions, &c.Outbox, &c.Mirror, &c.NATS, nodesSection{}, &c.Commands, &c.Schedules, &c.Uploads,
 	}
 }
 

@@ -261,6 +261,9 @@ func (x *Executor) plainVerb(raw []byte) string {
 // exactly the declared keys (case-sensitive), every required key present and
 // non-null, and values of the right types.
 func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
+	if reg.alias != nil {
+		return reg.decodeAlias(raw)
+	}
 	ptr := reflect.New(reg.argsType)
 	fields, known := reg.argFields, reg.argKnown
 	raw = bytes.TrimSpace(raw)

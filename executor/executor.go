@@ -79,6 +79,10 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 		out.Err = ErrorFrom(err)
 		return out
 	}
+	if a, ok := args.(*aliasArgs); ok {
+		a.call.ID, a.call.Workspace = env.ID, env.Workspace
+		return x.runAlias(ctx, a)
+	}
 	out.Args = args
 	if env.Workspace != "" {
 		// The caller resolves the workspace into the Call; an envelope that

@@ -83,7 +83,7 @@ func TestSendFile(t *testing.T) {
 	}
 }
 
-func TestAliases(t *testing.T) {
+func TestChatNames(t *testing.T) {
 	reg := sendRegistry()
 	x := executor.New(reg, executor.Options{})
 	for _, name := range []string{"get", "GET", "x.send", "x_send"} {

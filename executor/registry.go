@@ -62,14 +62,21 @@ type Info struct {
 // Registry maps verb names, case-insensitively, to typed handlers. It is safe
 // for concurrent use; registration normally happens once at start-up.
 type Registry struct {
-	mu      sync.RWMutex
-	verbs   map[string]*registration // keyed by lower-cased name
-	aliases map[string]*registration // Info.Aliases
+	mu    sync.RWMutex
+	verbs map[string]*registration // keyed by lower-cased name
+	// chatNames are the other names the chat grammar accepts for a verb
+	// (Info.Aliases: upload for fs.upload).
+	chatNames map[string]*registration
+	// aliasPrefixes are the prefixes of aliases (ReplaceAliases): a name
+	// without a dot is also looked up under them (deploy: cmd.deploy).
+	aliasPrefixes map[string]bool
+	watchers      map[int]func() // Watch: called after a change of the aliases
+	nextWatch     int
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{verbs: map[string]*registration{}, aliases: map[string]*registration{}}
+	return &Registry{verbs: map[string]*registration{}, chatNames: map[string]*registration{}}
 }
 
 type registration struct {
@@ -79,6 +86,9 @@ type registration struct {
 	argKnown   map[string]bool // the names of argFields
 	resultType reflect.Type
 	run        func(ctx context.Context, args any) (any, error)
+	// alias is set for an alias (alias.go), which has no argsType and no
+	// run of its own.
+	alias *Alias
 
 	schemaOnce sync.Once
 	cached     VerbSchema
@@ -130,7 +140,7 @@ func Register[A, R any](r *Registry, info Info, v Verb[A, R]) error {
 		return fmt.Errorf("register %s: verb %q is already registered", info.Name, old.info.Name)
 	}
 	for _, a := range info.Aliases {
-		if old, ok := r.aliases[a]; ok {
+		if old, ok := r.chatNames[a]; ok {
 			return fmt.Errorf("register %s: alias %q is %s's already", info.Name, a, old.info.Name)
 		}
 		if old, ok := r.verbs[a]; ok {
@@ -139,7 +149,7 @@ func Register[A, R any](r *Registry, info Info, v Verb[A, R]) error {
 	}
 	r.verbs[key] = reg
 	for _, a := range info.Aliases {
-		r.aliases[a] = reg
+		r.chatNames[a] = reg
 	}
 	return nil
 }
@@ -186,8 +196,17 @@ func (r *Registry) lookup(name string) (*registration, bool) {
 	if reg, ok = r.verbs[key]; ok {
 		return reg, true
 	}
-	reg, ok = r.aliases[key]
-	return reg, ok
+	if reg, ok = r.chatNames[key]; ok {
+		return reg, true
+	}
+	if !strings.Contains(key, ".") {
+		for p := range r.aliasPrefixes {
+			if reg, ok = r.verbs[p+key]; ok && reg.alias != nil {
+				return reg, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // Uploader returns the verb that saves the file sent with a message

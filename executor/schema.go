@@ -105,6 +105,10 @@ func (reg *registration) schema() VerbSchema {
 			Result:    b.types[reg.resultType],
 			IDL:       b.String(),
 		}
+		if reg.alias != nil {
+			reg.cached.Arguments = reg.aliasSchema()
+			reg.cached.IDL = typeIDL(reg.cached.Arguments) + reg.cached.IDL
+		}
 	})
 	return reg.cached
 }
@@ -205,6 +209,9 @@ func elemKind(b *idlBuilder, t reflect.Type) Kind {
 
 // add registers struct type t (once) and the structs it references.
 func (b *idlBuilder) add(t reflect.Type) {
+	if t == nil {
+		return // an alias's arguments have no Go type
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -262,31 +269,41 @@ func (b *idlBuilder) fields(t reflect.Type) []Field {
 func (b *idlBuilder) String() string {
 	var sb strings.Builder
 	for _, t := range b.order {
-		ts := b.types[t]
-		if ts.Description != "" {
-			sb.WriteString("// " + ts.Description + "\n")
-		}
-		sb.WriteString("type " + ts.Name + "\n{\n")
-		for _, f := range ts.Fields {
-			if f.Description != "" || f.Default != "" {
-				d := f.Description
-				if f.Default != "" {
-					if d != "" {
-						d += " "
-					}
-					d += "(default: " + f.Default + ")"
-				}
-				sb.WriteString("  // " + d + "\n")
-			}
-			name := f.Name
-			if !f.Required {
-				name += "?"
-			}
-			sb.WriteString("  " + name + ": " + f.Type + "\n")
-		}
-		sb.WriteString("}\n")
+		writeType(&sb, b.types[t])
 	}
 	return sb.String()
+}
+
+// typeIDL is one type in the schema IDL.
+func typeIDL(ts TypeSchema) string {
+	var sb strings.Builder
+	writeType(&sb, ts)
+	return sb.String()
+}
+
+func writeType(sb *strings.Builder, ts TypeSchema) {
+	if ts.Description != "" {
+		sb.WriteString("// " + ts.Description + "\n")
+	}
+	sb.WriteString("type " + ts.Name + "\n{\n")
+	for _, f := range ts.Fields {
+		if f.Description != "" || f.Default != "" {
+			d := f.Description
+			if f.Default != "" {
+				if d != "" {
+					d += " "
+				}
+				d += "(default: " + f.Default + ")"
+			}
+			sb.WriteString("  // " + d + "\n")
+		}
+		name := f.Name
+		if !f.Required {
+			name += "?"
+		}
+		sb.WriteString("  " + name + ": " + f.Type + "\n")
+	}
+	sb.WriteString("}\n")
 }
 
 // structField is a JSON-visible field with its resolved name and requiredness.

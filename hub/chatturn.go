@@ -116,6 +116,7 @@ func chatKind(in *chat.Inbound, roles []string) string {
 // chatReply is a chat turn's answer, before it is chunked.
 type chatReply struct {
 	text, code string
+	meta       map[string]string // more meta of its entries (a held call's buttons)
 	private    bool
 	progress   bool // the call's progress was shown (MetaProgress)
 	by         answeredBy
@@ -130,7 +131,7 @@ func (h *Hub) answer(ctx context.Context, t *turn, d *decision, res *TurnResult)
 	in := t.in
 	if args, approve := approveCommand(in.Text); approve {
 		res.Status = StatusBuiltin
-		r.text, r.private = h.approveFromChat(ctx, d.acc, t.ids, args, in)
+		r.text, r.private = h.approveFromChat(ctx, d, args, in)
 		return r, true
 	}
 	switch {
@@ -147,7 +148,7 @@ func (h *Hub) answer(ctx context.Context, t *turn, d *decision, res *TurnResult)
 		r.text, r.code, r.private = executor.RenderError(e), string(e.Code), true
 	case t.cmd.Builtin != "":
 		res.Status = StatusBuiltin
-		r.text = h.builtin(t.cmd, in, t.ids, d.roles)
+		r.text = h.builtin(t.cmd, in, t.ids, d)
 	default:
 		return h.answerCall(ctx, t, d, res), true
 	}
@@ -161,10 +162,12 @@ func (h *Hub) answerCall(ctx context.Context, t *turn, d *decision, res *TurnRes
 	switch d.verdict {
 	case verdictForbidden:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
-			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run. %s", grantText(t.info), rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Grant()))}
+			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run. %s", grantText(t.info), rolesText(d.roles), forbiddenWhy(t, d))}
 	case verdictWorkspace:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
 			text: fmt.Sprintf("⚠ %s was not run: %s. Send /use for the workspaces you may use.%s", t.env.Verb, upperFirst(d.werr.Error()), workspaceHint(t, d))}
+	case verdictConfirm:
+		return h.holdChat(t, d)
 	}
 	out, note, by, shown := h.runTracked(ctx, t, d)
 	res.Outcome = out
@@ -192,6 +195,9 @@ func (h *Hub) deliverReply(ctx context.Context, in *chat.Inbound, r chatReply, r
 	}
 	if r.code != "" {
 		meta[store.MetaErrorCode] = r.code
+	}
+	for k, v := range r.meta {
+		meta[k] = v
 	}
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(r.text, h.chunkOptions(in.ReplyKey())), meta, r.files...)
 	now := h.opts.Clock.Now()

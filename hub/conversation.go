@@ -27,6 +27,9 @@ type Exchange struct {
 	// File is the stored file a delivered chunk carried (a file reply,
 	// docs/uploads.md); nil for text.
 	File *ExchangeFile
+	// Confirm names the held call a chunk is the prompt of (its buttons:
+	// ConfirmStage), "" for any other.
+	Confirm, ConfirmStage string
 }
 
 // ExchangeFile is a file a conversation was sent: its name, size and the
@@ -163,5 +166,6 @@ func exchangeOf(p chat.Platform, rec store.MirrorRecord) (Exchange, bool) {
 		size, _ := strconv.ParseInt(rec.Meta[MetaFileSize], 10, 64)
 		x.File = &ExchangeFile{Name: rec.Meta[MetaAttachment], Size: size, SHA256: sha}
 	}
+	x.Confirm, x.ConfirmStage = rec.Meta[MetaConfirm], rec.Meta[MetaConfirmStage]
 	return x, true
 }

@@ -87,8 +87,6 @@ type RuntimeOptions struct {
 	// OutboxEvents hears what happens to outbox entries besides the
 	// mirror (metrics); nil: no one.
 	OutboxEvents outbox.Events
-	// Commands resolves the named commands schedules name (Options.Commands).
-	Commands Commands
 }
 
 // Open wires a Runtime around x over the state root st, which the caller
@@ -181,7 +179,16 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Logger:      opts.Logger,
 		Files:       st.Files(),
 	})
+	commands := NewCommands(x.Registry())
+	if err := commands.Replace(cfg.Commands); err != nil {
+		return nil, err
+	}
+	confirmations, err := store.OpenConfirmations(st.Database())
+	if err != nil {
+		return nil, err
+	}
 	rt.Hub, err = New(Options{
+		Confirmations:  confirmations,
 		Executor:       x,
 		Access:         NewAccess(cfg.Access, x.Registry()),
 		Ledger:         rt.Ledger,
@@ -207,7 +214,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		AccessState:    accessState,
 		Files:          st.Files(),
 		FileLimits:     fileLimits(cfg),
-		Commands:       opts.Commands,
+		Commands:       commands,
 	})
 	if err != nil {
 		return nil, err
@@ -248,11 +255,17 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	go func() { rt.dispatchDone <- rt.Outbox.Run(dctx) }()
 	rt.running.Store(true)
 	rt.Schedules.Start()
-	if len(pending) > 0 {
+	confirmed, err := rt.Hub.confirmedNotDone()
+	if err != nil {
+		rt.log.Warn("held calls confirmed before the last stop", "err", err)
+	}
+	if len(pending) > 0 || len(confirmed) > 0 {
 		// Turns accepted before the last stop and never run: run them now,
 		// in the order they arrived, until the runtime closes. The new turns
 		// of their chats wait for them, from before the adapters start.
-		rt.log.Info("running turns accepted before the last stop", "turns", len(pending))
+		// Then the held calls confirmed before the last stop whose run had
+		// not begun.
+		rt.log.Info("running turns accepted before the last stop", "turns", len(pending), "confirmed", len(confirmed))
 		rt.Hub.hold(pending)
 		rctx, stop := context.WithCancel(context.Background())
 		rt.stopPending = stop
@@ -260,6 +273,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		go func() {
 			defer close(rt.pendingDone)
 			rt.Hub.runHeld(rctx, pending)
+			rt.Hub.resumeConfirmed(rctx, confirmed)
 		}()
 	}
 	return nil
@@ -277,6 +291,11 @@ func (rt *Runtime) pruneLedger() {
 		rt.log.Warn("turn ledger", "err", err)
 	} else if turns+denials > 0 {
 		rt.log.Info("turn ledger: forgot old turns", "turns", turns, "denials", denials, "finished_before", cutoff.UTC().Format(time.RFC3339))
+	}
+	if n, err := rt.Hub.PruneConfirmations(cutoff); err != nil {
+		rt.log.Warn("held calls", "err", err)
+	} else if n > 0 {
+		rt.log.Info("held calls: forgot old ones", "calls", n, "decided_before", cutoff.UTC().Format(time.RFC3339))
 	}
 	p := &rt.prune
 	p.mu.Lock()
@@ -419,6 +438,9 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 	}
 	if c := e.Meta[store.MetaErrorCode]; c != "" {
 		meta[store.MetaErrorCode] = c
+	}
+	if id := e.Meta[MetaConfirm]; id != "" {
+		meta[MetaConfirm], meta[MetaConfirmStage] = id, e.Meta[MetaConfirmStage]
 	}
 	if msgID != "" {
 		meta[store.MetaPlatformMessageID] = msgID

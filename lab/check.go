@@ -94,6 +94,8 @@ type Observation struct {
 	// is what its local target received.
 	Schedule bool
 	Local    []localDelivery
+	// Confirms are the held calls of confirm steps (hub.confirm).
+	Confirms []ConfirmCall
 }
 
 // Violation is an invariant that does not hold.
@@ -123,6 +125,9 @@ type Figures struct {
 	// The schedule tick: runs mirrored, runs with a result, lines its
 	// program wrote, runs answered with a restart notice.
 	ScheduleRuns, ScheduleResults, ScheduleTicks, ScheduleNotices int
+	// The held calls: confirmed (ran once), confirmed but cut short by a
+	// kill before their program ran, cancelled (never ran).
+	ConfirmRuns, ConfirmInterrupted, ConfirmCancels int
 }
 
 // adapterNotices are texts the Discord adapter writes into an
@@ -158,6 +163,7 @@ func Check(o Observation) ([]Violation, Figures) {
 	c.checkSideEffects()
 	c.checkUploads()
 	c.checkSchedule()
+	c.checkConfirms()
 	c.checkAlive()
 	return c.v, c.fig
 }
@@ -801,6 +807,9 @@ func (f Figures) Summary() string {
 		f.MirrorGapsInFault, f.MirrorGapsInCrash, f.InboundGapsInFault, f.InboundGapsInCrash, f.DiscordLostInCrash, f.DuplicateSent)
 	if f.Uploads > 0 || f.FileReplies > 0 {
 		s += fmt.Sprintf(" uploads=%d file_replies_telegram=%d", f.Uploads, f.FileReplies)
+	}
+	if f.ConfirmRuns+f.ConfirmInterrupted+f.ConfirmCancels > 0 {
+		s += fmt.Sprintf(" confirm_runs=%d confirm_interrupted=%d confirm_cancels=%d", f.ConfirmRuns, f.ConfirmInterrupted, f.ConfirmCancels)
 	}
 	if f.ScheduleRuns > 0 {
 		s += fmt.Sprintf(" schedule_runs=%d schedule_results=%d schedule_ticks=%d schedule_notices=%d", f.ScheduleRuns, f.ScheduleResults, f.ScheduleTicks, f.ScheduleNotices)

@@ -265,6 +265,7 @@ func (w *world) finish() (Observation, error) {
 		return obs, fmt.Errorf("read the mirrors: %w", err)
 	}
 	obs.Schedule = w.sc.Hub.Schedule
+	obs.Confirms = append([]ConfirmCall(nil), w.confirms...)
 	if obs.Local, err = w.readLocal(); err != nil {
 		return obs, err
 	}

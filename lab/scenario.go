@@ -80,6 +80,10 @@ type HubSettings struct {
 	// Telegram chat scheduleChat and the local target pma/tick.jsonl;
 	// missed: run_once.
 	Schedule bool `yaml:"schedule"`
+	// Confirm adds the named command mark (appends its marker to
+	// confirm.log), which the admin role holds for confirmation: confirm
+	// steps send it and press its buttons.
+	Confirm bool `yaml:"confirm"`
 }
 
 // Limits cap a scenario's traffic (every traffic step's turns per chat and
@@ -122,6 +126,7 @@ type Step struct {
 	Repeat  *RepeatStep  `yaml:"repeat"`
 	Docker  *DockerStep  `yaml:"docker"`
 	Node    *NodeStep    `yaml:"node"`
+	Confirm *ConfirmStep `yaml:"confirm"`
 }
 
 // StartStep starts the hub and waits until it serves. With ExpectFailure
@@ -401,14 +406,14 @@ func (st Step) kind() (string, error) {
 		"start": st.Start != nil, "restart": st.Restart != nil, "stop": st.Stop != nil, "kill": st.Kill != nil,
 		"traffic": st.Traffic != nil, "fault": st.Fault != nil, "heal": st.Heal != nil, "wait": st.Wait != nil,
 		"corrupt": st.Corrupt != nil, "restore": st.Restore != nil, "mirror": st.Mirror != nil, "admin": st.Admin != nil,
-		"repeat": st.Repeat != nil, "docker": st.Docker != nil, "node": st.Node != nil,
+		"repeat": st.Repeat != nil, "docker": st.Docker != nil, "node": st.Node != nil, "confirm": st.Confirm != nil,
 	} {
 		if ok {
 			set = append(set, name)
 		}
 	}
 	if len(set) != 1 {
-		return "", fmt.Errorf("a step has exactly one of start, restart, stop, kill, traffic, fault, heal, wait, corrupt, restore, mirror, admin, repeat, docker, node (got %v)", set)
+		return "", fmt.Errorf("a step has exactly one of start, restart, stop, kill, traffic, fault, heal, wait, corrupt, restore, mirror, admin, repeat, docker, node, confirm (got %v)", set)
 	}
 	return set[0], nil
 }
@@ -419,6 +424,13 @@ func (st Step) validate(sc *Scenario) error {
 		return err
 	}
 	switch kind {
+	case "confirm":
+		switch c := st.Confirm; {
+		case !sc.Hub.Confirm:
+			return errors.New("confirm needs hub.confirm: true")
+		case c.Calls < 0 || c.Cancel < 0 || c.Calls+c.Cancel == 0:
+			return fmt.Errorf("confirm: calls and cancel are counts, at least one of them above 0 (got %d and %d)", c.Calls, c.Cancel)
+		}
 	case "kill":
 		k := st.Kill
 		switch k.Signal {

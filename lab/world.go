@@ -174,6 +174,7 @@ type world struct {
 	nodes        *labNodes         // the remote nodes (hub.nodes), nil without
 	port         int               // the web panel's
 	schedulesOff bool              // the schedule was removed at the end (stopSchedules)
+	confirms     []ConfirmCall     // the held calls of confirm steps
 
 	traffic    sync.WaitGroup
 	active     atomic.Int64 // background traffic steps and timers running
@@ -418,7 +419,7 @@ access:
     admin:
       verbs: ["*", "admin.*"]
       workspaces: %s
-  grants:
+%s  grants:
     web: [admin]
     "telegram:%d": [admin]
     "discord:%s": [admin]
@@ -436,10 +437,10 @@ outbox:
   send_timeout: %s
 mirror:
   keep_runs: 1000
-%s%s%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.CDNBase(), w.dc.GuildID,
-		w.adminWorkspaces(), telegramUser, discordUser, w.scheduleGrant(), attempts,
+%s%s%s%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.CDNBase(), w.dc.GuildID,
+		w.adminWorkspaces(), w.confirmRole(), telegramUser, discordUser, w.scheduleGrant(), attempts,
 		durationOr(h.BackoffBase, 100*time.Millisecond), durationOr(h.BackoffMax, 2*time.Second), durationOr(h.SendTimeout, 5*time.Second),
-		w.workspacesConfig(), w.nodesConfig(), w.schedulesConfig())
+		w.workspacesConfig(), w.nodesConfig(), w.schedulesConfig(), w.commandsConfig())
 }
 
 // workspacesConfig is the named workspaces: box (hub.docker) and the
@@ -601,6 +602,8 @@ func (w *world) step(st Step) error {
 		return w.docker(*st.Docker)
 	case st.Node != nil:
 		return w.node(*st.Node)
+	case st.Confirm != nil:
+		return w.confirm(*st.Confirm)
 	case st.Repeat != nil:
 		times := st.Repeat.Times
 		if l := w.limits().Rounds; l > 0 && times > l {

@@ -69,7 +69,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 		a.respondNow(ctx, it, "This hub does not serve this server or channel.")
 		return
 	}
-	inv, err := a.cmds.invocation(data)
+	inv, err := a.cmds.Load().invocation(data)
 	if err != nil {
 		a.respondNow(ctx, it, "⚠ "+err.Error())
 		return

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,9 @@ type Server struct {
 	log   *slog.Logger
 	stdio atomic.Value // string: the session id of the stdio connection
 	seq   atomic.Uint64
+
+	toolsMu sync.Mutex
+	tools   map[string]bool // the tool names added, for syncTools
 }
 
 // New builds the server with one tool per registered verb.
@@ -105,6 +109,29 @@ func New(opts Options) (*Server, error) {
 		Instructions: "The tools are the verbs of a Hermes Hub: files in a confined workspace (fs_*), programs (proc_run), the machine (sys_machineInfo) and session workspaces (vfs_*). Paths are relative to the workspace.",
 	})
 	reg := opts.Intake.Registry()
+	if err := s.syncTools(); err != nil {
+		return nil, err
+	}
+	// The server lives as long as the hub's registry: it follows its
+	// changes (a reload's named commands) to the end.
+	reg.Watch(func() {
+		if err := s.syncTools(); err != nil {
+			s.log.Error("tools not updated after a change of the named commands", "err", err)
+		}
+	})
+	s.srv.AddReceivingMiddleware(s.filterTools)
+	return s, nil
+}
+
+// syncTools makes the server's tools the registry's verbs: each added
+// (replacing one of the same name: a named command changed by a reload)
+// and those no longer registered removed. The SDK tells the clients the
+// list changed.
+func (s *Server) syncTools() error {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	reg := s.opts.Intake.Registry()
+	now := map[string]bool{}
 	for _, info := range reg.Verbs() {
 		if info.ChatOnly {
 			// It needs a chat conversation: a file sent with the message,
@@ -113,12 +140,22 @@ func New(opts Options) (*Server, error) {
 		}
 		tool, err := toolOf(reg, info)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.srv.AddTool(tool, s.handler(info))
+		now[tool.Name] = true
 	}
-	s.srv.AddReceivingMiddleware(s.filterTools)
-	return s, nil
+	var gone []string
+	for name := range s.tools {
+		if !now[name] {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.srv.RemoveTools(gone...)
+	}
+	s.tools = now
+	return nil
 }
 
 // ToolName is the MCP name of a verb: '.' becomes '_' (fs.readFile is
@@ -204,9 +241,20 @@ func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 			ctx, stop = s.progress(ctx, req.Session, tok, info.Name, turn)
 			defer stop()
 		}
-		out, err := s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Verb: info, Arguments: args})
+		call := hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Verb: info, Arguments: args}
+		asked, yes, why := confirmed(req.Params.InputResponses)
+		switch {
+		case asked && !yes:
+			return resultOf(&executor.Outcome{Verb: info.Name, Err: executor.Errorf(executor.CodeCanceled, "%s was not run: the confirmation was %s.", info.Name, why)}), nil
+		case asked:
+			call.Confirmed = true
+		}
+		out, err := s.opts.Intake.Execute(ctx, call)
 		if err != nil {
 			return nil, err
+		}
+		if !asked && out.Err != nil && out.Err.Code == executor.CodeConfirmationRequired && canElicit(req.Session) {
+			return askToConfirm(call, out), nil
 		}
 		return resultOf(out), nil
 	}

@@ -155,6 +155,9 @@ func testTelegramConfig(t testing.TB, f *telegramtest.Server, o hopts, ws, state
 	} else if r := o.rate; r != nil {
 		tg.Rate.PerChat, tg.Rate.PerChatBurst, tg.Rate.PerGroupPerMinute, tg.Rate.GlobalPerSecond = r.PerChat, r.PerChatBurst, r.PerGroupPerMinute, r.GlobalPerSecond
 	}
+	if o.configure != nil {
+		o.configure(cfg)
+	}
 	return cfg
 }
 

@@ -174,7 +174,9 @@ func (v *progressView) forget(key string) {
 // stops the call if the presser may, and the answer shows as a toast.
 func (a *Adapter) onCallback(ctx context.Context, cq *rawCallback) {
 	text := "This button does nothing any more."
-	if turn, ok := strings.CutPrefix(cq.Data, cancelData); ok && cq.From != nil && cq.Message != nil {
+	if data, ok := strings.CutPrefix(cq.Data, confirmData); ok {
+		text = a.onConfirm(ctx, cq, data)
+	} else if turn, ok := strings.CutPrefix(cq.Data, cancelData); ok && cq.From != nil && cq.Message != nil {
 		who := "telegram:" + strconv.FormatInt(cq.From.ID, 10)
 		res := a.hub.Cancel(hub.CancelRequest{
 			Chat:       chat.Key{Kind: chat.KindChat, Platform: chat.Telegram, ChatID: strconv.FormatInt(cq.Message.Chat.ID, 10)},

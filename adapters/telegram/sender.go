@@ -114,6 +114,9 @@ func (s *Sender) sendOnce(ctx context.Context, e *outbox.Entry, chatID, threadID
 		}
 		return messageID(raw), nil
 	}
+	if kb := confirmKeyboard(e); kb != "" {
+		p["reply_markup"] = kb
+	}
 	if html {
 		p["text"] = toHTML(e.Text)
 	} else {

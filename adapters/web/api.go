@@ -47,6 +47,7 @@ func (s *Server) apiHandler() http.Handler {
 		"/api/verbs":     {{method: http.MethodGet, h: s.verbs}},
 		"/api/status":    {{method: http.MethodGet, h: s.status}},
 		"/api/cancel":    {{method: http.MethodPost, h: s.cancel}},
+		"/api/confirm":   {{method: http.MethodPost, h: s.confirm}},
 		"/api/workspace": {{method: http.MethodGet, h: s.workspace}},
 		filesPath:        {{method: http.MethodGet, h: s.download}},
 	}

@@ -50,6 +50,10 @@ type Event struct {
 	Running []string `json:"running,omitempty"`
 	// File is the file a reply carries, with its download link (files.go).
 	File *FileLink `json:"file,omitempty"`
+	// Confirm names the held call a reply is the prompt of, ConfirmStage
+	// its buttons (run: Run and Cancel; approve: Approve and Reject).
+	Confirm      string `json:"confirm,omitempty"`
+	ConfirmStage string `json:"confirm_stage,omitempty"`
 
 	seq uint64
 }

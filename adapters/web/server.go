@@ -144,6 +144,9 @@ type Intake interface {
 	// /api/cancel); WorkspacesFor says where it works and what it may
 	// choose (GET /api/workspace).
 	Cancel(req hub.CancelRequest) hub.CancelResult
+	// Confirm decides a press on a held call's button (the panel's
+	// dialog).
+	Confirm(ctx context.Context, p hub.ConfirmPress) (hub.ConfirmResult, error)
 	WorkspacesFor(key chat.Key, ids []string) hub.WorkspaceView
 }
 

@@ -1,6 +1,7 @@
 package telegramtest
 
 import (
+	"encoding/json"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -94,4 +95,43 @@ func (s *Server) WithPhoto(f File) MessageOption {
 			}
 		}
 	}
+}
+
+// Button returns the callback data of the inline keyboard button labelled
+// text on m (as the fake recorded the message's reply_markup); ok is false
+// when m has no such button.
+func Button(m Message, text string) (data string, ok bool) {
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if json.Unmarshal([]byte(m.ReplyMarkup), &kb) != nil {
+		return "", false
+	}
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			if b.Text == text {
+				return b.CallbackData, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Press pushes a press by user on the button labelled text of the bot's
+// message m, as Telegram sends it (a callback_query update); false when m
+// has no such button.
+func (s *Server) Press(m Message, text string, user int64) bool {
+	data, ok := Button(m, text)
+	if !ok {
+		return false
+	}
+	chatID, err := strconv.ParseInt(m.ChatID, 10, 64)
+	if err != nil {
+		return false
+	}
+	s.Push(CallbackUpdate(NextUpdateID(), chatID, user, m.MessageID, data))
+	return true
 }

@@ -193,6 +193,35 @@ try {
     await page.locator('#messages .msg.api', { hasText: '"replacements": 2' }).waitFor();
   });
 
+  await check('a named command has its form: its enum parameter is a select, and it runs', async () => {
+    await page.click('#form-toggle');
+    await page.selectOption('#form-verb', 'cmd.tally');
+    const opts = await page.locator('select#f-which option').allTextContents();
+    if (opts.join(',') !== 'notes.txt,long.txt') throw new Error(`the enum's choices: ${opts}`);
+    await page.selectOption('#f-which', 'notes.txt');
+    await shot(page, '17-command-form.png');
+    await page.click('#verb-form button[data-mode="api"]');
+    const r = page.locator('#messages .msg.api', { hasText: 'cmd.tally' }).last();
+    await r.waitFor();
+    if (!(await r.textContent()).includes('"lineCount": 4')) throw new Error(`cmd.tally answered ${await r.textContent()}`);
+  });
+
+  await check('a held call opens the confirm dialog; Run runs it once, a second Run says it was decided', async () => {
+    await send(page, '/fs.deleteFile delete-me.txt');
+    const d = page.locator('#confirm-dialog[open]');
+    await d.waitFor();
+    await d.locator('text=fs.deleteFile').first().waitFor();
+    await shot(page, '18-confirm.png');
+    await d.locator('button.confirm-yes').click();
+    await d.locator('.confirm-note', { hasText: 'Running it.' }).waitFor();
+    await d.locator('button.confirm-close').click();
+    await reply(page, 'Deleted').waitFor();
+    await page.locator('#messages .msg.held button', { hasText: 'Review' }).last().click();
+    await page.locator('#confirm-dialog[open] button.confirm-yes').click();
+    await page.locator('#confirm-dialog .confirm-note', { hasText: 'already decided' }).waitFor();
+    await page.locator('#confirm-dialog button.confirm-close').click();
+  });
+
   await check('a path outside the workspace is refused with forbidden_path', async () => {
     await send(page, '/fs.readFile ../etc/passwd');
     const r = reply(page, 'forbidden_path');

@@ -302,6 +302,57 @@
       const link = el('a', { class: 'file', href: ev.file.url, download: ev.file.name, text: '⬇ ' + ev.file.name + ' (' + ev.file.size.toLocaleString('en') + ' bytes)' });
       msg.insertBefore(link, msg.querySelector('.meta'));
     }
+    if (ev.confirm) heldCall(msg, ev);
+  }
+
+  // ---- Calls held for confirmation ------------------------------------------
+  // A reply that is a held call's prompt gets a Review button, and opens
+  // the confirm dialog when it is new: the exact call, Run and Cancel (or,
+  // for an approver, Approve and Reject). The hub decides every press and
+  // answers it (someone else's call, pressed twice, expired).
+
+  const confirmLabels = { run: ['Run', 'Cancel'], approve: ['Approve', 'Reject'] };
+
+  // The turns this page sent: a prompt that answers one of them opens the
+  // dialog; a replayed one (a reload, another device) shows its Review
+  // button only.
+  const sentTurns = new Set();
+
+  function heldCall(msg, ev) {
+    msg.classList.add('held');
+    msg.append(el('div', { class: 'held-actions' },
+      el('button', { type: 'button', class: 'secondary small', text: 'Review', onclick: () => confirmDialog(ev) })));
+    if (sentTurns.has(ev.turn_id)) {
+      sentTurns.delete(ev.turn_id);
+      confirmDialog(ev);
+    }
+  }
+
+  function confirmDialog(ev) {
+    const old = document.getElementById('confirm-dialog');
+    if (old) old.remove();
+    const [yes, no] = confirmLabels[ev.confirm_stage] || confirmLabels.run;
+    const note = el('p', { class: 'confirm-note muted', role: 'status' });
+    const press = async (action, button) => {
+      for (const b of d.querySelectorAll('button')) b.disabled = true;
+      try {
+        const r = await api('POST', '/api/confirm', { id: ev.confirm, action });
+        note.textContent = r.text || '';
+      } catch (e) {
+        note.textContent = '⚠ ' + e.message;
+      }
+      d.querySelector('.confirm-close').disabled = false;
+    };
+    const d = el('dialog', { id: 'confirm-dialog', class: 'confirm-dialog', 'aria-labelledby': 'confirm-title' },
+      el('h2', { id: 'confirm-title', text: ev.confirm_stage === 'approve' ? 'Approve this call?' : 'Run this call?' }),
+      renderText(ev.text || ''),
+      note,
+      el('div', { class: 'confirm-actions' },
+        el('button', { type: 'button', class: 'primary confirm-yes', text: yes, onclick: (e) => press(yes.toLowerCase(), e.target) }),
+        el('button', { type: 'button', class: 'secondary confirm-no', text: no, onclick: (e) => press(no.toLowerCase(), e.target) }),
+        el('button', { type: 'button', class: 'secondary confirm-close', text: 'Close', onclick: () => d.close() })));
+    document.body.append(d);
+    d.showModal();
   }
 
   // ---- Progress of running calls --------------------------------------------
@@ -465,6 +516,7 @@
   // client_turn_id, so the hub runs the turn at most once.
   async function send(text, file) {
     const id = randomID();
+    sentTurns.add('web.' + id);
     let lastErr;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
