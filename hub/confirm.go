@@ -60,6 +60,11 @@ type ConfirmPress struct {
 	// Identities are the presser's access identities, the person first
 	// (Identities of the press's message).
 	Identities []string
+	// Decided, when set, is called with the presser's text as soon as the
+	// press is decided and recorded, before the call it lets run: a
+	// platform answers the press then (a button's answer cannot wait for
+	// a long call) and decides the next press on the same call after it.
+	Decided func(text string)
 }
 
 // ConfirmResult is what came of a press: the text the presser is shown
@@ -196,6 +201,9 @@ func (h *Hub) Confirm(ctx context.Context, p ConfirmPress) (ConfirmResult, error
 	}
 	h.mirrorPress(ctx, cf, p, result)
 	res := ConfirmResult{Text: text}
+	if p.Decided != nil {
+		p.Decided(text)
+	}
 	switch result {
 	case store.ConfirmApproving:
 		if err := h.askApprovers(ctx, cf); err != nil {

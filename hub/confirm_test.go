@@ -273,6 +273,16 @@ func TestConfirmedBeforeDeathRunsAtStart(t *testing.T) {
 	if !exists(e, "begun.log") {
 		t.Fatal("a held call whose run had begun ran again")
 	}
+	// The file goes during the run; the call is done once its answer is
+	// enqueued, a moment later.
+	cfs, err = store.OpenConfirmations(e.he.State.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the confirmed call done", func() bool {
+		c, err := cfs.Get(notBegun)
+		return err == nil && c.State == store.ConfirmDone
+	})
 	if r := press(t, e, notBegun, hub.ConfirmRun, "5"); !strings.Contains(r.Text, "already decided (done)") {
 		t.Fatalf("after its run: %+v", r)
 	}

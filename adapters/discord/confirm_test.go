@@ -96,7 +96,9 @@ func TestConfirmSecondApprover(t *testing.T) {
 	if got := e.answer(e.press(adminUser, req.ID, req.Buttons[0]).ID); got.Original.Content != "Approved: running it." {
 		t.Fatalf("the approver's Approve: %q", got.Original.Content)
 	}
-	if _, err := os.Stat(filepath.Join(e.ws, "approved.txt")); err != nil {
-		t.Fatal("the approved call did not run")
-	}
+	// The press is answered once decided; the call runs on.
+	e.fake.WaitFor(t, "the approved call's run", func() bool {
+		_, err := os.Stat(filepath.Join(e.ws, "approved.txt"))
+		return err == nil
+	})
 }

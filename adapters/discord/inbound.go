@@ -30,7 +30,11 @@ func (a *Adapter) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionC
 		// A button: answered at once, never behind a turn.
 		if a.recent.add("i:" + ic.ID) {
 			it := ic.Interaction
-			a.spawn(func(ctx context.Context) { a.onComponent(ctx, it) })
+			if lane, ok := confirmLane(it); ok {
+				a.inOrder(lane, func(ctx context.Context) { a.onComponent(ctx, it) })
+			} else {
+				a.spawn(func(ctx context.Context) { a.onComponent(ctx, it) })
+			}
 		}
 		return
 	}

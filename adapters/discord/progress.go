@@ -305,7 +305,7 @@ func (a *Adapter) onComponent(ctx context.Context, it *discordgo.Interaction) {
 		a.respondNow(ctx, it, "This hub does not serve this server or channel.")
 		return
 	case ok && isConfirm:
-		a.respondNow(ctx, it, a.onConfirm(ctx, held, user.ID, roles))
+		a.pressConfirm(ctx, it, held, user.ID, roles)
 		return
 	case !ok || !isCancel || turn == "":
 		a.respondNow(ctx, it, "This button does nothing any more.")

@@ -36,17 +36,29 @@ func confirmKeyboard(e *outbox.Entry) string {
 
 // onConfirm decides a press on a held call's button (data after
 // confirmData): the hub says what came of it, shown as the press's toast.
-func (a *Adapter) onConfirm(ctx context.Context, cq *rawCallback, data string) string {
+func (a *Adapter) onConfirm(ctx context.Context, cq *rawCallback, data string, decided func(text string)) string {
 	action, id, ok := strings.Cut(data, ":")
 	if !ok || cq.From == nil {
 		return "This button does nothing any more."
 	}
 	who := hub.Identities(&chat.Inbound{Platform: chat.Telegram, UserID: strconv.FormatInt(cq.From.ID, 10)})
-	res, err := a.hub.Confirm(ctx, hub.ConfirmPress{ID: id, Action: action, Identities: who})
+	res, err := a.hub.Confirm(ctx, hub.ConfirmPress{ID: id, Action: action, Identities: who, Decided: decided})
 	if err != nil {
 		a.log.Error("telegram: a press on a held call", "confirm", id, "err", err)
 		return "⚠ " + err.Error()
 	}
 	a.log.Info("telegram: held call button pressed", "confirm", id, "action", action, "by", who[0])
 	return res.Text
+}
+
+// pressLane is the lane of a button press (poller.presses): the held
+// call's id for its Run, Cancel, Approve and Reject; the data itself for
+// any other button.
+func pressLane(data string) string {
+	if rest, ok := strings.CutPrefix(data, confirmData); ok {
+		if _, id, ok := strings.Cut(rest, ":"); ok {
+			return confirmData + id
+		}
+	}
+	return data
 }
