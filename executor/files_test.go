@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -162,5 +163,26 @@ func TestPositionalBesideBooleans(t *testing.T) {
 	}
 	if _, err := x.ParseCommand("/up a b"); err == nil {
 		t.Error("two positionals for one field were accepted")
+	}
+}
+
+// TestAliasNotAChatName: a named command cannot take a name chat already
+// gives a verb (/get is x.send's), which would leave one of them
+// unreachable from chat.
+func TestAliasNotAChatName(t *testing.T) {
+	reg := sendRegistry()
+	get := executor.Alias{Info: executor.Info{Name: "cmd.get", Summary: "Get"}, Target: "x.send",
+		Expand: func(json.RawMessage) (executor.Envelope, error) {
+			return executor.Envelope{Verb: "x.send", Arguments: json.RawMessage(`{"text":"hi"}`)}, nil
+		}}
+	if err := reg.ReplaceAliases("cmd.", []executor.Alias{get}); err == nil || !strings.Contains(err.Error(), "/get is already x.send's name in chat") {
+		t.Fatalf("an alias named as a chat name: %v", err)
+	}
+	get.Info.Name = "cmd.fetch"
+	if err := reg.ReplaceAliases("cmd.", []executor.Alias{get}); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok := reg.Lookup("get"); !ok || info.Name != "x.send" {
+		t.Fatalf("/get: %+v %v", info, ok)
 	}
 }
