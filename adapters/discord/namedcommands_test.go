@@ -30,6 +30,8 @@ func TestNamedCommandSlashCommand(t *testing.T) {
 		c.Access.Grants["discord:"+readerUser] = []string{"ops"}
 	}})
 	path := "/applications/" + e.fake.AppID + "/guilds/" + e.fake.GuildID + "/commands"
+	// The adapter registers its commands once connected, beside the start.
+	e.fake.WaitFor(t, "the slash commands registered", func() bool { return len(e.fake.Commands()[path]) > 0 })
 	body := string(e.fake.Commands()[path])
 	if !strings.Contains(body, `"name":"cmd"`) || !strings.Contains(body, `"name":"lines"`) ||
 		!strings.Contains(body, `"choices":[{"name":"README.md","value":"README.md"},{"name":"other.md","value":"other.md"}]`) {
