@@ -60,7 +60,15 @@ type Node struct {
 	ackWait time.Duration
 	running atomic.Int32
 	permErr atomic.Value // error: the last permissions violation
+
+	mu sync.Mutex
+	// inflight are the calls this process handles now, by call id.
+	inflight map[string]bool
 }
+
+// finishEvery is how often the ledger writes the finished calls no
+// call's record has carried since (Ledger.FinishLater).
+const finishEvery = time.Second
 
 // ErrNotAllowed is returned when the server refuses the node's subjects:
 // its key is not the one the hub configured for its name.
@@ -90,7 +98,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock}
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock, inflight: map[string]bool{}}
 	n.started = n.clk.Now()
 	db, err := openNodeDB(opts.StateDir)
 	if err != nil {
@@ -160,14 +168,15 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("node %s: its queue is not reachable (is it configured under the hub's nodes:?): %w", n.opts.Name, err)
 	}
-	n.ackWait = ackWait
+	n.ackWait = config.DefaultAckWait
 	if ci := cons.CachedInfo(); ci != nil && ci.Config.AckWait > 0 {
 		n.ackWait = ci.Config.AckWait
 	}
 	n.log.Info("node ready", "url", n.nc.ConnectedUrlRedacted(), "workspaces", n.workspaceNames())
 	var wg sync.WaitGroup
 	wg.Go(func() { n.beat(ctx) })
-	it, err := cons.Messages(jetstream.PullMaxMessages(n.opts.Concurrency))
+	wg.Go(func() { n.flushEvery(ctx) })
+	it, err := cons.Messages(jetstream.PullMaxMessages(n.opts.Concurrency), jetstream.PullHeartbeat(pullHeartbeat))
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
@@ -189,7 +198,46 @@ func (n *Node) Run(ctx context.Context) error {
 	<-ctx.Done()
 	it.Stop()
 	wg.Wait()
+	n.flush()
 	return nil
+}
+
+// flushEvery writes the ledger's finished calls at every finishEvery
+// until ctx ends: under load each call's record carries those before it,
+// and this writes the last ones.
+func (n *Node) flushEvery(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-after(n.clk, finishEvery):
+			n.flush()
+		}
+	}
+}
+
+func (n *Node) flush() {
+	if err := n.ledger.Flush(); err != nil {
+		n.log.Error("ledger", "err", err.Error())
+	}
+}
+
+// claim marks a call as handled by this process; false when it already
+// is (a redelivery of a call that runs now).
+func (n *Node) claim(id string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.inflight[id] {
+		return false
+	}
+	n.inflight[id] = true
+	return true
+}
+
+func (n *Node) release(id string) {
+	n.mu.Lock()
+	delete(n.inflight, id)
+	n.mu.Unlock()
 }
 
 func (n *Node) workspaceNames() []string {
@@ -210,6 +258,16 @@ func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	log := n.log.With("call", rq.CallID)
+	if !n.claim(rq.CallID) {
+		// The server handed out again a call this process runs now: its
+		// renewals did not reach the server in time (a cluster failing
+		// over, a pause). The run answers it and acks; this copy only
+		// renews.
+		log.Info("redelivered request left to its run")
+		m.InProgress()
+		return
+	}
+	defer n.release(rq.CallID)
 	now := n.clk.Now()
 	if !now.Before(rq.Deadline) {
 		// The hub has given up on it: running it now would act for
@@ -261,9 +319,9 @@ func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 	if json.Unmarshal(res.Result, &r) == nil && !r.Succeeded {
 		code = string(r.ErrorCode)
 	}
-	if err := n.ledger.Finish(rq.CallID, store.TurnDone, code, nil, n.clk.Now()); err != nil {
-		log.Error("ledger", "err", err.Error())
-	}
+	// Only the record before the run guards "at most once"; this one is
+	// written with the next commit (the next call's, or flushEvery's).
+	n.ledger.FinishLater(rq.CallID, store.TurnDone, code, n.clk.Now())
 	m.Ack()
 }
 

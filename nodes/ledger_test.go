@@ -1,0 +1,99 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+	"github.com/a6afc2ce/hermes-hub/store"
+)
+
+// TestNodeLedgerOneCommitPerCall: a call costs the node's ledger one
+// commit, the record before it runs; the record after it runs rides on
+// the next call's commit, and the last ones are written within
+// finishEvery.
+func TestNodeLedgerOneCommitPerCall(t *testing.T) {
+	r := newRig(t, []string{"db-1"}, nil)
+	clk := newFakeClock()
+	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
+	opts.Clock = clk
+	n, err := StartNode(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := n.ledger.Commits()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	const calls = 10
+	for i := range calls {
+		resp, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.commit", CallIndex: i, Envelope: echo(fmt.Sprint("c", i))})
+		if err != nil || resp.Status != StatusDone {
+			t.Fatalf("call %d: %v %+v", i, err, resp)
+		}
+	}
+	// The last call's record is on its way (FinishLater happens after its
+	// answer): wait for the last ack.
+	testkit.WaitFor(t, "the last request acked", func() bool {
+		c, err := r.hub.js.Consumer(t.Context(), nodeStream("db-1"), workConsumer)
+		return err == nil && c.CachedInfo().NumAckPending == 0
+	})
+	if c, _ := n.ledger.Commits(); c-base != calls {
+		t.Fatalf("%d calls made %d ledger commits, want one each", calls, c-base)
+	}
+	state := func(i int) string {
+		rec, err := n.ledger.Get(CallID("t.commit", i))
+		if err != nil || rec == nil {
+			t.Fatalf("record of call %d: %v %v", i, rec, err)
+		}
+		return rec.State
+	}
+	for i := range calls - 1 {
+		if s := state(i); s != store.TurnDone {
+			t.Fatalf("call %d is %s after the next call's commit, want done", i, s)
+		}
+	}
+	if s := state(calls - 1); s != store.TurnStarted {
+		t.Fatalf("the last call is %s before any further commit, want started", s)
+	}
+	clk.Advance(finishEvery)
+	testkit.WaitFor(t, "the last call's record written", func() bool { return state(calls-1) == store.TurnDone })
+}
+
+// TestRedeliveryOfARunningCallIsLeftToItsRun: when the server hands out
+// again a call the node still runs (its renewals did not arrive: here the
+// node's clock never ticks), the node neither runs it again nor answers
+// it "may or may not have completed": the run answers.
+func TestRedeliveryOfARunningCallIsLeftToItsRun(t *testing.T) {
+	r := newRig(t, []string{"db-1"}, func(o *HubOptions) { o.AckWait = time.Second })
+	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
+	opts.Clock, opts.Logger = newFakeClock(), r.hub.log
+	r.startNode(opts)
+	ch := r.callAsync("db-1", Request{TurnID: "t.redeliver", Envelope: block("slow")})
+	testkit.WaitFor(t, "the call to run", func() bool { return r.ran("slow") == 1 })
+	var c callResult
+	answered := false
+	testkit.WaitFor(t, "the server to hand the call out again (or an answer)", func() bool {
+		select {
+		case c = <-ch:
+			answered = true
+			return true
+		default:
+		}
+		return strings.Contains(r.logs.String(), "redelivered request left to its run")
+	})
+	close(r.gate)
+	if !answered {
+		c = wait(t, ch)
+	}
+	if c.err != nil || c.resp.Status != StatusDone || !strings.Contains(string(c.resp.Result), `"slow"`) {
+		t.Fatalf("answer = %v, status %s: %s", c.err, c.resp.Status, c.resp.Result)
+	}
+	if n := r.ran("slow"); n != 1 {
+		t.Fatalf("the call ran %d times", n)
+	}
+}
