@@ -34,8 +34,15 @@ const (
 	// comes back.
 	retentionGrace = time.Minute
 	maxDeliver     = 5
-	ackWait        = 30 * time.Second
+	// resultsAckWait is how long the hub may hold a result before the
+	// server hands it out again.
+	resultsAckWait = 30 * time.Second
 	maxPayload     = 8 << 20
+	// pullHeartbeat is how often the server tells a waiting pull that it
+	// is still there; two missed, the client pulls again. On a cluster
+	// whose stream leader failed, that is how soon the consumers find the
+	// new leader (the library's default waits 15s).
+	pullHeartbeat = 2 * time.Second
 )
 
 // HubOptions configure the hub's end.
@@ -56,6 +63,9 @@ type HubOptions struct {
 	// URL is an existing server or cluster (when not Embedded); CAFile
 	// verifies its certificate.
 	URL, CAFile string
+	// Replicas is how many servers of the cluster at URL keep each stream
+	// and the status bucket (default 1; the embedded server is one).
+	Replicas int
 	// Nodes maps each node's name to its public user nkey.
 	Nodes map[string]string
 	// CallTimeout bounds the wait for an answer (default 10m).
@@ -64,8 +74,8 @@ type HubOptions struct {
 	// whose last beat is older is offline.
 	HeartbeatTTL time.Duration
 	// AckWait is how long a node may hold a request without a sign of
-	// life before the server redelivers it (default 30s; a running call
-	// extends it).
+	// life before the server redelivers it (default config.DefaultAckWait;
+	// a running call extends it).
 	AckWait time.Duration
 	// Limits bound each node (its answers, its streams, its account on
 	// the embedded server); zero fields take their defaults.
@@ -107,7 +117,10 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 		opts.HeartbeatTTL = DefaultHeartbeatTTL
 	}
 	if opts.AckWait <= 0 {
-		opts.AckWait = ackWait
+		opts.AckWait = config.DefaultAckWait
+	}
+	if opts.Replicas <= 0 || opts.Embedded {
+		opts.Replicas = 1
 	}
 	opts.Limits = opts.Limits.WithDefaults()
 	if opts.Clock == nil {
@@ -191,7 +204,7 @@ func (h *Hub) setup(ctx context.Context) error {
 		return fmt.Errorf("remove the shared results stream of an earlier version: %w", err)
 	}
 	for _, n := range h.names {
-		requests, results := streamConfigs(n, keep, h.opts.CallTimeout, h.opts.Limits)
+		requests, results := streamConfigs(n, keep, h.opts.CallTimeout, h.opts.Limits, h.opts.Replicas)
 		if _, err := js.CreateOrUpdateStream(ctx, requests); err != nil {
 			return fmt.Errorf("stream of node %s: %w", n, err)
 		}
@@ -212,7 +225,7 @@ func (h *Hub) setup(ctx context.Context) error {
 	}
 	h.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: statusBucket, TTL: h.opts.HeartbeatTTL, History: 1, Storage: jetstream.FileStorage,
-		MaxValueSize: maxHeartbeatBytes,
+		MaxValueSize: maxHeartbeatBytes, MaxBytes: statusBucketBytes(len(h.names)), Replicas: h.opts.Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("status bucket: %w", err)
@@ -225,18 +238,20 @@ func (h *Hub) setup(ctx context.Context) error {
 // beyond them (the node's own calls suffer, nobody else's). A result is
 // removed once the hub has read it, so the results stream holds only what
 // the hub has not read yet; a node cannot store an answer larger than
-// the result limit.
-func streamConfigs(node string, keep, dedupe time.Duration, l config.NodeLimits) (requests, results jetstream.StreamConfig) {
+// the result limit. Each is kept by replicas servers (its consumers
+// too).
+func streamConfigs(node string, keep, dedupe time.Duration, l config.NodeLimits, replicas int) (requests, results jetstream.StreamConfig) {
 	requests = jetstream.StreamConfig{
 		Name: nodeStream(node), Subjects: []string{requestSubject(node)}, Storage: jetstream.FileStorage,
 		Retention: jetstream.WorkQueuePolicy, MaxAge: keep, Duplicates: dedupe,
 		MaxBytes: int64(l.MaxStreamBytes), MaxMsgs: int64(l.MaxStreamMessages), Discard: jetstream.DiscardNew,
+		Replicas: replicas,
 	}
 	results = jetstream.StreamConfig{
 		Name: resultsStream(node), Subjects: []string{resultSubject(node)}, Storage: jetstream.FileStorage,
 		Retention: jetstream.InterestPolicy, MaxAge: keep, Duplicates: dedupe,
 		MaxBytes: int64(l.MaxStreamBytes), MaxMsgs: int64(l.MaxStreamMessages), Discard: jetstream.DiscardNew,
-		MaxMsgSize: int32(nodePayload(l)),
+		MaxMsgSize: int32(nodePayload(l)), Replicas: replicas,
 	}
 	return requests, results
 }
@@ -245,12 +260,12 @@ func streamConfigs(node string, keep, dedupe time.Duration, l config.NodeLimits)
 // bytes (two answers of the largest size), whatever the node publishes.
 func (h *Hub) consume(ctx context.Context, node string) (jetstream.ConsumeContext, error) {
 	cons, err := h.js.CreateOrUpdateConsumer(ctx, resultsStream(node), jetstream.ConsumerConfig{
-		Durable: resultsConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+		Durable: resultsConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: resultsAckWait,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("results consumer of node %s: %w", node, err)
 	}
-	cc, err := cons.Consume(h.onResult, jetstream.PullMaxBytes(2*nodePayload(h.opts.Limits)))
+	cc, err := cons.Consume(h.onResult, jetstream.PullMaxBytes(2*nodePayload(h.opts.Limits)), jetstream.PullHeartbeat(pullHeartbeat))
 	if err != nil {
 		return nil, fmt.Errorf("consume the results of node %s: %w", node, err)
 	}
@@ -592,7 +607,7 @@ func startEmbedded(o HubOptions, dir, hubKey string) (*embedded, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	sopts, err := accountOptions(hubKey, o.Nodes, o.Limits)
+	sopts, err := accountOptions(Accounts{HubKey: hubKey, Nodes: o.Nodes, Limits: o.Limits, Replicas: 1})
 	if err != nil {
 		return nil, err
 	}
