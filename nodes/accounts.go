@@ -151,7 +151,9 @@ func (a Accounts) jetStreamLimits() *confJetStream {
 
 // statusBucketBytes bounds the status bucket: one heartbeat per node,
 // twice over for the value being replaced.
-func statusBucketBytes(nodes int) int64 { return 2 * int64(max(nodes, 1)) * (maxHeartbeatBytes + 1<<10) }
+func statusBucketBytes(nodes int) int64 {
+	return 2 * int64(max(nodes, 1)) * (maxHeartbeatBytes + 1<<10)
+}
 
 // config is the accounts section: the hub's account and one per node.
 func (a Accounts) config() map[string]confAccount {
