@@ -30,28 +30,16 @@ type hubCluster struct {
 // `hub nats config`: s1 with its whole configuration from the flags, s2
 // and s3 with their own lines and an include of the shared part. extra
 // is added to hub.yml.
-func newHubCluster(t *testing.T, dir string, names []string, extra string) *hubCluster {
+func newHubCluster(t *testing.T, dir string, names []string, natsMore, extra string) *hubCluster {
 	t.Helper()
 	c, err := natstest.NewCluster(filepath.Join(dir, "nats"), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	hc := &hubCluster{dir: dir, config: filepath.Join(dir, "hub.yml"), cluster: c, seeds: map[string]string{}}
-	var b strings.Builder
-	fmt.Fprintf(&b, "state_dir: %q\nnats: {url: %q, replicas: 3}\nnodes:\n", filepath.Join(dir, "state"), c.URLs("nats"))
-	for _, n := range names {
-		hc.seeds[n] = filepath.Join(dir, n+".nk")
-		pub, err := nodes.NewSeed(hc.seeds[n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "  %s: {nkey: %s}\n", n, pub)
-	}
-	b.WriteString(extra)
-	if err := os.WriteFile(hc.config, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	hc := &hubCluster{dir: dir, config: filepath.Join(dir, "hub.yml"), cluster: c}
+	nats := fmt.Sprintf("{url: %q, replicas: 3%s}", c.URLs("nats"), natsMore)
+	hc.seeds = writeHubConfig(t, hc.config, filepath.Join(dir, "state"), nats, names, extra)
 	shared, errs, code := runHub(t, dir, "", "nats", "config", "--config", hc.config)
 	if code != 0 {
 		t.Fatalf("hub nats config: %d %s", code, errs)
@@ -83,6 +71,29 @@ func newHubCluster(t *testing.T, dir string, names []string, extra string) *hubC
 	return hc
 }
 
+// writeHubConfig writes the hub's configuration file cfg: its state
+// directory, its nats section, a fresh key for each node (the seeds,
+// whose files it returns, are next to cfg) and extra.
+func writeHubConfig(t *testing.T, cfg, state, nats string, names []string, extra string) map[string]string {
+	t.Helper()
+	seeds := map[string]string{}
+	var b strings.Builder
+	fmt.Fprintf(&b, "state_dir: %q\nnats: %s\nnodes:\n", state, nats)
+	for _, n := range names {
+		seeds[n] = filepath.Join(filepath.Dir(cfg), n+".nk")
+		pub, err := nodes.NewSeed(seeds[n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "  %s: {nkey: %s}\n", n, pub)
+	}
+	b.WriteString(extra)
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return seeds
+}
+
 // TestClusterNATSConfig: `hub nats config` prints the servers' accounts,
 // users and limits for the configured hub and nodes; three servers
 // configured with it (whole, or sharing an included part) form a cluster
@@ -90,7 +101,7 @@ func newHubCluster(t *testing.T, dir string, names []string, extra string) *hubC
 // `hub nodes list` reads the nodes' liveness with the hub's key.
 func TestClusterNATSConfig(t *testing.T) {
 	dir := t.TempDir()
-	hc := newHubCluster(t, dir, []string{"n1", "n2"}, "")
+	hc := newHubCluster(t, dir, []string{"n1", "n2"}, "", "")
 	cfg, err := config.Load(hc.config)
 	if err != nil {
 		t.Fatal(err)

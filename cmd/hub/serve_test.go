@@ -20,6 +20,12 @@ import (
 // startServe runs `hub serve` in dir and returns the process and the login URL.
 func startServe(t *testing.T, dir string, args ...string) (*exec.Cmd, string, *syncWriter) {
 	t.Helper()
+	return startServeWithin(t, dir, 30*time.Second, args...)
+}
+
+// startServeWithin is startServe waiting up to wait for the login URL.
+func startServeWithin(t *testing.T, dir string, wait time.Duration, args ...string) (*exec.Cmd, string, *syncWriter) {
+	t.Helper()
 	cmd := exec.Command(hubBin, append([]string{"serve"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HUB_CONFIG=", "HUB_TEST_SECRET_TOKEN=do-not-leak")
@@ -42,7 +48,7 @@ func startServe(t *testing.T, dir string, args ...string) (*exec.Cmd, string, *s
 	select {
 	case u := <-urls:
 		return cmd, u, logs
-	case <-time.After(30 * time.Second):
+	case <-time.After(wait):
 		t.Fatalf("no login URL printed; logs:\n%s", logs.String())
 	}
 	return nil, "", nil

@@ -204,6 +204,7 @@ func (s *Server) spawn() error {
 	fmt.Fprintf(log, "==== run %d\n", s.runs)
 	cmd := exec.Command(s.bin, "-c", s.ConfigFile(), "-m", strconv.Itoa(s.HTTPPort))
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("start nats server %s: %w", s.Name, err)
