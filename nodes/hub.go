@@ -486,8 +486,9 @@ type NodeStatus struct {
 // List reports every configured node's status.
 func (h *Hub) List(ctx context.Context) ([]NodeStatus, error) {
 	out := make([]NodeStatus, 0, len(h.names))
+	conns := h.connections()
 	for _, n := range h.names {
-		st, err := h.status(ctx, n)
+		st, err := h.statusWith(ctx, n, conns)
 		if err != nil {
 			return nil, err
 		}
@@ -497,14 +498,29 @@ func (h *Hub) List(ctx context.Context) ([]NodeStatus, error) {
 }
 
 func (h *Hub) status(ctx context.Context, node string) (NodeStatus, error) {
+	return h.statusWith(ctx, node, h.connections())
+}
+
+// statusWith is node's status; with the embedded server, conns are the
+// keys connected to it (nil: cannot tell, trust the heartbeat).
+func (h *Hub) statusWith(ctx context.Context, node string, conns map[string]bool) (NodeStatus, error) {
 	st, err := readStatus(ctx, h.kv, node)
-	if err != nil || !st.Online || h.srv == nil {
+	if err != nil || !st.Online || conns == nil {
 		return st, err
 	}
 	// With the embedded server a dead node's connection is gone at once,
 	// before its last heartbeat expires.
-	st.Online = h.srv.connected(h.opts.Nodes[node])
+	st.Online = conns[h.opts.Nodes[node]]
 	return st, nil
+}
+
+// connections are the keys connected to the embedded server, nil without
+// one or when it cannot tell.
+func (h *Hub) connections() map[string]bool {
+	if h.srv == nil {
+		return nil
+	}
+	return h.srv.connected()
 }
 
 func readStatus(ctx context.Context, kv jetstream.KeyValue, node string) (NodeStatus, error) {
@@ -678,21 +694,21 @@ func (e *embedded) clientURL() string {
 	return fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(e.opts.Host, strconv.Itoa(e.opts.Port)))
 }
 
-func (e *embedded) connected(nkey string) bool {
+// connected are the keys of the clients connected now (nil: cannot tell).
+func (e *embedded) connected() map[string]bool {
 	s := e.current()
 	if s == nil {
-		return false
+		return map[string]bool{}
 	}
 	cz, err := s.Connz(&server.ConnzOptions{Username: true, Limit: 1 << 16})
 	if err != nil {
-		return true // cannot tell: trust the heartbeat
+		return nil
 	}
+	keys := make(map[string]bool, len(cz.Conns))
 	for _, c := range cz.Conns {
-		if c.AuthorizedUser == nkey {
-			return true
-		}
+		keys[c.AuthorizedUser] = true
 	}
-	return false
+	return keys
 }
 
 // after returns a channel closed after d on clk.
