@@ -163,17 +163,21 @@ func (s *Server) Configure(conf string) error {
 	return os.WriteFile(s.ConfigFile(), []byte(conf), 0o600)
 }
 
-// Start runs every server that is not running and waits until each is
-// ready (Ready).
-func (c *Cluster) Start(ctx context.Context) error {
-	for _, s := range c.Servers {
+// Start runs servers (none: every server of c) that are not running,
+// all at once, and waits until each is ready (Ready): a server of a
+// cluster whose others are down is not ready until enough of them run.
+func (c *Cluster) Start(ctx context.Context, servers ...*Server) error {
+	if len(servers) == 0 {
+		servers = c.Servers
+	}
+	for _, s := range servers {
 		if !s.Running() {
 			if err := s.spawn(); err != nil {
 				return err
 			}
 		}
 	}
-	for _, s := range c.Servers {
+	for _, s := range servers {
 		if err := s.Ready(ctx); err != nil {
 			return err
 		}
