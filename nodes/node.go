@@ -64,6 +64,10 @@ type Node struct {
 	mu sync.Mutex
 	// inflight are the calls this process handles now, by call id.
 	inflight map[string]bool
+	// answering bounds the answers being published in the background
+	// (complete), answers waits for them.
+	answering chan struct{}
+	answers   sync.WaitGroup
 }
 
 // finishEvery is how often the ledger writes the finished calls no
@@ -98,7 +102,8 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock, inflight: map[string]bool{}}
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock, inflight: map[string]bool{},
+		answering: make(chan struct{}, 2*opts.Concurrency)}
 	n.started = n.clk.Now()
 	db, err := openNodeDB(opts.StateDir)
 	if err != nil {
@@ -198,6 +203,7 @@ func (n *Node) Run(ctx context.Context) error {
 	<-ctx.Done()
 	it.Stop()
 	wg.Wait()
+	n.answers.Wait()
 	n.flush()
 	return nil
 }
@@ -249,7 +255,10 @@ func (n *Node) workspaceNames() []string {
 	return out
 }
 
-// handle runs one request at most once.
+// handle runs one request at most once. It returns once the call ran:
+// its answer is published in the background (complete), so that the
+// worker takes its next call meanwhile, and the ledger records of the
+// calls it takes share commits.
 func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 	var rq requestMsg
 	if err := json.Unmarshal(m.Data(), &rq); err != nil || rq.CallID == "" || rq.Node != n.opts.Name {
@@ -267,7 +276,23 @@ func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 		m.InProgress()
 		return
 	}
-	defer n.release(rq.CallID)
+	res, ran := n.take(ctx, m, rq, log)
+	if !ran {
+		n.release(rq.CallID)
+		return
+	}
+	n.answering <- struct{}{}
+	n.answers.Go(func() {
+		defer func() { <-n.answering }()
+		defer n.release(rq.CallID)
+		n.complete(ctx, m, rq, res)
+	})
+}
+
+// take records the call in the ledger and runs it, unless it expired or
+// the node took it before (both answered here). ran reports whether res
+// is the call's own answer, for complete.
+func (n *Node) take(ctx context.Context, m jetstream.Msg, rq requestMsg, log *slog.Logger) (res resultMsg, ran bool) {
 	now := n.clk.Now()
 	if !now.Before(rq.Deadline) {
 		// The hub has given up on it: running it now would act for
@@ -276,14 +301,14 @@ func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 		n.answer(ctx, rq, resultMsg{Status: StatusExpired, Result: failure(executor.CodeTimeout,
 			fmt.Sprintf("node %s received this call after its deadline (%s); it did not run", n.opts.Name, rq.Deadline.UTC().Format(time.RFC3339)))})
 		m.Term()
-		return
+		return res, false
 	}
 	env, derr := n.opts.Workspaces[n.opts.Default].DecodeEnvelope(rq.Envelope)
 	prev, began, _, err := n.ledger.Begin(store.TurnRecord{TurnID: rq.CallID, Verb: env.Verb, Identity: rq.Identity, Platform: "node", Started: now})
 	if err != nil {
 		log.Error("ledger", "err", err.Error())
 		m.NakWithDelay(time.Second)
-		return
+		return res, false
 	}
 	if !began {
 		// A redelivery: the node took this call before (and died, or its
@@ -294,25 +319,28 @@ func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 		n.answer(ctx, rq, resultMsg{Status: StatusInterrupted, Verb: prev.Verb, Result: failure(executor.CodeInternal,
 			fmt.Sprintf("node %s was interrupted while it ran this call; it may or may not have completed, and it is not run again", n.opts.Name))})
 		m.Ack()
-		return
+		return res, false
 	}
-	res := resultMsg{Status: StatusDone}
 	x, ok := n.opts.Workspaces[rq.Workspace]
 	if rq.Workspace == "" {
 		x, ok = n.opts.Workspaces[n.opts.Default], true
 	}
 	switch {
 	case !ok:
-		res = resultMsg{Status: StatusRejected, Result: failure(executor.CodeInvalidArguments,
-			fmt.Sprintf("node %s has no workspace %q (it has: %s)", n.opts.Name, rq.Workspace, strings.Join(n.workspaceNames(), ", ")))}
+		return resultMsg{Status: StatusRejected, Result: failure(executor.CodeInvalidArguments,
+			fmt.Sprintf("node %s has no workspace %q (it has: %s)", n.opts.Name, rq.Workspace, strings.Join(n.workspaceNames(), ", ")))}, true
 	case derr != nil:
-		out := &executor.Outcome{Err: executor.ErrorFrom(derr)}
-		res.Result = out.JSON()
-	default:
-		res = n.run(ctx, m, x, rq, env)
+		return resultMsg{Status: StatusDone, Result: (&executor.Outcome{Err: executor.ErrorFrom(derr)}).JSON()}, true
 	}
+	return n.run(ctx, m, x, rq, env), true
+}
+
+// complete publishes a call's answer, then acks the request and has the
+// ledger record the call finished. An answer that cannot be published
+// leaves the request unacked: the ledger answers its redelivery.
+func (n *Node) complete(ctx context.Context, m jetstream.Msg, rq requestMsg, res resultMsg) {
 	if !n.answer(ctx, rq, res) {
-		return // not acked: the ledger answers its redelivery
+		return
 	}
 	code := ""
 	var r executor.Result
