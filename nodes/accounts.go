@@ -235,6 +235,10 @@ type Server struct {
 	Routes                     []string
 	// CertFile and KeyFile turn TLS on for clients.
 	CertFile, KeyFile string
+	// RouteCertFile, RouteKeyFile and RouteCAFile turn TLS on between the
+	// servers, both ways: each presents its certificate, and takes only
+	// a server whose certificate RouteCAFile signed.
+	RouteCertFile, RouteKeyFile, RouteCAFile string
 }
 
 // ServerConfig writes the configuration of a NATS server for the hub and
@@ -275,7 +279,11 @@ func ServerConfig(w io.Writer, a Accounts, s Server) error {
 		errs = append(errs, add("jetstream", map[string]string{"store_dir": s.StoreDir}, ""))
 	}
 	if s.ClusterName != "" || s.ClusterListen != "" || len(s.Routes) > 0 {
-		errs = append(errs, add("cluster", map[string]any{"name": s.ClusterName, "listen": s.ClusterListen, "routes": s.Routes}, ""))
+		cluster := map[string]any{"name": s.ClusterName, "listen": s.ClusterListen, "routes": s.Routes}
+		if s.RouteCertFile != "" {
+			cluster["tls"] = map[string]any{"cert_file": s.RouteCertFile, "key_file": s.RouteKeyFile, "ca_file": s.RouteCAFile, "verify": true}
+		}
+		errs = append(errs, add("cluster", cluster, ""))
 	}
 	if s.CertFile != "" || s.KeyFile != "" {
 		errs = append(errs, add("tls", map[string]string{"cert_file": s.CertFile, "key_file": s.KeyFile}, ""))

@@ -51,6 +51,7 @@ func newClusterRig(t *testing.T, names []string, tf *tlsFiles) *clusterRig {
 			ClusterListen: s.ClusterListen(), Routes: c.Routes(s)}
 		if tf != nil {
 			srv.CertFile, srv.KeyFile = tf.cert, tf.key
+			srv.RouteCertFile, srv.RouteKeyFile, srv.RouteCAFile = tf.cert, tf.key, tf.ca
 		}
 		var conf strings.Builder
 		if err := ServerConfig(&conf, a, srv); err != nil {
@@ -128,10 +129,11 @@ func TestClusterRoundTripReplicated(t *testing.T) {
 	}
 }
 
-// TestClusterTLS: the cluster's servers speak TLS to clients with a
-// certificate of a CA made in the test: the hub (nats.ca_file) and a node
-// (node.ca_file) that trust it connect and a call runs; a client that
-// does not trust it is refused.
+// TestClusterTLS: the cluster's servers speak TLS to clients and to each
+// other with certificates of a CA made in the test: the hub
+// (nats.ca_file) and a node (node.ca_file) that trust it connect and a
+// call runs; a client that does not trust it is refused, and so is a
+// server that tries to join without TLS.
 func TestClusterTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca, cert, key := writeTestCert(t, dir)
@@ -153,6 +155,54 @@ func TestClusterTLS(t *testing.T) {
 	}
 	if _, err := nats.Connect(r.cluster.URLs("nats"), nats.Timeout(2*time.Second)); err == nil {
 		t.Fatal("a plain connection to a TLS cluster succeeded")
+	}
+	intruderJoins(t, r.cluster)
+}
+
+// intruderJoins starts a server that routes to the cluster's first server
+// without TLS and checks that it is refused: the first server reports the
+// handshake failing, and neither lists a route to the other.
+func intruderJoins(t *testing.T, c *natstest.Cluster) {
+	t.Helper()
+	ic, err := natstest.NewCluster(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ic.Close)
+	in, s1 := ic.Servers[0], c.Servers[0]
+	if err := in.Configure(fmt.Sprintf("server_name: intruder\nlisten: %q\ncluster: {name: %s, listen: %q, routes: [%q]}\n",
+		in.Listen(), natstest.ClusterName, in.ClusterListen(), fmt.Sprintf("nats://127.0.0.1:%d", s1.ClusterPort))); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	routes := func(s *natstest.Server) []string {
+		var rz struct {
+			Routes []struct {
+				Name string `json:"remote_name"`
+			} `json:"routes"`
+		}
+		if err := s.Monitor(t.Context(), "/routez", &rz); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range rz.Routes {
+			names = append(names, r.Name)
+		}
+		return names
+	}
+	testkit.WaitFor(t, "the intruder's route refused", func() bool {
+		data, _ := os.ReadFile(s1.LogFile())
+		return strings.Contains(string(data), "TLS route handshake error") || len(routes(in)) > 0
+	})
+	if got := routes(in); len(got) > 0 {
+		t.Fatalf("a server without TLS joined the cluster: routes %v", got)
+	}
+	for _, name := range routes(s1) {
+		if name == "intruder" {
+			t.Fatalf("%s lists a route to the intruder", s1.Name)
+		}
 	}
 }
 

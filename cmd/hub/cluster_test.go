@@ -173,6 +173,9 @@ func TestNATSConfigRefuses(t *testing.T) {
 		{[]string{"nats", "config", "--config", url, "--routes", "127.0.0.1:6222"}, `--routes: "127.0.0.1:6222" is not a route address`},
 		{[]string{"nats", "config", "--config", url, "--cluster-listen", "127.0.0.1:6222"}, "--server-name is needed in a cluster"},
 		{[]string{"nats", "config", "--config", url, "--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},
+		{[]string{"nats", "config", "--config", url, "--route-cert", "c.pem", "--route-key", "k.pem"}, "--route-cert, --route-key and --route-ca go together"},
+		{[]string{"nats", "config", "--config", url, "--listen", "0.0.0.0:4222"}, "--listen 0.0.0.0:4222 is not a loopback address, so --tls-cert and --tls-key must be set"},
+		{[]string{"nats", "config", "--config", url, "--server-name", "s1", "--cluster-listen", "10.0.0.1:6222"}, "--cluster-listen 10.0.0.1:6222 is not a loopback address, so --route-cert, --route-key and --route-ca must be set"},
 	} {
 		_, errs, code := runHub(t, dir, "", tc.args...)
 		if code != exitUsage || !strings.Contains(errs, tc.want) {

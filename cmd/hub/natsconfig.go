@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/nodes"
 )
 
@@ -42,6 +44,9 @@ func runNATS(env *cliEnv, args []string) error {
 	f.StringVar(&routes, "routes", "", "the other servers' cluster addresses, comma-separated (nats://host:port)")
 	f.StringVar(&s.CertFile, "tls-cert", "", "this server's certificate for clients (turns TLS on; with --tls-key)")
 	f.StringVar(&s.KeyFile, "tls-key", "", "the key of --tls-cert")
+	f.StringVar(&s.RouteCertFile, "route-cert", "", "this server's certificate for the other servers (turns TLS on between them; with --route-key and --route-ca)")
+	f.StringVar(&s.RouteKeyFile, "route-key", "", "the key of --route-cert")
+	f.StringVar(&s.RouteCAFile, "route-ca", "", "the CA that signed every server's --route-cert: only those servers may join")
 	pos, err := f.parse(args[1:])
 	if err != nil {
 		return err
@@ -99,8 +104,29 @@ func serverFlags(s *nodes.Server, routes string) error {
 	if (s.CertFile == "") != (s.KeyFile == "") {
 		return usagef("--tls-cert and --tls-key go together")
 	}
+	routeTLS := s.RouteCertFile != "" && s.RouteKeyFile != "" && s.RouteCAFile != ""
+	if !routeTLS && (s.RouteCertFile != "" || s.RouteKeyFile != "" || s.RouteCAFile != "") {
+		return usagef("--route-cert, --route-key and --route-ca go together")
+	}
 	if s.ClusterName != "" && s.Name == "" {
 		return usagef("--server-name is needed in a cluster: each server's must be its own")
 	}
+	// Deny by default: off loopback, clients and routes speak TLS.
+	if !loopbackAddr(s.Listen) && s.CertFile == "" {
+		return usagef("--listen %s is not a loopback address, so --tls-cert and --tls-key must be set: nodes connect with tls://", s.Listen)
+	}
+	if !loopbackAddr(s.ClusterListen) && !routeTLS {
+		return usagef("--cluster-listen %s is not a loopback address, so --route-cert, --route-key and --route-ca must be set: the routes carry every call and answer, and without them any server could join", s.ClusterListen)
+	}
 	return nil
+}
+
+// loopbackAddr reports whether addr (host:port, or empty) stays on this
+// machine.
+func loopbackAddr(addr string) bool {
+	if addr == "" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && config.IsLoopback(host)
 }
