@@ -22,7 +22,13 @@ const existsEnv = `{"verb":"fs.exists","arguments":{"path":"README.md"}}`
 // benchNodes opens a hub's end with count in-process nodes serving ws.
 func benchNodes(b *testing.B, count int, ws string) *nodes.Hub {
 	b.Helper()
-	dir := b.TempDir()
+	return benchNodesAt(b, count, ws, b.TempDir())
+}
+
+// benchNodesAt is benchNodes with the hub's and the nodes' state under
+// dir.
+func benchNodesAt(b *testing.B, count int, ws, dir string) *nodes.Hub {
+	b.Helper()
 	keys := map[string]string{}
 	seeds := map[string]string{}
 	for i := range count {
@@ -91,6 +97,62 @@ func BenchmarkNodeRoundTrip(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkNodeRoundTripGoal measures an fs.exists round trip through a
+// node against its goal: three times this disk's fdatasync (a 4 KiB
+// overwrite; the node's one commit before it runs a call is what keeps a
+// redelivered call from running twice) plus the loopback network cost
+// (the same round trip with every state directory on tmpfs, where a sync
+// costs nothing). Each iteration makes one of each, in turn, so that the
+// machine's load weighs on all three alike.
+func BenchmarkNodeRoundTripGoal(b *testing.B) {
+	if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
+		b.Skip("no tmpfs at /dev/shm")
+	}
+	ws := workspace(b)
+	shm, err := os.MkdirTemp("/dev/shm", "hub-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(shm) })
+	disk, tmpfs := benchNodesAt(b, 1, ws, b.TempDir()), benchNodesAt(b, 1, ws, shm)
+	f, err := os.OpenFile(filepath.Join(b.TempDir(), "sync"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, 4096)
+	if _, err := f.Write(make([]byte, 256*len(page))); err != nil || fdatasync(f) != nil {
+		b.Fatal("prepare the sync file:", err)
+	}
+	call := func(h *nodes.Hub, i int) time.Duration {
+		t0 := time.Now()
+		r, err := h.Call(context.Background(), "n0", nodes.Request{TurnID: "bench.goal", CallIndex: i, Envelope: []byte(existsEnv)})
+		if err != nil || !strings.Contains(string(r.Result), `"succeeded":true`) {
+			b.Fatal(err, string(r.Result))
+		}
+		return time.Since(t0)
+	}
+	var syncT, diskT, tmpfsT time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		t0 := time.Now()
+		if _, err := f.WriteAt(page, int64(i%256)*int64(len(page))); err != nil || fdatasync(f) != nil {
+			b.Fatal("fdatasync:", err)
+		}
+		syncT += time.Since(t0)
+		diskT += call(disk, i)
+		tmpfsT += call(tmpfs, i)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	goal := 3*ms(syncT) + ms(tmpfsT)
+	b.ReportMetric(ms(syncT), "fdatasync_ms")
+	b.ReportMetric(ms(tmpfsT), "node_tmpfs_ms")
+	b.ReportMetric(ms(diskT), "node_ms")
+	b.ReportMetric(goal, "goal_ms")
+	b.ReportMetric(ms(diskT)/goal, "node/goal")
 }
 
 func BenchmarkNodeThroughput(b *testing.B) {
