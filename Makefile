@@ -63,6 +63,7 @@ bench: bench-deps
 # The MCP reference filesystem server for the comparison in bench/mcp,
 # installed into that folder (never globally). Without npm it is skipped.
 bench-deps:
+	@command -v rg >/dev/null 2>&1 || echo "rg not installed (apt-get install ripgrep): the fs.search comparison will be skipped"
 	@if ! command -v npm >/dev/null 2>&1; then \
 	  echo "npm not installed: the MCP comparison will be skipped"; exit 0; fi; \
 	if [ ! -f bench/mcp/node_modules/.package-lock.json ] || [ bench/mcp/package-lock.json -nt bench/mcp/node_modules/.package-lock.json ]; then \

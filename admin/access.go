@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -52,12 +53,14 @@ func (a *API) permitted(r *http.Request, perm string) bool {
 
 // permissionUse says, in an error, what a permission allows.
 var permissionUse = map[string]string{
-	config.AdminRead:     "read the mirrors, the outbox, the delivery targets and the channel directory",
-	config.AdminTargets:  "change the delivery targets",
-	config.AdminDeliver:  "deliver text to the delivery targets",
-	config.AdminOutbox:   "retry or purge outbox entries",
-	config.AdminChannels: "rebuild the channel directory",
-	config.AdminAccess:   "list, approve or revoke access grants",
+	config.AdminRead:       "read the mirrors, the outbox, the delivery targets and the channel directory",
+	config.AdminTargets:    "change the delivery targets",
+	config.AdminDeliver:    "deliver text to the delivery targets",
+	config.AdminOutbox:     "retry or purge outbox entries",
+	config.AdminChannels:   "rebuild the channel directory",
+	config.AdminAccess:     "list, approve or revoke access grants",
+	config.AdminWorkspaces: "reset workspaces' sandboxes",
+	config.AdminCancel:     "cancel someone else's call",
 }
 
 // need serves h only to callers holding perm; others get 403 naming it.
@@ -71,7 +74,11 @@ func (a *API) need(perm string, h http.HandlerFunc) http.HandlerFunc {
 		if id == "" {
 			id = "unknown"
 		}
-		WriteError(w, http.StatusForbidden, "the %s identity may not %s: none of its roles grants %s (add %s to a role's verbs under access.roles and grant that role to %s under access.grants)", id, permissionUse[perm], perm, perm, id)
+		hint := fmt.Sprintf("(add %s to a role's verbs under access.roles and grant that role to %s under access.grants)", perm, id)
+		if a.ForbiddenHint != nil && id != "unknown" {
+			hint = a.ForbiddenHint(id, perm)
+		}
+		WriteError(w, http.StatusForbidden, "the %s identity may not %s: none of its roles grants %s. %s", id, permissionUse[perm], perm, hint)
 	}
 }
 

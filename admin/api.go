@@ -59,6 +59,10 @@ type API struct {
 	// everything when it is nil. GET /api/status and GET /api/whoami need
 	// none.
 	Allowed func(identity, permission string) bool
+	// ForbiddenHint says, in a refusal, what configuration would grant an
+	// identity a permission (hub.Access.ForbiddenHint); nil: the refusal
+	// names the permission only.
+	ForbiddenHint func(identity, permission string) string
 	// AccessAdmin manages the grants of the state (GET /api/access, POST
 	// /api/access/approve and /revoke); nil: unavailable.
 	AccessAdmin AccessAdmin

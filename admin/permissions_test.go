@@ -83,11 +83,12 @@ func TestAdminPermissionsByRole(t *testing.T) {
 	all := config.AdminPermissions
 	cases := []struct {
 		name     string
-		access   *config.Access // nil: the default configuration (web: [reader])
+		access   *config.Access // nil: the default configuration (web: [operator])
 		identity string         // "": no identity on the request
 		granted  []string
 	}{
-		{"default config (reader)", nil, "web", nil},
+		{"default config (operator)", nil, "web", all},
+		{"configured token, no access section (reader)", &config.Access{Grants: map[string][]string{"web": {"reader"}}}, "web", nil},
 		{"every verb", role("*"), "web", nil},
 		{"every verb, reader", &config.Access{Roles: map[string]config.Role{"all": {Verbs: []string{"*"}}}, Grants: map[string][]string{"web": {"all", "reader"}}}, "web", nil},
 		{"admin.read", role("fs.*", config.AdminRead), "web", []string{config.AdminRead}},
@@ -118,6 +119,9 @@ func TestAdminPermissionsByRole(t *testing.T) {
 				}
 				if !want && !strings.Contains(w.Body.String(), ep.perm) {
 					t.Errorf("%s %s: the refusal does not name %s: %s", ep.method, ep.path, ep.perm, w.Body)
+				}
+				if !want && tc.identity != "" && !strings.Contains(w.Body.String(), `verbs: [\"`+ep.perm+`\"]`) {
+					t.Errorf("%s %s: the refusal does not give the configuration that allows it: %s", ep.method, ep.path, w.Body)
 				}
 				if want && w.Code/100 == 5 && w.Code != http.StatusServiceUnavailable {
 					t.Errorf("%s %s: %d %s", ep.method, ep.path, w.Code, w.Body)

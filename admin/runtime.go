@@ -30,12 +30,13 @@ func ForRuntime(rt *hub.Runtime) *API {
 		CheckTarget: func(k chat.Key) error {
 			return outbox.CheckLocalTarget(rt.State.Dir(), rt.Config.Outbox.LocalRoots, k)
 		},
-		Allowed:      rt.Hub.Access().Permitted,
-		AccessAdmin:  rt.Hub,
-		Reload:       rt.Reload,
-		MaxBody:      int64(rt.Config.Web.MaxBodyBytes),
-		Clock:        rt.Clock(),
-		PruneMirrors: rt.PruneMirrors,
+		Allowed:       rt.Hub.Access().Permitted,
+		ForbiddenHint: rt.Hub.Access().ForbiddenHint,
+		AccessAdmin:   rt.Hub,
+		Reload:        rt.Reload,
+		MaxBody:       int64(rt.Config.Web.MaxBodyBytes),
+		Clock:         rt.Clock(),
+		PruneMirrors:  rt.PruneMirrors,
 		Backup: func(ctx context.Context, w io.Writer, opts store.BackupOptions) error {
 			return store.WriteBackup(ctx, w, rt.State, opts)
 		},

@@ -17,6 +17,9 @@ type Access struct {
 	Grants map[string][]string `yaml:"grants"`
 	// DefaultRoles are granted to everyone; empty by default (deny).
 	DefaultRoles []string `yaml:"default_roles"`
+	// Defaulted is set when the configuration has no access section: the
+	// grants above are the defaults (applyDefaults).
+	Defaulted bool `yaml:"-"`
 }
 
 // Role is a named set of verb patterns and admin permissions.
@@ -65,13 +68,31 @@ var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutb
 // with it grants one.
 const AdminPrefix = "admin."
 
-// applyDefaults: with no access section at all, whoever holds the web
-// token (printed on the operator's terminal) may read, nothing more. Chat
-// identities stay denied until granted.
-func (a *Access) applyDefaults(*Config) {
-	if a.Roles == nil && a.Grants == nil && a.DefaultRoles == nil {
-		a.Grants = map[string][]string{"web": {"reader"}}
+// OperatorRole is the role the configuration gives the web identity when
+// it has no access section and the panel's token is generated on a
+// loopback listener (applyDefaults).
+const OperatorRole = "operator"
+
+// applyDefaults decides the access of a configuration without an access
+// section. The token of a loopback listener that configures none is
+// generated at each start and printed only on the terminal of whoever
+// started the hub, who holds the admin socket (every admin action) and
+// the files anyway: that panel is the operator's, granted every verb and
+// every admin permission in every workspace (role operator). A configured
+// token (which others may hold) or a listener others reach stays deny by
+// default: the panel may read (the built-in reader), nothing more. Chat
+// identities and agents stay denied until granted.
+func (a *Access) applyDefaults(c *Config) {
+	if a.Roles != nil || a.Grants != nil || a.DefaultRoles != nil {
+		return
 	}
+	a.Defaulted = true
+	if c.Web.operatorPanel() {
+		a.Roles = map[string]Role{OperatorRole: {Verbs: []string{"*", AdminPrefix + "*"}, Workspaces: []string{"*"}}}
+		a.Grants = map[string][]string{"web": {OperatorRole}}
+		return
+	}
+	a.Grants = map[string][]string{"web": {"reader"}}
 }
 
 // validate checks the roles' patterns, the workspaces they name, and that

@@ -62,7 +62,9 @@ type Getenv func(string) (string, bool)
 // Load reads the configuration at path (strict), expands ${VAR} from the
 // environment, applies defaults and validates. An empty path means no file:
 // defaults only.
-func Load(path string) (*Config, error) { return LoadWith(path, os.LookupEnv) }
+func Load(path string, overrides ...Override) (*Config, error) {
+	return LoadWith(path, os.LookupEnv, overrides...)
+}
 
 // Default is the configuration with no file and an empty environment: every
 // default applied. It is what `hub serve` runs with no configuration, and
@@ -75,9 +77,15 @@ func Default() *Config {
 	return cfg
 }
 
+// Override changes a configuration read from its file before its token
+// files are read, its defaults apply and it is checked: what a command
+// changes of it (StdioOnly).
+type Override func(*Config)
+
 // LoadWith is Load with an explicit environment. Its errors name the file,
-// and each problem its line and key path (Error).
-func LoadWith(path string, env Getenv) (*Config, error) {
+// and each problem its line and key path (Error). Each override applies,
+// in order, over the file.
+func LoadWith(path string, env Getenv, overrides ...Override) (*Config, error) {
 	cfg := &Config{}
 	if path != "" {
 		data, err := os.ReadFile(path)
@@ -87,10 +95,17 @@ func LoadWith(path string, env Getenv) (*Config, error) {
 		if err := parse(data, path, env, cfg); err != nil {
 			return nil, err
 		}
+		for _, o := range overrides {
+			o(cfg)
+		}
 		if err := cfg.readTokenFiles(); err != nil {
 			return nil, err
 		}
 		cfg.Path = path
+	} else {
+		for _, o := range overrides {
+			o(cfg)
+		}
 	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {

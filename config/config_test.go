@@ -23,7 +23,7 @@ func TestNoConfigIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := cfg.Access.Grants["web"]; len(g) != 1 || g[0] != "reader" || len(cfg.Access.Grants) != 1 {
+	if g := cfg.Access.Grants["web"]; len(g) != 1 || g[0] != OperatorRole || len(cfg.Access.Grants) != 1 {
 		t.Fatalf("default access: %v", cfg.Access.Grants)
 	}
 	if cfg.Web.Listen != "127.0.0.1:8080" || !*cfg.Web.Enabled || cfg.Workspace != "." || cfg.StateDir != ".hub" || cfg.Telegram.Enabled || cfg.Discord.Enabled {

@@ -16,7 +16,7 @@ func TestWebLimitsAndAdminPermissions(t *testing.T) {
 		d.Web.BodyTimeout.D().Seconds() != 60 || d.Web.WriteTimeout.D().Seconds() != 60 || d.Web.IdleTimeout.D().Seconds() != 120 {
 		t.Fatalf("web limit defaults: %+v", d.Web)
 	}
-	if got := d.Access.Grants["web"]; len(got) != 1 || got[0] != "reader" {
+	if got := d.Access.Grants["web"]; len(got) != 1 || got[0] != OperatorRole {
 		t.Fatalf("the default grant changed: %v", d.Access.Grants)
 	}
 	cases := []struct {

@@ -40,6 +40,13 @@ type MCPAgent struct {
 	TokenFile string `yaml:"token_file"`
 }
 
+// StdioOnly is the Override of `hub mcp`, which serves MCP over stdio and
+// no /mcp endpoint: the mcp section, which configures that endpoint, is
+// off, so its agents' tokens are neither read nor checked (an MCP client
+// starting `hub mcp` with a minimal environment has none of them). Their
+// token files stay protected from the verbs.
+func StdioOnly(c *Config) { c.MCP.Enabled = false }
+
 // MaxMCPSessions bounds mcp.max_sessions and mcp.max_streams_per_agent.
 const MaxMCPSessions = 65536
 
@@ -124,10 +131,15 @@ func (m *MCP) secretFiles() []secretFile {
 	var out []secretFile
 	for _, name := range sortedKeys(m.Agents) {
 		key, a := "mcp.agents."+name, m.Agents[name]
-		out = append(out, secretFile{key: key + ".token_file", path: a.TokenFile, tokenKey: key + ".token", token: a.Token, setToken: func(s Secret) {
-			a.Token = s
-			m.Agents[name] = a
-		}})
+		f := secretFile{key: key + ".token_file", path: a.TokenFile, tokenKey: key + ".token", token: a.Token}
+		if m.Enabled {
+			// Read only for the endpoint that uses it (StdioOnly).
+			f.setToken = func(s Secret) {
+				a.Token = s
+				m.Agents[name] = a
+			}
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -16,8 +16,9 @@ type secretFile struct {
 	key  string // the key naming the file: web.token_file
 	path string // "" when not set
 	// tokenKey is the key of the token the file holds (web.token), token
-	// its value as written, setToken how to set it; unset for a file that
-	// holds no token (a certificate, a private key).
+	// its value as written, setToken how to set it (nil when the token is
+	// not used, and not read); unset for a file that holds no token (a
+	// certificate, a private key).
 	tokenKey string
 	token    Secret
 	setToken func(Secret)
@@ -47,12 +48,15 @@ func (c *Config) secretFiles() []secretFile {
 func (c *Config) readTokenFiles() error {
 	v := &validator{src: c.src}
 	for _, f := range c.secretFiles() {
-		if f.path == "" || f.setToken == nil {
+		if f.path == "" || f.tokenKey == "" {
 			continue
 		}
 		if f.token.IsSet() {
 			v.bad(f.tokenKey, " and %s are both set: keep one (accepted: the token itself, or a file holding it)", f.key)
 			continue
+		}
+		if f.setToken == nil {
+			continue // a token this command does not use (StdioOnly)
 		}
 		s, err := readTokenFile(f.path)
 		if err != nil {

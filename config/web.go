@@ -126,6 +126,14 @@ func (w *Web) secretFiles() []secretFile {
 	}
 }
 
+// operatorPanel reports whether the panel is the operator's own: served,
+// on a loopback address, with the token generated at start (none
+// configured). The defaults of an absent access section depend on it.
+func (w *Web) operatorPanel() bool {
+	host, _, err := net.SplitHostPort(w.Listen)
+	return *w.Enabled && err == nil && IsLoopback(host) && !w.Token.IsSet()
+}
+
 // IsLoopback reports whether host (a name or an IP) is a loopback address.
 func IsLoopback(host string) bool {
 	if host == "localhost" {

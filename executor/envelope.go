@@ -117,11 +117,8 @@ var encoders = sync.Pool{New: func() any {
 // Errors are *Error with code invalid_envelope.
 func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 	lim := x.opts.Limits
-	if len(input) > lim.MaxInputBytes {
-		return Envelope{}, Errorf(CodeTooLarge, "Envelope is %d bytes, over the %d-byte limit", len(input), lim.MaxInputBytes)
-	}
-	if !utf8.Valid(input) {
-		return Envelope{}, Errorf(CodeInvalidEnvelope, "Invalid envelope: input is not valid UTF-8 (at byte %d); send UTF-8 text, and binary data as base64", invalidUTF8At(input))
+	if err := x.checkInput(input); err != nil {
+		return Envelope{}, err
 	}
 	// The envelope's arguments and id are slices of data: copy the caller's
 	// buffer, which it may reuse once this returns.
@@ -187,6 +184,54 @@ func (x *Executor) DecodeEnvelope(input []byte) (Envelope, error) {
 		}
 	}
 	return env, nil
+}
+
+// checkInput checks an envelope's size and encoding, before its syntax.
+func (x *Executor) checkInput(input []byte) error {
+	if lim := x.opts.Limits; len(input) > lim.MaxInputBytes {
+		return Errorf(CodeTooLarge, "Envelope is %d bytes, over the %d-byte limit", len(input), lim.MaxInputBytes)
+	}
+	if !utf8.Valid(input) {
+		return Errorf(CodeInvalidEnvelope, "Invalid envelope: input is not valid UTF-8 (at byte %d); send UTF-8 text, and binary data as base64", invalidUTF8At(input))
+	}
+	return nil
+}
+
+// EncodeEnvelope is the envelope of a call a surface decoded from its own
+// framing (an MCP tools/call: the verb it looked up, the arguments it was
+// sent), with that envelope's JSON, {"verb":…,"arguments":…} as
+// encoding/json writes it: the text a record of the call keeps. The JSON is
+// checked as DecodeEnvelope checks its input (size, UTF-8, nesting,
+// duplicate keys), with the same errors (*Error; the JSON is returned with
+// them), and the envelope's Arguments are its slice of the JSON, as
+// DecodeEnvelope returns them; nothing is decoded. An error that is not an
+// *Error means the arguments are not JSON at all: no JSON is returned.
+func (x *Executor) EncodeEnvelope(verb string, args json.RawMessage) (Envelope, []byte, error) {
+	text, err := json.Marshal(struct {
+		Verb      string          `json:"verb"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{verb, args})
+	if err != nil {
+		return Envelope{}, nil, fmt.Errorf("encode the envelope of %s: %w", verb, err)
+	}
+	if verb == "" {
+		return Envelope{}, text, Errorf(CodeInvalidEnvelope, "Invalid envelope: \"verb\" must be a non-empty string, got a string")
+	}
+	if err := x.checkInput(text); err != nil {
+		return Envelope{}, text, err
+	}
+	scan, err := scanJSON(text, x.opts.Limits.MaxDepth)
+	defer scan.release()
+	if err != nil {
+		return Envelope{}, text, Errorf(CodeInvalidEnvelope, "Invalid envelope: %v", err)
+	}
+	env := Envelope{Verb: verb}
+	for _, m := range scan.top {
+		if m.is("arguments") {
+			env.Arguments = m.val
+		}
+	}
+	return env, text, nil
 }
 
 // plainVerb returns the value of a JSON string literal without escapes, ""

@@ -18,12 +18,13 @@ const (
 	CodeInvalidArguments ErrorCode = "invalid_arguments"
 	CodeNotFound         ErrorCode = "not_found"
 	CodeAlreadyExists    ErrorCode = "already_exists"
+	CodeConflict         ErrorCode = "conflict" // not the version the call was based on (fs.edit's expectedSha256)
 	CodeNotADirectory    ErrorCode = "not_a_directory"
 	CodeIsADirectory     ErrorCode = "is_a_directory"
 	CodeForbiddenPath    ErrorCode = "forbidden_path"
 	CodeTooLarge         ErrorCode = "too_large"
 	CodeTimeout          ErrorCode = "timeout"
-	CodeCanceled         ErrorCode = "canceled"
+	CodeCanceled         ErrorCode = "cancelled"
 	CodeForbidden        ErrorCode = "forbidden"
 	CodeIOError          ErrorCode = "io_error"
 	CodeInternal         ErrorCode = "internal"
@@ -32,7 +33,7 @@ const (
 // codes are the error codes a result may carry.
 var codes = []ErrorCode{
 	CodeUnknownVerb, CodeInvalidEnvelope, CodeInvalidArguments,
-	CodeNotFound, CodeAlreadyExists, CodeNotADirectory,
+	CodeNotFound, CodeAlreadyExists, CodeConflict, CodeNotADirectory,
 	CodeIsADirectory, CodeForbiddenPath,
 	CodeTooLarge, CodeTimeout, CodeCanceled, CodeForbidden,
 	CodeIOError, CodeInternal,
@@ -71,7 +72,7 @@ func Errorf(code ErrorCode, format string, args ...any) *Error {
 }
 
 // ErrorFrom classifies err into a code and message. Context expiry becomes
-// timeout or canceled; an *Error keeps its own code; anything else is io_error.
+// timeout or cancelled; an *Error keeps its own code; anything else is io_error.
 func ErrorFrom(err error) *Error {
 	var e *Error
 	switch {
@@ -80,7 +81,7 @@ func ErrorFrom(err error) *Error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: CodeTimeout, Message: "Timed out: " + err.Error(), Err: err}
 	case errors.Is(err, context.Canceled):
-		return &Error{Code: CodeCanceled, Message: "Canceled: " + err.Error(), Err: err}
+		return &Error{Code: CodeCanceled, Message: "Cancelled before it finished", Err: err}
 	default:
 		return &Error{Code: CodeIOError, Message: err.Error(), Err: err}
 	}

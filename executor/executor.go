@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"time"
 
@@ -105,6 +106,7 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 	val.(resultHolder).verbResult().Succeeded = true
 	val.(resultHolder).verbResult().ErrorMessage = ""
 	val.(resultHolder).verbResult().ErrorCode = ""
+	fillNilLists(reflect.ValueOf(val))
 	out.Value = val
 	return out
 }

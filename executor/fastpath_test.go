@@ -3,6 +3,9 @@ package executor_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -130,4 +133,54 @@ func TestRunNotes(t *testing.T) {
 	if len(a.Notes) != 2 || a.Notes[0] != "one" || a.Notes[1] != "one again" || len(b.Notes) != 2 || b.Notes[0] != "two" {
 		t.Fatalf("notes: %q %q", a.Notes, b.Notes)
 	}
+}
+
+// TestEncodeEnvelope: a call decoded by its surface (the verb and its raw
+// arguments) is encoded as json.Marshal writes the envelope {verb,
+// arguments}, and checked as DecodeEnvelope checks that text: the same
+// envelope, or the same error, whatever the arguments hold.
+func TestEncodeEnvelope(t *testing.T) {
+	x := newExec(t)
+	deep := strings.Repeat("[", 40) + strings.Repeat("]", 40)
+	for _, args := range []string{
+		`{"path":"a.txt","startLine":1,"endLine":2}`,
+		"{ \"path\" : \"<a & b>\u2028\",\n \"startLine\": 1 }",
+		`{}`,
+		`null`,
+		`{"path":` + deep + `}`,
+		`{"path":"a","path":"b"}`,
+		`{"path":"` + strings.Repeat("x", 1<<20) + `"}`,
+		"{\"path\":\"\xff\"}",
+		`[1,2]`,
+	} {
+		want, wantErr := x.DecodeEnvelope(mustMarshal(t, "fs.readRange", args))
+		env, text, err := x.EncodeEnvelope("fs.readRange", json.RawMessage(args))
+		if !bytes.Equal(text, mustMarshal(t, "fs.readRange", args)) {
+			t.Errorf("%.60s: text %.80s, want json.Marshal's", args, text)
+		}
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || err != nil && executor.ErrorFrom(err).Code != executor.ErrorFrom(wantErr).Code {
+			t.Errorf("%.60s: error %v, want %v", args, err, wantErr)
+		}
+		if err == nil && (env.Verb != want.Verb || !bytes.Equal(env.Arguments, want.Arguments) || env.ID != nil || env.Workspace != "") {
+			t.Errorf("%.60s: envelope %+v, want %+v", args, env, want)
+		}
+	}
+	if _, text, err := x.EncodeEnvelope("fs.readRange", json.RawMessage(`{"path":`)); err == nil || text != nil {
+		t.Errorf("arguments that are not JSON: %q %v, want an error and no text", text, err)
+	}
+	if _, _, err := x.EncodeEnvelope("", json.RawMessage(`{}`)); err == nil || executor.ErrorFrom(err).Code != executor.CodeInvalidEnvelope {
+		t.Errorf("no verb: %v, want invalid_envelope", err)
+	}
+}
+
+func mustMarshal(t *testing.T, verb, args string) []byte {
+	t.Helper()
+	b, err := json.Marshal(struct {
+		Verb      string          `json:"verb"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{verb, json.RawMessage(args)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

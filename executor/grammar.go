@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -228,12 +229,7 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 		vals[f.Name] = v
 		return nil
 	}
-	var required []*Field
-	for i := range fields {
-		if fields[i].Required {
-			required = append(required, &fields[i])
-		}
-	}
+	required, trail := positionalFields(fields)
 	var positionals []token
 	listStarted := false
 	for _, tk := range toks {
@@ -253,9 +249,9 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 		positionals = append(positionals, tk)
 		// Once every required scalar before a trailing list is filled, the
 		// rest belongs to the list verbatim.
-		if n := len(required); n > 0 && required[n-1].Kind == KindList {
+		if n := len(trail); n > 0 && trail[n-1].Kind == KindList {
 			free := 0
-			for _, f := range required[:n-1] {
+			for _, f := range trail[:n-1] {
 				if _, ok := vals[f.Name]; !ok {
 					free++
 				}
@@ -265,13 +261,11 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 			}
 		}
 	}
-	// Positionals fill the required fields not given by key, in order; a
+	// Positionals fill the required fields not given by key, in order (an
+	// optional trailing list last), then the optional positional ones; a
 	// verb whose one argument is optional takes it by position too
 	// (`/fs.listDir docs`).
-	byPosition := required
-	if len(required) == 0 && len(fields) == 1 && fields[0].Kind != KindList {
-		byPosition = []*Field{&fields[0]}
-	}
+	byPosition := byPositionOf(fields, trail)
 	pi := 0
 	for i, f := range byPosition {
 		if _, ok := vals[f.Name]; ok {
@@ -308,16 +302,16 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 		}
 	}
 	// A trailing list that received nothing is an empty list: `/proc.run ls`.
-	if n := len(required); n > 0 && required[n-1].Kind == KindList {
-		if _, ok := vals[required[n-1].Name]; !ok {
+	if n := len(trail); n > 0 && trail[n-1].Kind == KindList {
+		if _, ok := vals[trail[n-1].Name]; !ok {
 			allOthers := true
-			for _, f := range required[:n-1] {
+			for _, f := range trail[:n-1] {
 				if _, ok := vals[f.Name]; !ok {
 					allOthers = false
 				}
 			}
 			if allOthers {
-				vals[required[n-1].Name] = []any{}
+				vals[trail[n-1].Name] = []any{}
 			}
 		}
 	}
@@ -355,6 +349,26 @@ func (x *Executor) bindArgs(reg *registration, toks []token, body string) (json.
 		return nil, x.withUsage(reg, err)
 	}
 	return raw, nil
+}
+
+// byPositionOf is the order in which positionals fill fields: the
+// required ones and an optional trailing list (trail, positionalFields),
+// then the optional ones marked positional when trail does not end in a
+// list, or the one field of a verb whose one argument is optional.
+func byPositionOf(fields []Field, trail []*Field) []*Field {
+	if len(trail) == 0 && len(fields) == 1 && fields[0].Kind != KindList {
+		return []*Field{&fields[0]}
+	}
+	if n := len(trail); n > 0 && trail[n-1].Kind == KindList {
+		return trail
+	}
+	out := append([]*Field(nil), trail...)
+	for i := range fields {
+		if fields[i].Positional {
+			out = append(out, &fields[i])
+		}
+	}
+	return out
 }
 
 // bindBody merges the lines after the command: a YAML/JSON object of
@@ -528,17 +542,24 @@ func (x *Executor) Usage(name string) (string, bool) {
 func (s VerbSchema) Usage() string {
 	var b strings.Builder
 	b.WriteString("/" + s.Name)
-	for _, f := range s.Arguments.Fields {
-		if f.Required {
-			if f.Kind == KindList {
-				b.WriteString(" <" + f.Name + "…>")
-			} else {
-				b.WriteString(" <" + f.Name + ">")
-			}
+	_, trail := positionalFields(s.Arguments.Fields)
+	for _, f := range trail {
+		switch {
+		case !f.Required:
+			b.WriteString(" [" + f.Name + "…]")
+		case f.Kind == KindList:
+			b.WriteString(" <" + f.Name + "…>")
+		default:
+			b.WriteString(" <" + f.Name + ">")
 		}
 	}
 	for _, f := range s.Arguments.Fields {
-		if !f.Required {
+		if f.Positional {
+			b.WriteString(" <" + f.Name + ">")
+		}
+	}
+	for _, f := range s.Arguments.Fields {
+		if !f.Required && !f.Positional && !slices.ContainsFunc(trail, func(t *Field) bool { return t.Name == f.Name }) {
 			b.WriteString(" [" + f.Name + "=" + f.Type + "]")
 		}
 	}
@@ -559,4 +580,32 @@ func (x *Executor) withUsage(reg *registration, err error) error {
 		msg = prefix + msg
 	}
 	return &Error{Code: CodeInvalidArguments, Message: msg + "\nUsage: " + s.Usage() + "\n" + IDL(reg.argsType)}
+}
+
+// positionalFields returns the required fields and the fields positionals
+// fill, in order: the required ones, then an optional list when no
+// required list ends them and no optional field is marked positional
+// (proc.run's arguments, which may be absent: an absent list is an empty
+// one), which takes the rest of the line.
+func positionalFields(fields []Field) (required, trail []*Field) {
+	var list *Field
+	positional := false
+	for i := range fields {
+		switch {
+		case fields[i].Required:
+			required = append(required, &fields[i])
+		case fields[i].Positional:
+			positional = true
+		case fields[i].Kind == KindList && list == nil:
+			list = &fields[i]
+		}
+	}
+	if positional {
+		list = nil
+	}
+	trail = required
+	if n := len(required); list != nil && (n == 0 || required[n-1].Kind != KindList) {
+		trail = append(append([]*Field(nil), required...), list)
+	}
+	return required, trail
 }

@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -190,4 +191,52 @@ func FuzzDecodeEnvelope(f *testing.F) {
 			t.Fatalf("no succeeded in %s", out.JSON())
 		}
 	})
+}
+
+// TailArgs has two ways to call it: a range by position, or lastLines.
+type TailArgs struct {
+	Path      string `json:"path" desc:"File"`
+	StartLine int    `json:"startLine,omitempty" positional:"true" default:"none" desc:"First line"`
+	EndLine   int    `json:"endLine,omitempty" positional:"true" default:"none" desc:"Last line"`
+	LastLines *int   `json:"lastLines,omitempty" default:"none" desc:"The last lines"`
+	Numbers   *bool  `json:"numbers,omitempty" default:"true" desc:"Numbered"`
+}
+
+// Optional fields marked positional are filled by position after the
+// required ones; the usage line shows them as positionals.
+func TestParsePositionalOptional(t *testing.T) {
+	reg := executor.NewRegistry()
+	executor.MustRegister(reg, executor.Info{Name: "fs.tail", Summary: "Tail"},
+		executor.VerbFunc[TailArgs, EchoResult](func(ctx context.Context, a TailArgs) (EchoResult, error) {
+			return EchoResult{}, nil
+		}))
+	x := executor.New(reg, executor.Options{})
+	for _, tc := range []struct{ in, want string }{
+		{"/fs.tail a.log 3 9", `{"path":"a.log","startLine":3,"endLine":9}`},
+		{"/fs.tail a.log lastLines=5", `{"path":"a.log","lastLines":5}`},
+		{"/fs.tail a.log 3 endLine=9", `{"path":"a.log","startLine":3,"endLine":9}`},
+		{"/fs.tail path=a.log 4", `{"path":"a.log","startLine":4}`},
+	} {
+		cmd, err := x.ParseCommand(tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if string(cmd.Arguments) != tc.want {
+			t.Errorf("%s: arguments %s, want %s", tc.in, cmd.Arguments, tc.want)
+		}
+	}
+	_, err := x.ParseCommand("/fs.tail a.log 1 2 3")
+	var e *executor.Error
+	if !errors.As(err, &e) || !strings.Contains(e.Message, `too many arguments: "3"`) {
+		t.Fatalf("a positional beyond the last: %v", err)
+	}
+	if u, _ := x.Usage("fs.tail"); u != "/fs.tail <path> <startLine> <endLine> [lastLines=int] [numbers=bool]" {
+		t.Errorf("usage %q", u)
+	}
+	s, _ := reg.Schema("fs.tail")
+	for _, f := range s.Arguments.Fields {
+		if want := f.Name == "startLine" || f.Name == "endLine"; f.Positional != want || want && f.Required {
+			t.Errorf("field %s: positional %v required %v", f.Name, f.Positional, f.Required)
+		}
+	}
 }

@@ -12,9 +12,11 @@ type JSONSchema = map[string]any
 
 // SchemaOptions tune the conversion from a TypeSchema to JSON Schema.
 type SchemaOptions struct {
-	// Output describes values the hub produces: encoding/json writes a nil
-	// slice, map or pointer as null, so lists, maps and optional objects
-	// also accept null. Input schemas are strict.
+	// Output describes values the hub produces. Like input schemas, they
+	// accept no null (a type of [X, "null"] is not portable: strict
+	// validators refuse it): a list or map a result always carries is
+	// empty rather than null (the executor fills nil ones in), and an
+	// optional field is left out rather than null (omitempty).
 	Output bool
 }
 
@@ -89,7 +91,7 @@ func (c *schemaConv) object(ts TypeSchema) JSONSchema {
 }
 
 func (c *schemaConv) field(f Field) JSONSchema {
-	s := c.spec(f.Type, !f.Required)
+	s := c.spec(f.Type)
 	if f.Kind == KindEnum && len(f.Enum) > 0 {
 		s = JSONSchema{"type": "string", "enum": slices.Clone(f.Enum)}
 	}
@@ -133,32 +135,23 @@ func typedDefault(f Field) (any, bool) {
 
 // spec converts an IDL type spec ("string", "long", "DirEntry[]",
 // `"a" | "b"`, "{ [key: string]: int }", a struct name) to JSON Schema.
-// optional marks a field that may be absent (and, in output, null).
-func (c *schemaConv) spec(spec string, optional bool) JSONSchema {
+func (c *schemaConv) spec(spec string) JSONSchema {
 	spec = strings.TrimSpace(spec)
-	nullable := func(s JSONSchema) JSONSchema {
-		if c.opts.Output {
-			if t, ok := s["type"].(string); ok {
-				s["type"] = []string{t, "null"}
-			}
-		}
-		return s
-	}
 	switch {
 	case strings.HasSuffix(spec, "[]"):
 		elem := strings.TrimSuffix(spec, "[]")
 		if strings.HasPrefix(elem, "(") && strings.HasSuffix(elem, ")") {
 			elem = elem[1 : len(elem)-1]
 		}
-		return nullable(JSONSchema{"type": "array", "items": c.spec(elem, false)})
+		return JSONSchema{"type": "array", "items": c.spec(elem)}
 	case strings.HasPrefix(spec, "{ [key: ") && strings.HasSuffix(spec, " }"):
 		inner := strings.TrimSuffix(strings.TrimPrefix(spec, "{ [key: "), " }")
 		_, val, ok := strings.Cut(inner, "]: ")
 		s := JSONSchema{"type": "object"}
 		if ok {
-			s["additionalProperties"] = c.spec(val, false)
+			s["additionalProperties"] = c.spec(val)
 		}
-		return nullable(s)
+		return s
 	case strings.HasPrefix(spec, `"`):
 		var vals []string
 		for _, part := range strings.Split(spec, " | ") {
@@ -185,11 +178,7 @@ func (c *schemaConv) spec(spec string, optional bool) JSONSchema {
 		return JSONSchema{}
 	}
 	if ts, ok := c.types[spec]; ok {
-		s := c.object(ts)
-		if optional {
-			return nullable(s)
-		}
-		return s
+		return c.object(ts)
 	}
 	return JSONSchema{}
 }

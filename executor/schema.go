@@ -39,6 +39,11 @@ type Field struct {
 	Description string   `json:"description,omitempty"`
 	Default     string   `json:"default,omitempty"`
 	Enum        []string `json:"enum,omitempty"`
+	// Positional marks an optional field the chat grammar fills by
+	// position after the required ones (tag `positional:"true"`): one of
+	// two ways to call a verb, such as fs.readRange's startLine and
+	// endLine beside lastLines.
+	Positional bool `json:"positional,omitempty"`
 }
 
 // TypeSchema is a struct type: its name and fields in declaration order.
@@ -227,6 +232,7 @@ func (b *idlBuilder) fields(t reflect.Type) []Field {
 			Required:    sf.required,
 			Description: sf.Tag.Get("desc"),
 			Default:     sf.Tag.Get("default"),
+			Positional:  !sf.required && sf.Tag.Get("positional") == "true",
 		}
 		if kind == KindEnum {
 			ft := sf.Type

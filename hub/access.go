@@ -147,10 +147,19 @@ func (a *Access) RolesOf(ids []string) []string {
 	return out
 }
 
-// Allowed reports whether any of the identities may run verb.
+// Allowed reports whether any of the identities may run verb, a verb's
+// name or an admin permission.
 func (a *Access) Allowed(ids []string, verb string) bool {
+	info, ok := a.reg.Lookup(verb)
+	return a.grants(a.RolesOf(ids), executor.Info{Name: verb, ReadOnly: ok && info.ReadOnly})
+}
+
+// grants reports whether one of roles (as RolesOf returns them) grants the
+// verb: a turn decides with the roles it found once and the verb as the
+// registry describes it (its read-only flag for the reader role).
+func (a *Access) grants(roles []string, verb executor.Info) bool {
 	p := a.p.Load()
-	for _, r := range a.RolesOf(ids) {
+	for _, r := range roles {
 		if a.roleAllows(p, r, verb) {
 			return true
 		}
@@ -158,15 +167,11 @@ func (a *Access) Allowed(ids []string, verb string) bool {
 	return false
 }
 
-func (a *Access) roleAllows(p *accessPolicy, role, verb string) bool {
-	lv := strings.ToLower(verb)
+func (a *Access) roleAllows(p *accessPolicy, role string, verb executor.Info) bool {
+	lv := strings.ToLower(verb.Name)
 	admin := strings.HasPrefix(lv, config.AdminPrefix)
 	if role == ReaderRole && p.roles[ReaderRole] == nil {
-		if admin {
-			return false
-		}
-		info, ok := a.reg.Lookup(verb)
-		return ok && info.ReadOnly
+		return !admin && verb.ReadOnly
 	}
 	for _, pat := range p.roles[role] {
 		if admin && !strings.HasPrefix(pat, config.AdminPrefix) {
@@ -191,13 +196,69 @@ func (a *Access) Permitted(identity, perm string) bool {
 // VerbsFor lists the verbs the identities may run, sorted by name.
 func (a *Access) VerbsFor(ids []string) []executor.Info {
 	a = a.Current()
+	roles := a.RolesOf(ids)
 	var out []executor.Info
 	for _, v := range a.reg.Verbs() {
-		if a.Allowed(ids, v.Name) {
+		if a.grants(roles, v) {
 			out = append(out, v)
 		}
 	}
 	return out
+}
+
+// AllowConfig is the configuration that would let identity run verb (a
+// verb's name or an admin permission): a role that names the verb, granted
+// to identity beside the roles the configuration grants it now. It is YAML
+// to merge into the configuration's access section (or to paste as it is
+// where there is none), applied by `hub reload`. Forbidden replies show
+// it on every surface, so whoever is refused can tell the operator what
+// to write.
+func (a *Access) AllowConfig(identity, verb string) string {
+	role := strings.NewReplacer(".", "-", "*", "all").Replace(strings.ToLower(verb))
+	return a.grantBlock(identity, role, fmt.Sprintf("{verbs: [%q]}", verb))
+}
+
+// WorkspaceConfig is AllowConfig for a workspace the roles may not use: a
+// role that names the workspace (roles add up: the verbs of one, the
+// workspaces of another), granted to identity.
+func (a *Access) WorkspaceConfig(identity, workspace string) string {
+	return a.grantBlock(identity, "use-"+strings.ToLower(workspace), fmt.Sprintf("{workspaces: [%q]}", workspace))
+}
+
+// grantBlock is the access section that defines role (renamed when the
+// name is taken) as spec and grants it to identity beside the roles the
+// configuration grants it.
+func (a *Access) grantBlock(identity, role, spec string) string {
+	p := a.p.Load()
+	for base, n := role, 2; p.defined[role] || role == ReaderRole; n++ {
+		role = fmt.Sprintf("%s-%d", base, n)
+	}
+	roles := append(append([]string(nil), p.grants[identity]...), role)
+	return fmt.Sprintf("access:\n  roles:\n    %s: %s\n  grants:\n    %s\n", role, spec, GrantLine(identity, strings.Join(roles, ", ")))
+}
+
+// ForbiddenHint is what a refusal adds so the refused can have it allowed:
+// the configuration of AllowConfig, fenced, with where it goes.
+func (a *Access) ForbiddenHint(identity, verb string) string {
+	return allowHint(a.AllowConfig(identity, verb))
+}
+
+// WorkspaceHint is ForbiddenHint for a workspace (WorkspaceConfig).
+func (a *Access) WorkspaceHint(identity, workspace string) string {
+	return allowHint(a.WorkspaceConfig(identity, workspace))
+}
+
+func allowHint(block string) string {
+	return "To allow it, the operator adds this to the configuration (merged into its access section, if it has one) and runs hub reload:\n" +
+		executor.Fence(block, "yaml")
+}
+
+// rolesText lists roles for a refusal: "none" when there are none.
+func rolesText(roles []string) string {
+	if len(roles) == 0 {
+		return "none"
+	}
+	return strings.Join(roles, ", ")
 }
 
 // GrantLine is the configuration line, under access.grants, that would give

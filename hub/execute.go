@@ -2,13 +2,12 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/store"
-	"github.com/a6afc2ce/hermes-hub/workspaces/policy"
 )
 
 // ErrNotMirrored is returned (wrapped, with the mirror's own error) by
@@ -16,7 +15,8 @@ import (
 // nothing ran. Every exchange is mirrored or refused.
 var ErrNotMirrored = errors.New("the call could not be recorded in the mirror, so it did not run")
 
-// APIRequest is one envelope from an API caller (POST /api/execute).
+// APIRequest is one envelope from an API caller (POST /api/execute), or
+// one call a surface decoded from its own framing (an MCP tools/call).
 type APIRequest struct {
 	// Identity is the caller's access identity ("web" for the panel and
 	// bearer-token clients).
@@ -30,13 +30,21 @@ type APIRequest struct {
 	TurnID string
 	// Input is the envelope, YAML or JSON.
 	Input []byte
+	// Verb and Arguments are, in place of Input, a call the surface
+	// decoded itself: the verb as the registry describes it and its
+	// arguments as sent. No envelope is decoded and the verb is not looked
+	// up again; the call is recorded as the envelope JSON
+	// {"verb":…,"arguments":…} (executor.EncodeEnvelope), and checked as
+	// that envelope would be.
+	Verb      executor.Info
+	Arguments json.RawMessage
 }
 
-// Execute runs one envelope for an API caller: the stable protocol for
-// agents. Access is checked like in chat; the result is returned, not
-// enqueued. The call is mirrored before it runs; when that record cannot
-// be written, nothing runs and the error wraps ErrNotMirrored. The outcome
-// is mirrored after.
+// Execute runs one call for an API caller: the stable protocol for
+// agents, and the MCP tools. It is decided as a chat turn is (turn.go);
+// the outcome is returned, not enqueued, and there is no ledger. The call
+// is mirrored before it runs; when that record cannot be written, nothing
+// runs and the error wraps ErrNotMirrored. The outcome is mirrored after.
 //
 // Both records of a call that may change state (any verb not read-only,
 // and refused calls) are durable: Execute waits for their fsync (shared
@@ -45,96 +53,103 @@ type APIRequest struct {
 // waiting for the fsync: a crash of the process loses neither, a crash of
 // the machine may lose the record of a read, never that of a change.
 func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, error) {
-	if req.TurnID == "" {
-		req.TurnID = NewTurnID("api", h.opts.Clock.Now())
+	t, text, err := h.apiTurn(req)
+	if err != nil {
+		return nil, err
 	}
-	env, decErr := h.x.DecodeEnvelope(req.Input)
-	var info executor.Info
-	known := false
-	if decErr == nil {
-		info, known = h.x.Registry().Lookup(env.Verb)
-	}
-	ids := []string{req.Identity}
-	forbidden := known && !h.opts.Access.Allowed(ids, info.Name)
-	if decErr == nil && !forbidden && req.Session == "" && h.opts.SessionFor != nil {
-		// Without an explicit session, an API call works where the web
-		// conversation works.
-		req.Session = h.opts.SessionFor(&chat.Inbound{Platform: chat.Web, ChatID: "web", UserID: "web"}, h.opts.Access.RolesOf(ids))
-	}
-	var where policy.Resolution
-	var werr error
-	if decErr == nil && !forbidden {
-		explicit := req.Workspace
-		if env.Workspace != "" && explicit != "" && env.Workspace != explicit {
-			decErr = executor.Errorf(executor.CodeInvalidEnvelope, "The envelope names workspace %q and the request %q; name one", env.Workspace, explicit)
-		} else if explicit == "" {
-			explicit = env.Workspace
-		}
-		if decErr == nil {
-			// Without a choice of its own, an API call works where the
-			// web conversation works.
-			where, werr = h.resolveWorkspace(explicit, WebConversation, h.opts.Access.RolesOf(ids))
-			req.Workspace = where.Name
-		}
-	}
-	// Only a read-only verb that will run skips waiting for the fsync.
-	durable := decErr != nil || !known || forbidden || werr != nil || !info.ReadOnly
-	if err := h.mirrorAPI(ctx, req, nil, answeredBy{}, durable); err != nil {
+	d := h.identify(&t)
+	h.decide(&t, &d)
+	durable := !d.readOnlyRun(&t)
+	if err := h.mirrorAPI(ctx, &t, apiInbound(&t, &d, text), durable); err != nil {
 		h.observeTurn(SurfaceAPI, nil, err)
-		return nil, fmt.Errorf("api call %s: %w: %w", req.TurnID, ErrNotMirrored, err)
+		return nil, fmt.Errorf("api call %s: %w: %w", t.id, ErrNotMirrored, err)
 	}
-	var out *executor.Outcome
-	var by answeredBy
-	res := &TurnResult{TurnID: req.TurnID}
-	switch {
-	case decErr != nil:
-		out = &executor.Outcome{Err: executor.ErrorFrom(decErr), ID: env.ID}
-		res.Status = StatusRejected
-	case forbidden:
-		out = &executor.Outcome{Verb: info.Name, ID: env.ID, Err: executor.Errorf(executor.CodeForbidden,
-			"%s may not run %s; grant a role that names it under access.roles", req.Identity, info.Name)}
-		res.Status = StatusForbidden
-	case werr != nil:
-		out = &executor.Outcome{Verb: info.Name, ID: env.ID, Err: executor.Errorf(executor.CodeForbidden, "%s was not run: %s", info.Name, werr.Error())}
-		res.Status = StatusForbidden
-	default:
-		out, by = h.call(ctx, executor.Call{TurnID: req.TurnID, Identity: req.Identity, Session: req.Session, Workspace: where.Name}, env)
-		res.Status = StatusExecuted
-	}
-	h.observeTurn(SurfaceAPI, res, nil)
-	if err := h.mirrorAPI(context.WithoutCancel(ctx), req, out, by, durable); err != nil {
+	out, by := h.apiOutcome(ctx, &t, &d)
+	h.observeTurn(SurfaceAPI, &TurnResult{TurnID: t.id, Status: d.status()}, nil)
+	if err := h.mirrorAPI(context.WithoutCancel(ctx), &t, apiResult(&t, out, by), durable); err != nil {
 		// The verb has run; its outcome still reaches the caller.
-		h.log.Error("mirror api result", "turn", req.TurnID, "err", fmt.Sprint(err))
+		h.log.Error("mirror api result", "turn", t.id, "err", fmt.Sprint(err))
 	}
 	return out, nil
 }
 
-// mirrorAPI writes the inbound record of an API call (out nil) or its
-// outcome; with durable, it returns once the record is fsynced.
-func (h *Hub) mirrorAPI(ctx context.Context, req APIRequest, out *executor.Outcome, by answeredBy, durable bool) error {
+// apiTurn is the parse step of an API call: its envelope decoded, or the
+// call its surface decoded encoded as the envelope it stands for. text is
+// what the mirror records of the request. An error means the request
+// cannot even be recorded.
+func (h *Hub) apiTurn(req APIRequest) (t turn, text []byte, err error) {
+	if req.TurnID == "" {
+		req.TurnID = NewTurnID("api", h.opts.Clock.Now())
+	}
+	t = turn{id: req.TurnID, identity: req.Identity, ids: []string{req.Identity}, asked: req.Workspace, session: req.Session}
+	switch {
+	case req.Verb.Name == "":
+		t.env, t.err = h.x.DecodeEnvelope(req.Input)
+		return t, req.Input, nil
+	case req.Input != nil:
+		return t, nil, fmt.Errorf("api call %s: the request carries both an envelope and a decoded call (Verb %s); send one", req.TurnID, req.Verb.Name)
+	}
+	t.info, t.known = req.Verb, true
+	t.env, text, t.err = h.x.EncodeEnvelope(req.Verb.Name, req.Arguments)
+	if text == nil {
+		return t, nil, fmt.Errorf("api call %s: %w", req.TurnID, t.err)
+	}
+	return t, text, nil
+}
+
+// apiOutcome delivers an API call's decision: the outcome of its run, or
+// the error it was refused with.
+func (h *Hub) apiOutcome(ctx context.Context, t *turn, d *decision) (*executor.Outcome, answeredBy) {
+	switch d.verdict {
+	case verdictInvalid:
+		return &executor.Outcome{Err: executor.ErrorFrom(d.err), ID: t.env.ID}, answeredBy{}
+	case verdictForbidden:
+		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: executor.Errorf(executor.CodeForbidden,
+			"%s may not run %s (forbidden; roles: %s). %s", t.identity, t.info.Name, rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Name))}, answeredBy{}
+	case verdictWorkspace:
+		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: executor.Errorf(executor.CodeForbidden, "%s was not run: %s.%s", t.info.Name, d.werr.Error(), workspaceHint(t, d))}, answeredBy{}
+	}
+	return h.run(ctx, t, d)
+}
+
+// apiInbound is the mirror record of an API call before it runs: the
+// request's text, with the session and the workspace it acts in. A call
+// refused before it was placed (it does not parse, its roles do not grant
+// the verb, it names two workspaces) records the workspace the request
+// named.
+func apiInbound(t *turn, d *decision, text []byte) store.MirrorRecord {
+	meta := map[string]string{"turn_id": t.id}
+	if d.session != "" {
+		meta["session"] = d.session
+	}
+	ws := t.asked
+	if d.placed && d.allowed {
+		ws = d.where.Name
+	}
+	if ws != "" {
+		meta[MetaWorkspace] = ws
+	}
+	return store.MirrorRecord{Direction: store.DirectionInbound, Platform: "api", Actor: t.identity, Kind: "execute", Text: string(text), Meta: meta}
+}
+
+// apiResult is the mirror record of an API call's outcome.
+func apiResult(t *turn, out *executor.Outcome, by answeredBy) store.MirrorRecord {
+	meta := map[string]string{"turn_id": t.id, "verb": out.Verb}
+	if !out.Succeeded() {
+		meta["error_code"] = string(out.Err.Code)
+	}
+	meta = by.meta(meta)
+	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(out.JSON()), Meta: meta}
+}
+
+// mirrorAPI writes a record of an API call; with durable, it returns once
+// the record is fsynced.
+func (h *Hub) mirrorAPI(ctx context.Context, t *turn, rec store.MirrorRecord, durable bool) error {
 	if h.opts.Mirror == nil {
 		return nil
 	}
-	var rec store.MirrorRecord
-	if out == nil {
-		meta := map[string]string{"turn_id": req.TurnID}
-		if req.Session != "" {
-			meta["session"] = req.Session
-		}
-		if req.Workspace != "" {
-			meta[MetaWorkspace] = req.Workspace
-		}
-		rec = store.MirrorRecord{Direction: store.DirectionInbound, Platform: "api", Actor: req.Identity, Kind: "execute", Text: string(req.Input), Meta: meta}
-	} else {
-		meta := map[string]string{"turn_id": req.TurnID, "verb": out.Verb}
-		if !out.Succeeded() {
-			meta["error_code"] = string(out.Err.Code)
-		}
-		meta = by.meta(meta)
-		rec = store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(out.JSON()), Meta: meta}
-	}
 	if err := h.opts.Mirror.Append(ctx, rec, durable); err != nil {
-		h.log.Error("mirror api call", "turn", req.TurnID, "direction", rec.Direction, "err", fmt.Sprint(err))
+		h.log.Error("mirror api call", "turn", t.id, "direction", rec.Direction, "err", fmt.Sprint(err))
 		return err
 	}
 	return nil

@@ -187,13 +187,13 @@ func Identities(in *chat.Inbound) []string {
 	return ids
 }
 
-// Handle runs one turn (docs/architecture.md, "A turn"). It returns once
-// the reply is durably enqueued: only then may the adapter acknowledge the
-// inbound (advance the Telegram offset, say). A duplicate (same TurnID)
-// never runs twice; a turn the hub died in is answered with a notice and
-// not run again. A turn of a chat whose turns accepted before the last stop
-// have not all run yet waits for them (or returns ctx's error, the turn not
-// run).
+// Handle runs one chat turn (docs/architecture.md, "One path for a
+// turn"). It returns once the reply is durably enqueued: only then may the
+// adapter acknowledge the inbound (advance the Telegram offset, say). A
+// duplicate (same TurnID) never runs twice; a turn the hub died in is
+// answered with a notice and not run again. A turn of a chat whose turns
+// accepted before the last stop have not all run yet waits for them (or
+// returns ctx's error, the turn not run).
 func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error) {
 	if err := validInbound(in); err != nil {
 		return nil, err
@@ -204,167 +204,44 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 	return h.handle(ctx, in)
 }
 
-// handle is Handle without the wait for held turns.
+// handle is Handle without the wait for held turns: the chat surface's
+// turn (chatturn.go) on the path every surface shares (turn.go).
 func (h *Hub) handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, err error) {
 	if err := validInbound(in); err != nil {
 		return nil, err
 	}
 	defer func() { h.observeTurn(string(in.Platform), res, err) }()
-	res = &TurnResult{TurnID: in.TurnID}
 	if !h.claim(in.TurnID) {
-		res.Status = StatusDuplicate
 		h.mirrorInbound(ctx, in, "", map[string]string{"duplicate": "in-flight"})
-		return res, nil
+		return &TurnResult{TurnID: in.TurnID, Status: StatusDuplicate}, nil
 	}
 	defer h.release(in.TurnID)
-
-	ids := Identities(in)
-	// The turn decides with the access policy as it is now, whatever a
-	// reload or an approval changes while it runs.
-	acc := h.opts.Access.Current()
-	roles := acc.RolesOf(ids)
+	t := chatTurn(in)
+	d := h.identify(&t)
 	now := h.opts.Clock.Now()
-	rec := store.TurnRecord{
-		TurnID: in.TurnID, Identity: in.Identity(), Reply: in.ReplyKey().String(),
-		ReplyMeta: in.ReplyMeta, Platform: string(in.Platform), Started: now.UTC(),
+	accepted, done, err := h.beginTurn(ctx, in, now)
+	if done != nil || err != nil {
+		return done, err
 	}
-	prev, began, accepted, err := h.opts.Ledger.Begin(rec)
-	if err != nil {
-		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
+	if dir := h.dir.Load(); dir != nil {
+		dir.Observe(in)
 	}
-	if !began {
-		h.mirrorInbound(ctx, in, "", map[string]string{"duplicate": prev.State})
-		if prev.State == store.TurnStarted {
-			// A previous run died while this turn ran; tell the chat once.
-			return h.interrupted(ctx, *prev)
-		}
-		res.Status = StatusDuplicate
-		return res, nil
+	if len(d.roles) > 0 {
+		h.parseChat(&t)
+		h.decide(&t, &d)
 	}
-	if d := h.dir.Load(); d != nil {
-		d.Observe(in)
+	if err := h.mirrorChat(ctx, &t, &d, accepted); err != nil {
+		return nil, err
 	}
-
-	kind := store.KindMessage
-	if strings.HasPrefix(strings.TrimSpace(in.Text), "/") {
-		kind = store.KindCommand
-	}
-	if in.Edited {
-		kind = store.KindEdited
-	}
-	if len(roles) == 0 {
-		kind = store.KindDenied
-	}
-	// Parsing is pure: the command is known before the turn is mirrored,
-	// so the mirror records the workspace a verb acts in.
-	var (
-		cmd   executor.Command
-		perr  error
-		where policy.Resolution
-		werr  error
-		extra map[string]string
-	)
-	if len(roles) > 0 {
-		cmd, perr = h.x.ParseCommand(in.Text)
-		if perr == nil && cmd.Verb != "" {
-			where, werr = h.resolveWorkspace(cmd.Workspace, in.ReplyKey().String(), roles)
-			if werr == nil {
-				extra = map[string]string{MetaWorkspace: where.Name}
-			}
-		}
-	}
-	if err := h.mirrorInbound(ctx, in, kind, extra); err != nil {
-		// The mirror is contractual: without it the turn does not run. A
-		// turn the platform delivers again (the adapter does not acknowledge
-		// an error) is forgotten, so the redelivery runs it once the mirror
-		// works again; an accepted one, which is never delivered again, goes
-		// back to received and runs at the next start.
-		var undo error
-		if accepted {
-			undo = h.opts.Ledger.Unstart(in)
-		} else {
-			undo = h.opts.Ledger.Forget(in.TurnID)
-		}
-		if undo != nil {
-			h.log.Error("undo unmirrored turn", "turn", in.TurnID, "err", undo)
-		}
-		return nil, fmt.Errorf("turn %s: %w", in.TurnID, err)
-	}
-
-	if len(roles) == 0 {
+	res = &TurnResult{TurnID: in.TurnID}
+	if len(d.roles) == 0 {
 		return h.deny(ctx, in, res, now)
 	}
-
-	var text, code string
-	var answered answeredBy
-	private, progressShown := false, false
-	approveArgs, approve := approveCommand(in.Text)
-	switch {
-	case approve:
-		res.Status = StatusBuiltin
-		text, private = h.approveFromChat(ctx, acc, ids, approveArgs, in)
-	case errors.Is(perr, executor.ErrNotCommand):
-		if !isConversation(in) {
-			res.Status = StatusIgnored
-			return res, h.opts.Ledger.Finish(in.TurnID, store.TurnDone, "", nil, now)
-		}
-		res.Status = StatusRejected
-		text = "Send a command such as /fs.listDir . or /help for what you can do."
-	case perr != nil:
-		res.Status = StatusRejected
-		e := executor.ErrorFrom(perr)
-		text, code, private = executor.RenderError(e), string(e.Code), true
-	case cmd.Builtin != "":
-		res.Status = StatusBuiltin
-		text = h.builtin(cmd, in, ids, roles)
-	case !acc.Allowed(ids, cmd.Verb):
-		res.Status = StatusForbidden
-		res.Verb = cmd.Verb
-		code, private = string(executor.CodeForbidden), true
-		text = fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run.", cmd.Verb, strings.Join(roles, ", "))
-	case werr != nil:
-		res.Status = StatusForbidden
-		res.Verb = cmd.Verb
-		code, private = string(executor.CodeForbidden), true
-		text = fmt.Sprintf("⚠ %s was not run: %s. Send /use for the workspaces you may use.", cmd.Verb, upperFirst(werr.Error()))
-	default:
-		res.Status = StatusExecuted
-		res.Verb = cmd.Verb
-		out, note, by, shown := h.runTracked(ctx, in, roles, cmd, where.Name)
-		progressShown = shown
-		res.Outcome = out
-		answered = by
-		text = executor.RenderText(out, cmd.JSON)
-		if note != "" && !cmd.JSON {
-			text += "\n" + note
-		}
-		if !out.Succeeded() {
-			code = string(out.Err.Code)
-			private = true
-		}
+	r, ok := h.answer(ctx, &t, &d, res)
+	if !ok {
+		return res, h.opts.Ledger.Finish(in.TurnID, store.TurnDone, "", nil, now)
 	}
-	meta := answered.meta(replyMeta(in, private))
-	if progressShown {
-		meta[MetaProgress] = "1"
-	}
-	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(text, h.chunkOptions(in.ReplyKey())), meta)
-	// Once the turn has been decided (a verb may have run), its answer is
-	// made durable whatever happens to the caller's context: a stop that
-	// cancels the turn must not leave a verb that ran without its reply.
-	now = h.opts.Clock.Now()
-	added, finished, err := h.enqueueAndFinish(context.WithoutCancel(ctx), in.TurnID, entries, store.TurnDone, code, now)
-	if err != nil {
-		// The verb ran but its answer is not durable: leave the turn started
-		// so a restart tells the chat, rather than pretend it finished.
-		return nil, fmt.Errorf("turn %s: enqueue reply: %w", in.TurnID, err)
-	}
-	res.Outbox = added
-	if !finished {
-		if err := h.opts.Ledger.Finish(in.TurnID, store.TurnDone, code, idsOf(entries), now); err != nil {
-			return res, fmt.Errorf("turn %s: %w", in.TurnID, err)
-		}
-	}
-	return res, nil
+	return h.deliverReply(ctx, in, r, res)
 }
 
 // enqueueAndFinish enqueues a turn's answer and, in the same transaction
@@ -380,40 +257,6 @@ func (h *Hub) enqueueAndFinish(ctx context.Context, turnID string, entries []out
 		return nil, false, err
 	}
 	return added, done(), nil
-}
-
-// run executes a parsed verb command with the turn's identity, workspace
-// and session.
-func (h *Hub) run(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) (*executor.Outcome, answeredBy) {
-	call := executor.Call{TurnID: in.TurnID, Identity: in.Identity(), Workspace: workspace}
-	if h.opts.SessionFor != nil {
-		call.Session = h.opts.SessionFor(in, roles)
-	}
-	return h.call(ctx, call, cmd.Envelope())
-}
-
-// call runs env as call, within the verb timeout: every surface runs verbs
-// through it. A call in a remote workspace goes to its node, which answers
-// (by names it); the outcome stands for the local executor's.
-func (h *Hub) call(ctx context.Context, call executor.Call, env executor.Envelope) (*executor.Outcome, answeredBy) {
-	if d, ok := h.remoteDestination(call.Workspace); ok {
-		out, by := h.callRemote(ctx, call, d, env)
-		if h.opts.Observer != nil {
-			h.opts.Observer.Verb(out)
-		}
-		return out, by
-	}
-	ctx = executor.WithCall(ctx, call)
-	if h.opts.VerbTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.opts.VerbTimeout)
-		defer cancel()
-	}
-	out := h.x.Run(ctx, env)
-	if h.opts.Observer != nil {
-		h.opts.Observer.Verb(out)
-	}
-	return out, answeredBy{}
 }
 
 // deny answers a stranger at most once per DenialInterval (in private

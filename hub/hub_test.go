@@ -223,7 +223,7 @@ func TestRolesAndGlobs(t *testing.T) {
 	e.rt.Hub.Handle(context.Background(), tgMsg(3, 200, "/verbs"))
 	msgs := e.rec.Wait(t, "chat:telegram:100", len(cases)+1)
 	last := msgs[len(msgs)-1].Text
-	if !strings.Contains(last, "/fs.readRange") || strings.Contains(last, "/proc.run") || !strings.Contains(last, "3 verbs") {
+	if !strings.Contains(last, "/fs.readRange") || !strings.Contains(last, "/fs.readMany") || strings.Contains(last, "/proc.run") || !strings.Contains(last, "4 verbs") {
 		t.Fatalf("/verbs for readers: %q", last)
 	}
 	// A group message that is not a command is ignored, not answered.

@@ -24,15 +24,20 @@ type Preview struct {
 // Preview tells how in will be answered, cheaply and without running or
 // recording anything, by the same access and parse decisions Handle makes.
 func (h *Hub) Preview(in *chat.Inbound) Preview {
-	ids := Identities(in)
-	if len(h.opts.Access.RolesOf(ids)) == 0 {
+	t := chatTurn(in)
+	d := h.identify(&t)
+	if len(d.roles) == 0 {
 		return Preview{Private: true}
 	}
-	cmd, err := h.x.ParseCommand(in.Text)
-	if err != nil {
+	h.parseChat(&t)
+	switch {
+	case t.err != nil:
 		return Preview{Private: true}
+	case t.env.Verb == "":
+		return Preview{} // a builtin
 	}
-	return Preview{Private: cmd.Builtin == "" && !h.opts.Access.Allowed(ids, cmd.Verb)}
+	h.permit(&t, &d)
+	return Preview{Private: !d.allowed}
 }
 
 // VerbsFor lists the verbs the identities may run, sorted by name, for

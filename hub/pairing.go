@@ -324,7 +324,7 @@ func approveCommand(text string) (args []string, ok bool) {
 // name admin.access.
 func (h *Hub) approveFromChat(ctx context.Context, acc *Access, ids []string, args []string, in *chat.Inbound) (text string, private bool) {
 	if !acc.Allowed(ids, config.AdminAccess) {
-		return fmt.Sprintf("⚠ You may not approve access: none of your roles grants %s.", config.AdminAccess), true
+		return fmt.Sprintf("⚠ You may not approve access: none of your roles grants %s. %s", config.AdminAccess, acc.ForbiddenHint(in.Identity(), config.AdminAccess)), true
 	}
 	if len(args) != 2 {
 		return "Usage: /approve CODE ROLE, for example /approve ABCD-EF23 reader (roles: " + strings.Join(acc.Roles(), ", ") + ")", true

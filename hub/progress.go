@@ -39,7 +39,7 @@ const (
 	ProgressRunning     ProgressState = "running"
 	ProgressDone        ProgressState = "done"        // the verb finished; its result follows
 	ProgressFailed      ProgressState = "failed"      // the verb failed; the error follows
-	ProgressCanceled    ProgressState = "canceled"    // stopped by /cancel or a Cancel button
+	ProgressCanceled    ProgressState = "cancelled"   // stopped by /cancel or a Cancel button
 	ProgressInterrupted ProgressState = "interrupted" // the hub stopped while the call ran
 )
 
@@ -126,13 +126,14 @@ type runningCall struct {
 // errCanceledByUser is the cause of a call stopped by /cancel or a button.
 var errCanceledByUser = errors.New("cancelled by a user")
 
-// runTracked runs a parsed verb command from chat: registered so that
+// runTracked runs a decided verb call from chat: registered so that
 // /cancel can stop it, with its progress shown on the platform's view once
 // it has run ProgressAfter. A call someone cancelled has the last lines of
 // its output (note) added to its reply; answered says which node answered
 // (remote workspaces) and shown whether a progress message was shown, which
 // the reply's meta tells the sender (MetaProgress).
-func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, cmd executor.Command, workspace string) (out *executor.Outcome, note string, answered answeredBy, shown bool) {
+func (h *Hub) runTracked(ctx context.Context, t *turn, d *decision) (out *executor.Outcome, note string, answered answeredBy, shown bool) {
+	in, cmd := t.in, t.cmd
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rc := &runningCall{turnID: in.TurnID, identity: in.Identity(), target: in.ReplyKey(), verb: cmd.Verb, cancel: cancel}
@@ -145,7 +146,7 @@ func (h *Hub) runTracked(ctx context.Context, in *chat.Inbound, roles []string, 
 		h.mu.Unlock()
 	}()
 	tr := h.newTracker(ctx, h.progressView(in.Platform), ProgressUpdate{TurnID: in.TurnID, Target: in.ReplyKey(), Meta: in.ReplyMeta, Verb: cmd.Verb})
-	out, answered = h.run(executor.WithProgress(ctx, tr.report), in, roles, cmd, workspace)
+	out, answered = h.run(executor.WithProgress(ctx, tr.report), t, d)
 	rc.mu.Lock()
 	by := rc.canceledBy
 	rc.mu.Unlock()
@@ -265,7 +266,11 @@ func (t *progressTracker) finish(state ProgressState, by string) (tail string, s
 	if !shown {
 		return u.Tail, false
 	}
-	u.State = state
+	tail = u.Tail
+	// The reply that follows carries the output (the result, or the last
+	// lines of a cancelled call): the final state shows none, so no view
+	// shows it twice.
+	u.State, u.Tail = state, ""
 	u.Elapsed = t.h.opts.Clock.Now().Sub(t.start)
 	u.Text = progressText(u, by)
 	ctx, cancel := context.WithTimeout(t.ctx, progressCallTimeout)
@@ -273,7 +278,7 @@ func (t *progressTracker) finish(state ProgressState, by string) (tail string, s
 	if _, err := t.view.ShowProgress(ctx, u); err != nil {
 		t.h.log.Warn("final progress not shown", "turn", u.TurnID, "err", err)
 		if u.MessageID != "" {
-			return u.Tail, true // recorded: the next start finalises it
+			return tail, true // recorded: the next start finalises it
 		}
 	}
 	if t.h.opts.Progress != nil && u.MessageID != "" {
@@ -281,7 +286,7 @@ func (t *progressTracker) finish(state ProgressState, by string) (tail string, s
 			t.h.log.Error("forget progress message", "turn", u.TurnID, "err", err)
 		}
 	}
-	return u.Tail, true
+	return tail, true
 }
 
 // progressText is the update for people: a status line and, while the call
@@ -355,7 +360,7 @@ func (h *Hub) Cancel(req CancelRequest) CancelResult {
 	if len(mine) == 0 {
 		switch {
 		case len(others) > 0:
-			return CancelResult{Text: fmt.Sprintf("⚠ You may not cancel %s: %s started it, and stopping someone else's call needs a role with %s.", others[0].verb, others[0].identity, config.AdminCancel)}
+			return CancelResult{Text: fmt.Sprintf("⚠ You may not cancel %s: %s started it, and stopping someone else's call needs a role with %s. %s", others[0].verb, others[0].identity, config.AdminCancel, h.opts.Access.ForbiddenHint(caller, config.AdminCancel))}
 		case req.TurnID != "":
 			return CancelResult{Text: "Nothing to cancel: that call has already finished."}
 		}

@@ -101,14 +101,10 @@ func (h *Hub) remoteDestination(workspace string) (config.Destination, bool) {
 // stands for the local executor's. A call without an answer is a failed
 // outcome that says why.
 //
-// The outcome's verb is the registered name of the verb sent ("" for a
-// verb the hub does not know, as locally), never the node's claim: it
+// The outcome's verb is verb, the registered name of the verb sent ("" for
+// a verb the hub does not know, as locally), never the node's claim: it
 // becomes a metrics label and mirror meta.
-func (h *Hub) callRemote(ctx context.Context, call executor.Call, d config.Destination, env executor.Envelope) (*executor.Outcome, answeredBy) {
-	verb := ""
-	if info, ok := h.x.Registry().Lookup(env.Verb); ok {
-		verb = info.Name
-	}
+func (h *Hub) callRemote(ctx context.Context, call executor.Call, d config.Destination, env executor.Envelope, verb string) (*executor.Outcome, answeredBy) {
 	if h.opts.Remote == nil {
 		return &executor.Outcome{Verb: verb, ID: env.ID, Err: executor.Errorf(executor.CodeInternal,
 			"Workspace %s runs on node %s, but this hub has no connection to its nodes (nats: is not configured)", call.Workspace, d.Node)}, answeredBy{}
@@ -165,7 +161,7 @@ func (h *Hub) liveness(workspace string) string {
 // admin.read.
 func (h *Hub) nodes(ids, roles []string) string {
 	if !h.opts.Access.Allowed(ids, config.AdminRead) {
-		return fmt.Sprintf("⚠ You may not run /nodes (forbidden): it needs a role with %s. Your roles: %s.", config.AdminRead, strings.Join(roles, ", "))
+		return fmt.Sprintf("⚠ You may not run /nodes (forbidden): it needs a role with %s. Your roles: %s. %s", config.AdminRead, rolesText(roles), h.opts.Access.ForbiddenHint(ids[0], config.AdminRead))
 	}
 	if h.opts.Remote == nil {
 		return "This hub has no remote nodes (nats: is not configured; see docs/nodes.md)."

@@ -199,7 +199,7 @@ func TestNodesCommand(t *testing.T) {
 	if !strings.Contains(r, "Nodes (1):") || !strings.Contains(r, "db-1: online, version v-test, last seen ") || !strings.Contains(r, "workspaces logs, load 0.50 0.25 0.12") {
 		t.Fatalf("/nodes as admin: %q", r)
 	}
-	if _, r := w.say(t, "2", "200", "/nodes"); r != "⚠ You may not run /nodes (forbidden): it needs a role with admin.read. Your roles: dev." {
+	if _, r := w.say(t, "2", "200", "/nodes"); r != "⚠ You may not run /nodes (forbidden): it needs a role with admin.read. Your roles: dev. To allow it, the operator adds this to the configuration (merged into its access section, if it has one) and runs hub reload:\n```yaml\naccess:\n  roles:\n    admin-read: {verbs: [\"admin.read\"]}\n  grants:\n    \"telegram:2\": [dev, admin-read]\n```" {
 		t.Fatalf("/nodes as dev: %q", r)
 	}
 }

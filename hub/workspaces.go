@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/workspaces/policy"
 )
 
@@ -37,7 +38,7 @@ func (h *Hub) resolveWorkspace(explicit, key string, roles []string) (policy.Res
 		if explicit != "" && explicit != policy.Default {
 			return policy.Resolution{}, fmt.Errorf("workspace %q is not configured (accepted: %s)", explicit, policy.Default)
 		}
-		return policy.Resolution{Name: policy.Default, Destination: "local", Reason: policy.ReasonDefault}, nil
+		return policy.Resolution{Name: policy.Default, Destination: "local", Reason: policy.ReasonDefault, Rule: policy.RuleDefault, Runs: config.DestinationLocal}, nil
 	}
 	chosen, err := h.chosenWorkspace(key)
 	if err != nil {
@@ -90,7 +91,7 @@ func (h *Hub) WorkspacePolicy() *policy.Policy { return h.ws.Load() }
 func (h *Hub) EffectiveWorkspace(key string) (policy.Resolution, error) {
 	p := h.ws.Load()
 	if p == nil {
-		return policy.Resolution{Name: policy.Default, Destination: "local", Reason: policy.ReasonDefault}, nil
+		return policy.Resolution{Name: policy.Default, Destination: "local", Reason: policy.ReasonDefault, Rule: policy.RuleDefault, Runs: config.DestinationLocal}, nil
 	}
 	chosen, err := h.chosenWorkspace(key)
 	if err != nil {
@@ -138,7 +139,7 @@ func (h *Hub) use(arg string, in *chat.Inbound, roles []string) string {
 		return fmt.Sprintf("No workspace named %q. You may use: %s. Send /use NAME, or /use --default to let the configuration decide.", arg, strings.Join(p.Usable(roles), ", "))
 	}
 	if err := p.Allow(roles, policy.Resolution{Name: arg, Reason: "asked with /use"}); err != nil {
-		return "⚠ " + upperFirst(err.Error()) + "."
+		return "⚠ " + upperFirst(err.Error()) + ". " + h.opts.Access.WorkspaceHint(in.Identity(), arg)
 	}
 	if err := h.opts.Choices.SetWorkspace(key, arg); err != nil {
 		h.log.Error("record workspace choice", "conversation", key, "err", err)

@@ -682,8 +682,8 @@ func (c *checker) repliedAsRun(t *Turn) bool {
 // verb's result: the verb ran to the end. A reply that reports the verb
 // cancelled does not: a graceful stop ends the context of the turns in
 // flight with the adapters', which kills a running program, and the hub
-// then enqueues that outcome as the turn's reply ("⚠ sh was stopped before
-// it finished (context canceled); … (canceled)") rather than leave the
+// then enqueues that outcome as the turn's reply ("⚠ sh was cancelled
+// before it finished; … (cancelled)") rather than leave the
 // turn unanswered. Such a reply claims nothing of the side effect: the
 // program may have written its marker before it was killed, or not. The
 // outbox keeps no text of a delivered chunk, so the text is the outbound
@@ -698,7 +698,7 @@ func (c *checker) reportsResult(t *Turn) bool {
 }
 
 // cancelled reports whether a reply's text is the rendering of a verb's
-// cancellation (executor.RenderError of a canceled error).
+// cancellation (executor.RenderError of a cancelled error).
 func cancelled(text string) bool {
 	first, _, _ := strings.Cut(text, "\n")
 	return strings.HasPrefix(first, "⚠ ") && strings.HasSuffix(first, " ("+string(executor.CodeCanceled)+")")

@@ -84,7 +84,7 @@ func (b *obsBuilder) discordInteraction(channel string, id int, notices ...strin
 }
 
 // stoppedReply is how the hub answers a proc.run a graceful stop cut short.
-const stoppedReply = "⚠ sh was stopped before it finished (context canceled); its output so far is in proc/t/stdout.txt and proc/t/stderr.txt (canceled)"
+const stoppedReply = "⚠ sh was cancelled before it finished; all of its output so far: `/proc.output outputId=t stream=stdout startLine=1` (cancelled)"
 
 func mustKey(s string) chat.Key {
 	k, err := chat.ParseKey(s)

@@ -170,26 +170,32 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 		return res, err
 	}
 	defer release()
+	limit := p.ws.opts.MaxReadBytes
+	res.Content, res.File, err = readWhole(ctx, p, l, limit, func(size int64) error {
+		return executor.Errorf(executor.CodeTooLarge,
+			"File %s is %d bytes; fs.readFile returns at most %d (use fs.lineCount and fs.readRange to read part of it)", l.Show(), size, limit)
+	})
+	return res, err
+}
+
+// readWhole reads the located file whole, as fs.readFile returns it, if
+// it is at most limit bytes (tooLarge makes the error otherwise).
+func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLarge func(size int64) error) (string, *VfsFile, error) {
 	show := l.Show()
 	f, fi, err := openRegular(l)
 	if err != nil {
-		return res, err
+		return "", nil, err
 	}
 	defer f.Close()
-	limit := p.ws.opts.MaxReadBytes
-	tooLarge := func(size int64) error {
-		return executor.Errorf(executor.CodeTooLarge,
-			"File %s is %d bytes; fs.readFile returns at most %d (use fs.lineCount and fs.readRange to read part of it)", show, size, limit)
-	}
 	if fi.Size() > limit {
-		return res, tooLarge(fi.Size())
+		return "", nil, tooLarge(fi.Size())
 	}
 	data, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, limit+1))
 	if err != nil {
-		return res, confine.FSError(err, show, "read")
+		return "", nil, confine.FSError(err, show, "read")
 	}
 	if int64(len(data)) > limit {
-		return res, tooLarge(int64(len(data)))
+		return "", nil, tooLarge(int64(len(data)))
 	}
 	enc := EncodingUTF8
 	if !isText(data) {
@@ -199,20 +205,18 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 	if p.sess != nil {
 		meta, err := p.sess.metaOf(l.Name(), fi)
 		if err != nil {
-			return res, err
+			return "", nil, err
 		}
 		if meta.Encoding == string(EncodingBase64) {
 			enc = EncodingBase64
 		}
 		m = &meta
 	}
+	content := string(data)
 	if enc == EncodingBase64 {
-		res.Content = base64.StdEncoding.EncodeToString(data)
-	} else {
-		res.Content = string(data)
+		content = base64.StdEncoding.EncodeToString(data)
 	}
-	res.File = vfsFile(show, enc, int64(len(data)), m)
-	return res, nil
+	return content, vfsFile(show, enc, int64(len(data)), m), nil
 }
 
 // WriteFile implements fs.writeFile. Without a mode it creates the file or

@@ -189,13 +189,20 @@ func readLine(r *bufio.Reader, dst *bytes.Buffer, limit int) (ok bool, err error
 
 var errLineTooLong = errors.New("line too long")
 
-// ReadRange implements fs.readRange. A range nearer the end of the file
+// ReadRange implements fs.readRange; the last lines (lastLines) are read
+// by readLast. A range nearer the end of the file
 // than its start is read backwards from the end when the file's line count
 // is cached (see lineCache), so the last lines of a large file cost what
 // the first ones do; a range nearer a mark of the file's cached line index
 // is read from that mark; otherwise the file is read from the start.
 func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResult, error) {
 	var res FsReadRangeResult
+	if err := a.checkForm(); err != nil {
+		return res, err
+	}
+	if a.LastLines != nil {
+		return s.readLast(ctx, a)
+	}
 	p, l, release, err := s.usePath(ctx, false, a.Path, confine.FollowFinal)
 	if err != nil {
 		return res, err

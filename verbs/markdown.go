@@ -14,8 +14,8 @@ var sessionGuidance = []string{
 	"Your workspace belongs to this conversation alone and starts empty apart from the host mounts the operator configured. Create files with `fs.writeFile` when you need them.",
 	"Host mounts are configuration only: no verb imports more host directories during a conversation, and nothing you write reaches the host. Mounted files are copies.",
 	"Explore with `fs.listDir` before reading or writing specific files. Listings are shallow, so list the directory you need instead of walking the whole tree, and keep output small.",
-	"Fetch contents with `fs.readFile` (or `fs.readRange` for part of a large file) when you need them, and base your edits on the version it returns: every write, appends included, increments a file's version, so a different version means the file changed since you read it.",
-	"Apply edits with `fs.writeFile` or `fs.writeRange`, keeping them concise. `mode: create` refuses to replace a file, `overwrite` and `append` refuse a missing one. Binary content is written and read as base64 (`encoding: base64`) and should stay small and intentional. Prefer replacing a whole file to many appends unless you are streaming a log.",
+	"Fetch contents with `fs.readFile` (or `fs.readRange` for part of a large file, `lastLines` for its end, `fs.readMany` for several files at once) when you need them, and base your edits on the version it returns: every write, appends included, increments a file's version, so a different version means the file changed since you read it.",
+	"Apply edits with `fs.edit` (replace an exact passage, which must occur once; `dryRun` shows the diff first), `fs.writeFile` or `fs.writeRange`, keeping them concise. `mode: create` refuses to replace a file, `overwrite` and `append` refuse a missing one. Binary content is written and read as base64 (`encoding: base64`) and should stay small and intentional. Prefer replacing a whole file to many appends unless you are streaming a log.",
 	"Take a `vfs.snapshot` before risky changes; `vfs.restore` brings a snapshot back into a fresh directory (the snapshot itself never changes), `vfs.reset` starts over from the mounts, `vfs.info` and `vfs.list` show the workspace and its snapshots. Snapshots and idle workspaces expire.",
 	"Clean up obsolete files and directories with `fs.deleteFile` and `fs.deleteDirectory` once your work is done, to keep the workspace and its snapshots small.",
 	"Avoid mirroring large repositories or binary assets: the per-write size limit (48,000 characters by default) still applies, and mounts should stay focused.",
@@ -26,8 +26,8 @@ var sessionGuidance = []string{
 var hostGuidance = []string{
 	"Your workspace is a directory on the hub's host: what you write changes real files at once, and other programs may change them too. There are no versions or snapshots here.",
 	"Explore with `fs.listDir` before reading or writing specific files. Listings are shallow, so list the directory you need instead of walking the whole tree, and keep output small.",
-	"Fetch contents with `fs.readFile` (or `fs.readRange` and `fs.lineCount` for large files) before editing, and edit from what you read.",
-	"Apply edits with `fs.writeRange` for a few lines or `fs.writeFile` for a whole file, keeping them concise. `mode: create` refuses to replace a file, `overwrite` and `append` refuse a missing one. Binary content is written and read as base64 (`encoding: base64`).",
+	"Fetch contents with `fs.readFile` (or `fs.readRange` and `fs.lineCount` for large files, `lastLines` for the end of a log, `fs.readMany` for several files at once) before editing, and edit from what you read; `fs.stat` describes a file, its SHA-256 on request.",
+	"Apply edits with `fs.edit` to replace an exact passage (it must occur once; `dryRun` shows the diff first, `expectedSha256` refuses a file changed since you read it), `fs.writeRange` for a few lines or `fs.writeFile` for a whole file, keeping them concise. `mode: create` refuses to replace a file, `overwrite` and `append` refuse a missing one. Binary content is written and read as base64 (`encoding: base64`).",
 	"Clean up files you created once your work is done.",
 	"Avoid copying large trees or binary assets: the per-write size limit (48,000 characters by default) applies.",
 }
@@ -71,12 +71,12 @@ func AgentMarkdown(reg *executor.Registry, sessions bool) string {
 	return b.String()
 }
 
-// envelopeExample shows the envelope with the required arguments as
-// placeholders of their types.
+// envelopeExample shows the envelope with the required and positional
+// arguments as placeholders of their types.
 func envelopeExample(s executor.VerbSchema) string {
 	var args []string
 	for _, f := range s.Arguments.Fields {
-		if !f.Required {
+		if !f.Required && !f.Positional {
 			continue
 		}
 		v := `"<` + f.Name + `>"`

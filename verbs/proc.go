@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -202,12 +203,7 @@ func (s *Set) ended(ctx context.Context, res ProcRunResult, stdout, stderr *capt
 	res.StdoutBytes, res.StderrBytes = stdout.total, stderr.total
 	res.StdoutTail, res.StderrTail = stdout.tailString(), stderr.tailString()
 	if err := ctx.Err(); err != nil {
-		code := executor.CodeCanceled
-		if errors.Is(err, context.DeadlineExceeded) {
-			code = executor.CodeTimeout
-		}
-		return res, &executor.Error{Code: code, Err: err, Message: fmt.Sprintf(
-			"%s was stopped before it finished (%v); its output so far is in %s and %s", exe, err, res.StdoutPath, res.StderrPath)}
+		return res, stoppedError(exe, err, res)
 	}
 	var se *proc.StartError
 	var pe *proc.Error
@@ -221,6 +217,33 @@ func (s *Set) ended(ctx context.Context, res ProcRunResult, stdout, stderr *capt
 	}
 	res.ExitCode, res.TimedOut = end.ExitCode, end.TimedOut
 	return res, nil
+}
+
+// stoppedError is the error of a call stopped before its program ended:
+// cancelled, or at the verb timeout. It names the proc.output commands
+// that read what the program wrote, never a path of the state directory,
+// which no chat user can open.
+func stoppedError(exe string, err error, res ProcRunResult) error {
+	code, msg := executor.CodeCanceled, exe+" was cancelled before it finished"
+	if errors.Is(err, context.DeadlineExceeded) {
+		code, msg = executor.CodeTimeout, exe+" was stopped at the verb timeout before it finished"
+	}
+	var reads []string
+	for _, s := range []struct {
+		stream OutputStream
+		bytes  int64
+	}{{StreamStdout, res.StdoutBytes}, {StreamStderr, res.StderrBytes}} {
+		if s.bytes > 0 && res.OutputID != "" {
+			reads = append(reads, "`"+outputCommand(res.OutputID, s.stream, 1)+"`")
+		}
+	}
+	switch {
+	case len(reads) > 0:
+		msg += "; all of its output so far: " + strings.Join(reads, " and ")
+	case res.StdoutBytes+res.StderrBytes == 0:
+		msg += "; it wrote no output"
+	}
+	return &executor.Error{Code: code, Err: err, Message: msg}
 }
 
 func startError(err error, exe string) error {
@@ -394,9 +417,12 @@ func (c *capture) Write(p []byte) (int, error) {
 	}
 	c.total += int64(len(p))
 	if c.tailMax > 0 {
-		c.tail = append(c.tail, p[max(0, len(p)-c.tailMax):]...)
-		if len(c.tail) > 2*c.tailMax {
-			c.tail = append(c.tail[:0], c.tail[len(c.tail)-c.tailMax:]...)
+		// One byte more than the tail: whether it ends a line tells
+		// whether the tail starts one.
+		keep := c.tailMax + 1
+		c.tail = append(c.tail, p[max(0, len(p)-keep):]...)
+		if len(c.tail) > 2*keep {
+			c.tail = append(c.tail[:0], c.tail[len(c.tail)-keep:]...)
 		}
 	}
 	if room := c.limit - c.written; room > 0 && c.err == nil {
@@ -423,12 +449,17 @@ func (c *capture) finish() error {
 }
 
 // tailString is the last TailBytes of the stream as valid UTF-8, starting
-// at a rune boundary.
+// at a line boundary: a tail that cuts a line starts after that line's
+// end, unless the cut line is the only one (then at a rune boundary).
 func (c *capture) tailString() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.tail[max(0, len(c.tail)-c.tailMax):]
-	if int64(len(t)) < c.total {
+	from := max(0, len(c.tail)-c.tailMax)
+	t := c.tail[from:]
+	if int64(len(t)) < c.total && (from == 0 || c.tail[from-1] != '\n') {
+		if i := bytes.IndexByte(t, '\n'); i >= 0 && i < len(t)-1 {
+			return strings.ToValidUTF8(string(t[i+1:]), "\uFFFD")
+		}
 		// Cut: skip continuation bytes of a rune that started earlier.
 		for k := 0; k < utf8.UTFMax-1 && len(t) > 0 && !utf8.RuneStart(t[0]); k++ {
 			t = t[1:]

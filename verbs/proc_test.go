@@ -74,6 +74,30 @@ func TestProcRunExitCodes(t *testing.T) {
 	}
 }
 
+// TestProcRunWithoutArguments: an envelope without arguments runs the
+// program with none, as one with an empty list does (the schema says the
+// field is optional); chat's `/proc.run echo` too.
+func TestProcRunWithoutArguments(t *testing.T) {
+	e := verbtest.New(t)
+	for _, args := range []any{map[string]any{"executable": "echo"}, map[string]any{"executable": "echo", "arguments": []string{}}} {
+		out := e.Run("proc.run", args)
+		if !out.Succeeded() {
+			t.Fatalf("%v: %s", args, out.JSON())
+		}
+		if r := out.Value.(*verbs.ProcRunResult); r.ExitCode != 0 || r.StdoutTail != "\n" {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	cmd, err := e.X.ParseCommand("/proc.run echo")
+	if err != nil || string(cmd.Envelope().Arguments) != `{"executable":"echo","arguments":[]}` {
+		t.Fatalf("/proc.run echo: %s %v", cmd.Envelope().Arguments, err)
+	}
+	cmd, err = e.X.ParseCommand("/proc.run git status --short")
+	if err != nil || string(cmd.Envelope().Arguments) != `{"executable":"git","arguments":["status","--short"]}` {
+		t.Fatalf("/proc.run git status --short: %s %v", cmd.Envelope().Arguments, err)
+	}
+}
+
 func TestProcRunFailures(t *testing.T) {
 	e := verbtest.New(t)
 	e.Put("data.txt", "not a program")
@@ -85,7 +109,6 @@ func TestProcRunFailures(t *testing.T) {
 	e.Fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "", Arguments: []string{}}, "empty")
 	e.Fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"a\x00b"}}, "NUL")
 	e.Fails(executor.CodeInvalidArguments, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}, TimeoutSeconds: verbtest.Ptr(0)}, "timeoutSeconds is 0")
-	e.Fails(executor.CodeInvalidArguments, "proc.run", map[string]any{"executable": "echo"}, "arguments")
 	e.Fails(executor.CodeNotFound, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}, WorkingDirectory: "nowhere"}, "Directory not found: nowhere")
 	e.Fails(executor.CodeNotADirectory, "proc.run", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{}, WorkingDirectory: "data.txt"})
 	for _, id := range []string{"../x", "a/b", "..", "a..b", "chat:1", strings.Repeat("x", 201)} {
@@ -219,7 +242,12 @@ func TestProcRunCanceled(t *testing.T) {
 	}
 	cancel()
 	err := <-done
-	verbtest.CheckErr(t, err, executor.CodeCanceled, "proc/t.cancel/stdout.txt")
+	// One spelling, no context error, no path of the state directory, and
+	// the command that reads the output.
+	verbtest.CheckErr(t, err, executor.CodeCanceled, "sh was cancelled before it finished; all of its output so far: `/proc.output outputId=t.cancel stream=stdout startLine=1`")
+	if msg := err.Error(); strings.Contains(msg, "context canceled") || strings.Contains(msg, "proc/") || strings.Contains(msg, "canceled") {
+		t.Fatalf("message %q", msg)
+	}
 }
 
 func TestProcRunOutputCap(t *testing.T) {
@@ -250,6 +278,20 @@ func TestProcRunOutputCap(t *testing.T) {
 	r = verbtest.RunProc(t, e, "t.utf8odd", verbs.ProcRunArgs{Executable: "printf", Arguments: []string{strings.Repeat("é", 75) + "x"}})
 	if r.StdoutTail != strings.Repeat("é", 49)+"x" {
 		t.Errorf("tail cut inside a rune: %q", r.StdoutTail)
+	}
+	// A tail that cuts a line starts at the next line; one that starts
+	// where a line does keeps it.
+	r = verbtest.RunProc(t, e, "t.lines", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "for i in $(seq 1 40); do echo line$i; done"}})
+	if want := "line27\nline28\nline29\nline30\nline31\nline32\nline33\nline34\nline35\nline36\nline37\nline38\nline39\nline40\n"; r.StdoutTail != want {
+		t.Errorf("line tail %q, want %q", r.StdoutTail, want)
+	}
+	r = verbtest.RunProc(t, e, "t.aligned", verbs.ProcRunArgs{Executable: "printf", Arguments: []string{strings.Repeat("a", 99) + "\n" + strings.Repeat("b", 99) + "\n"}})
+	if want := strings.Repeat("b", 99) + "\n"; r.StdoutTail != want {
+		t.Errorf("aligned tail %q, want %q", r.StdoutTail, want)
+	}
+	r = verbtest.RunProc(t, e, "t.aligned2", verbs.ProcRunArgs{Executable: "printf", Arguments: []string{strings.Repeat("a", 99) + "\n" + strings.Repeat("b", 49) + "\n" + strings.Repeat("c", 50)}})
+	if want := strings.Repeat("b", 49) + "\n" + strings.Repeat("c", 50); r.StdoutTail != want {
+		t.Errorf("tail starting at a line %q, want %q", r.StdoutTail, want)
 	}
 }
 

@@ -64,10 +64,22 @@ func (r *FsReadFileResult) Render(args any) string {
 	return fmt.Sprintf("`%s`%s\n%s", p, versionNote(r.File), executor.Fence(r.Content, langFor(p)))
 }
 
-// Render implements executor.Renderer.
+// Render implements executor.Renderer: the range under its line numbers;
+// the last lines under theirs when known, or their count.
 func (r *FsReadRangeResult) Render(args any) string {
 	a := argsAs[FsReadRangeArgs](args)
-	return fmt.Sprintf("`%s` lines %d–%d\n%s", a.Path, a.StartLine, a.EndLine, executor.Fence(r.Content, langFor(a.Path)))
+	var head string
+	switch n := int64(r.Lines); {
+	case a.LastLines == nil:
+		head = fmt.Sprintf("`%s` lines %d–%d", a.Path, a.StartLine, a.EndLine)
+	case n == 0:
+		return fmt.Sprintf("`%s` is empty.", a.Path)
+	case r.StartLine > 0:
+		head = fmt.Sprintf("`%s` lines %d–%d (the last %d)", a.Path, r.StartLine, r.StartLine+r.Lines-1, n)
+	default:
+		head = fmt.Sprintf("`%s` last %d %s", a.Path, n, plural(n, "line", "lines"))
+	}
+	return head + "\n" + executor.Fence(r.Content, langFor(a.Path))
 }
 
 // Render implements executor.Renderer.

@@ -18,14 +18,14 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 // the IDL that `hub schema` prints (testdata/schema/<verb>.idl) and the
 // structured form that command menus and forms are built from
 // (testdata/schema/<verb>.json). Run with -update after changing an argument
-// or result type on purpose. It covers the fifteen verbs of a Set and the
+// or result type on purpose. It covers the twenty verbs of a Set and the
 // five vfs.* verbs of a SessionSource.
 func TestSchemaGolden(t *testing.T) {
 	e := newSessEnv(t)
 	dir := filepath.Join("testdata", "schema")
 	schemas := e.x.Registry().Schemas()
-	if len(schemas) != 20 {
-		t.Fatalf("want 20 verbs, got %d", len(schemas))
+	if len(schemas) != 25 {
+		t.Fatalf("want 25 verbs, got %d", len(schemas))
 	}
 	if *update {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -73,7 +73,7 @@ func TestAgentMarkdown(t *testing.T) {
 				}
 			}
 		}
-		guidance := []string{"fs.listDir", "fs.readFile", "fs.writeFile", "fs.deleteFile", "48,000"}
+		guidance := []string{"fs.listDir", "fs.readFile", "fs.writeFile", "fs.deleteFile", "48,000", "fs.edit", "lastLines", "fs.readMany"}
 		if sessions {
 			guidance = append(guidance, "starts empty apart from the host mounts", "configuration only", "base your edits on the version", "vfs.snapshot", "vfs.restore", "Avoid mirroring large repositories")
 		} else {
@@ -103,7 +103,7 @@ func TestAgentMarkdown(t *testing.T) {
 	if err := verbs.Register(host, e.host, verbs.DefaultOptions(e.base)); err != nil {
 		t.Fatal(err)
 	}
-	if md := verbs.AgentMarkdown(host, false); strings.Contains(md, "### vfs.") || strings.Count(md, "\n### ") != 15 {
+	if md := verbs.AgentMarkdown(host, false); strings.Contains(md, "### vfs.") || strings.Count(md, "\n### ") != 20 {
 		t.Errorf("host-only registry: %d verbs listed", strings.Count(md, "\n### "))
 	}
 }

@@ -116,18 +116,22 @@ func (WriteMode) Values() []string {
 	return []string{string(ModeCreate), string(ModeOverwrite), string(ModeAppend)}
 }
 
-// FsReadRangeArgs are the arguments of fs.readRange.
+// FsReadRangeArgs are the arguments of fs.readRange: a range of lines, or
+// the last lines (lastLines), read backwards from the end of the file.
 type FsReadRangeArgs struct {
 	Path               string `json:"path" desc:"Workspace-relative path of a text file"`
-	StartLine          int    `json:"startLine" desc:"First line to read, counting from 1"`
-	EndLine            int    `json:"endLine" desc:"Last line to read, inclusive; at most the file's line count"`
-	IncludeLineNumbers *bool  `json:"includeLineNumbers,omitempty" default:"true" desc:"Prefix each line with its number as 'N: '"`
+	StartLine          int    `json:"startLine,omitempty" positional:"true" default:"none" desc:"First line to read, counting from 1; give it with endLine, or lastLines instead"`
+	EndLine            int    `json:"endLine,omitempty" positional:"true" default:"none" desc:"Last line to read, inclusive; at most the file's line count"`
+	LastLines          *int   `json:"lastLines,omitempty" default:"none" desc:"Instead of startLine and endLine: the last N lines, read from the end of the file whatever its size"`
+	IncludeLineNumbers *bool  `json:"includeLineNumbers,omitempty" default:"true" desc:"Prefix each line with its number as 'N: '; with lastLines and the file's line count unknown, numbers count from the end as '-N: ' (-1 is the last line)"`
 }
 
 // FsReadRangeResult is the result of fs.readRange.
 type FsReadRangeResult struct {
 	executor.Result
-	Content string `json:"content" desc:"The lines joined with \\n, without their line endings"`
+	Content   string `json:"content" desc:"The lines joined with \\n, without their line endings"`
+	StartLine int    `json:"startLine,omitempty" desc:"With lastLines: the number of the first line returned, when the file's line count is known (counted before and unchanged since, or the file has no more lines than asked); absent when lines are numbered from the end"`
+	Lines     int    `json:"lines,omitempty" desc:"With lastLines: how many lines were returned, fewer than asked when the file has fewer"`
 }
 
 // FsWriteFileArgs are the arguments of fs.writeFile.
@@ -245,7 +249,7 @@ type DirEntry struct {
 // ProcRunArgs are the arguments of proc.run.
 type ProcRunArgs struct {
 	Executable       string   `json:"executable" desc:"Program name looked up in PATH, an absolute path, or a workspace path containing a slash (relative to workingDirectory); no shell is involved"`
-	Arguments        []string `json:"arguments" desc:"Arguments passed to the program as they are; may be empty"`
+	Arguments        []string `json:"arguments,omitempty" default:"[]" desc:"Arguments passed to the program as they are; may be empty"`
 	TimeoutSeconds   *int     `json:"timeoutSeconds,omitempty" default:"60" desc:"Seconds before the process and everything it started are killed; capped by the hub's maximum"`
 	WorkingDirectory string   `json:"workingDirectory,omitempty" default:"." desc:"Workspace-relative directory the program runs in"`
 }

@@ -264,7 +264,7 @@ func TestInteractionDenialsAndErrorsAreEphemeral(t *testing.T) {
 		{"stranger", strangerUser, nil, "fs", []opt{sub("exists", str("path", "README.md"))}, true, "does not know you. Your identity is discord:" + strangerUser, ""},
 		{"stranger again within the hour", strangerUser, nil, "fs", []opt{sub("exists", str("path", "README.md"))}, true, "does not know you (discord:" + strangerUser + ")", ""},
 		{"forbidden verb", readerUser, nil, "proc", []opt{sub("run", str("executable", "true"))}, true, "may not run proc.run", ""},
-		{"does not parse", adminUser, nil, "fs", []opt{sub("read-range", str("path", "README.md"))}, true, "missing required argument", ""},
+		{"does not parse", adminUser, nil, "fs", []opt{sub("move-file", str("source-path", "README.md"))}, true, "missing required argument", ""},
 		{"fails at run time", adminUser, nil, "fs", []opt{sub("read-file", str("path", "missing.txt"))}, false, privateNotice, "missing.txt"},
 		{"allowed", readerUser, nil, "fs", []opt{sub("exists", str("path", "README.md"))}, false, "exists", ""},
 		{"builtin", strangerUser + "", nil, "hub", []opt{sub("whoami")}, true, "", ""},

@@ -254,7 +254,8 @@ func verbOptions(s executor.VerbSchema, budget int) ([]*discordgo.ApplicationCom
 
 // fieldOption maps one argument field to an option. Lists are strings split
 // shell-style and never required (an absent list is an empty list, as in
-// the chat grammar); maps and objects are YAML or JSON text.
+// the chat grammar), lists of objects YAML or JSON text; maps and objects
+// are YAML or JSON text.
 func fieldOption(name string, f executor.Field, budget int) *discordgo.ApplicationCommandOption {
 	o := &discordgo.ApplicationCommandOption{Name: name, Required: f.Required}
 	var suffix string
@@ -278,17 +279,26 @@ func fieldOption(name string, f executor.Field, budget int) *discordgo.Applicati
 		o.Type = discordgo.ApplicationCommandOptionString
 		o.Required = false
 		suffix = " (words split like a shell: quote to group)"
+		if structuredElem(f) {
+			suffix = " (a YAML or JSON list)"
+		}
 	case executor.KindMap, executor.KindObject, executor.KindAny:
 		o.Type = discordgo.ApplicationCommandOptionString
 		suffix = " (YAML or JSON)"
 	default:
 		o.Type = discordgo.ApplicationCommandOptionString
 	}
-	if d := f.Default; d != "" && d != "null" && !f.Required {
+	if d := f.Default; d != "" && d != "null" && !f.Required && f.Kind != executor.KindList {
 		suffix += " (default " + d + ")"
 	}
 	o.Description = describeWith(f.Description, f.Type, suffix, budget)
 	return o
+}
+
+// structuredElem reports whether f is a list of objects, maps or values of
+// any kind, which no shell-style word list can spell.
+func structuredElem(f executor.Field) bool {
+	return f.Kind == executor.KindList && (f.Elem == executor.KindObject || f.Elem == executor.KindMap || f.Elem == executor.KindAny)
 }
 
 // hubCommand is /hub help [verb] | verbs | whoami | where | use [workspace]

@@ -252,6 +252,17 @@ func TestInvocation(t *testing.T) {
 		{"unknown option", data("fs", sub("exists", str("paht", "x"))), "", "", `no option "paht"`},
 		{"unterminated quote", data("proc", sub("run", str("executable", "echo"), str("arguments", `"oops`))), "", "", "unterminated \" quote"},
 		{"wrong type", data("fs", sub("read-range", str("path", "x"), str("start-line", "one"), integer("end-line", 2))), "", "", "expected an integer"},
+		{"edit, the simple form", data("fs", sub("edit", str("path", "a.go"), str("old-text", "x := 1"), str("new-text", "x := 2"))),
+			`{"verb":"fs.edit","arguments":{"edits":[],"newText":"x := 2","oldText":"x := 1","path":"a.go"}}`, "", ""},
+		{"edits as a YAML list", data("fs", sub("edit", str("path", "a.go"), str("edits", "[{oldText: 'a b', newText: c}, {oldText: d, newText: '', replaceAll: true}]"))),
+			`{"verb":"fs.edit","arguments":{"edits":[{"oldText":"a b","newText":"c"},{"oldText":"d","newText":"","replaceAll":true}],"path":"a.go"}}`, "", ""},
+		{"one edit as an object", data("fs", sub("edit", str("path", "a.go"), str("edits", `{"oldText": "a", "newText": "b"}`))),
+			`{"verb":"fs.edit","arguments":{"edits":[{"oldText":"a","newText":"b"}],"path":"a.go"}}`, "", ""},
+		{"edits not a list", data("fs", sub("edit", str("path", "a.go"), str("edits", "just words"))), "", "", "expected a list like [{key: value}, …]"},
+		{"read many", data("fs", sub("read-many", str("paths", "a.go 'b c.md'"))),
+			`{"verb":"fs.readMany","arguments":{"paths":["a.go","b c.md"]}}`, "", ""},
+		{"tail", data("fs", sub("read-range", str("path", "app.log"), integer("last-lines", 50))),
+			`{"verb":"fs.readRange","arguments":{"lastLines":50,"path":"app.log"}}`, "", ""},
 		{"fraction for an integer", data("fs", sub("read-range", str("path", "x"), opt{Name: "start-line", Type: 4, Value: 1.5}, integer("end-line", 2))), "", "", "expected an integer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -287,7 +298,10 @@ func TestEveryCommandReachesItsVerb(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs, _ := buildCommands(reg)
-	sample := func(o *discordgo.ApplicationCommandOption) opt {
+	sample := func(o *discordgo.ApplicationCommandOption, f executor.Field) opt {
+		if structuredElem(f) {
+			return str(o.Name, "[]")
+		}
 		switch o.Type {
 		case discordgo.ApplicationCommandOptionInteger:
 			return integer(o.Name, 3)
@@ -309,7 +323,7 @@ func TestEveryCommandReachesItsVerb(t *testing.T) {
 			}
 			var opts []opt
 			for _, o := range s.Options {
-				opts = append(opts, sample(o))
+				opts = append(opts, sample(o, cs.routes[c.Name+" "+s.Name].fields[o.Name]))
 			}
 			inv, err := cs.invocation(data(c.Name, sub(s.Name, opts...)))
 			if err != nil {

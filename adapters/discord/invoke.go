@@ -65,7 +65,7 @@ func (cs *commandSet) invocation(data discordgo.ApplicationCommandInteractionDat
 	}
 	// A list is never required on Discord: absent means empty, as in chat.
 	for _, f := range r.fields {
-		if _, ok := args[f.Name]; !ok && f.Required && f.Kind == executor.KindList {
+		if _, ok := args[f.Name]; !ok && f.Kind == executor.KindList {
 			args[f.Name] = []any{}
 		}
 	}
@@ -107,8 +107,10 @@ func optionValue(f executor.Field, o *discordgo.ApplicationCommandInteractionDat
 	if !ok {
 		return nil, fmt.Errorf("expected text, got %v", o.Value)
 	}
-	switch f.Kind {
-	case executor.KindList:
+	switch {
+	case structuredElem(f):
+		return yamlList(s)
+	case f.Kind == executor.KindList:
 		words, err := executor.SplitWords(s)
 		if err != nil {
 			return nil, err
@@ -122,7 +124,7 @@ func optionValue(f executor.Field, o *discordgo.ApplicationCommandInteractionDat
 			out[i] = v
 		}
 		return out, nil
-	case executor.KindMap, executor.KindObject, executor.KindAny:
+	case f.Kind == executor.KindMap || f.Kind == executor.KindObject || f.Kind == executor.KindAny:
 		j, err := executor.YAMLToJSON([]byte(s), executor.Limits{})
 		if err != nil {
 			return nil, fmt.Errorf("not YAML or JSON: %v", err)
@@ -130,4 +132,20 @@ func optionValue(f executor.Field, o *discordgo.ApplicationCommandInteractionDat
 		return json.RawMessage(j), nil
 	}
 	return s, nil
+}
+
+// yamlList reads a list of objects from YAML or JSON text; one object
+// alone is a list of one.
+func yamlList(s string) (any, error) {
+	j, err := executor.YAMLToJSON([]byte(s), executor.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("not YAML or JSON: %v", err)
+	}
+	switch t := bytes.TrimSpace(j); {
+	case len(t) > 0 && t[0] == '[':
+		return json.RawMessage(t), nil
+	case len(t) > 0 && t[0] == '{':
+		return json.RawMessage(append(append([]byte{'['}, t...), ']')), nil
+	}
+	return nil, fmt.Errorf("expected a list like [{key: value}, …], got %s", s)
 }

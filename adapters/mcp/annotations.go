@@ -25,8 +25,13 @@ var verbHints = map[string]hints{
 	"fs.exists":          {idempotent: true},
 	"fs.readFile":        {idempotent: true},
 	"fs.readRange":       {idempotent: true},
+	"fs.readMany":        {idempotent: true},
+	"fs.stat":            {idempotent: true},
+	"fs.edit":            {destructive: true}, // replaces text; with replaceAll or a newText holding oldText, again on every call
 	"fs.lineCount":       {idempotent: true},
 	"fs.listDir":         {idempotent: true},
+	"fs.search":          {idempotent: true},
+	"fs.find":            {idempotent: true},
 	"fs.writeFile":       {destructive: true}, // overwrite replaces; append grows on every call
 	"fs.writeRange":      {destructive: true}, // replaces lines; inserts again on every call
 	"fs.deleteFile":      {destructive: true, idempotent: true},

@@ -41,14 +41,14 @@ func TestHintsCoverEveryVerb(t *testing.T) {
 	}
 	sort.Strings(destructive)
 	sort.Strings(open)
-	want := "[fs.deleteDirectory fs.deleteFile fs.moveFile fs.writeFile fs.writeRange proc.run vfs.reset vfs.restore]"
+	want := "[fs.deleteDirectory fs.deleteFile fs.edit fs.moveFile fs.writeFile fs.writeRange proc.run vfs.reset vfs.restore]"
 	if got := sprint(destructive); got != want {
 		t.Errorf("destructive verbs %s, want %s", got, want)
 	}
 	if got := sprint(open); got != "[proc.run]" {
 		t.Errorf("open-world verbs %s", got)
 	}
-	if len(idempotent) != 15 {
+	if len(idempotent) != 19 {
 		t.Errorf("%d idempotent verbs: %v", len(idempotent), idempotent)
 	}
 	a := annotations(executor.Info{Name: "new.verb"})

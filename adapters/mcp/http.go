@@ -235,19 +235,29 @@ func tokenKeys(tokens []Token) ([]tokenKey, error) {
 // without a token or with a refused one, 401 with a wrong one (counted by
 // the throttle), 429 with Retry-After once its client, or everyone, has
 // sent too many wrong ones lately. A known token is never throttled.
+//
+// The challenge (WWW-Authenticate) is RFC 6750's for a server that takes
+// bearer tokens and does no OAuth: "Bearer" with the realm, and for a
+// token that was sent, error="invalid_token" with a description. It names
+// no resource_metadata (RFC 9728): the hub has no authorization server,
+// and OAuthPaths answer so.
 func authenticate(w http.ResponseWriter, r *http.Request, keys []tokenKey, th Throttle) (string, bool) {
-	unauthorized := func(message string) (string, bool) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="hub"`)
+	unauthorized := func(message, problem string) (string, bool) {
+		challenge := `Bearer realm="hub"`
+		if problem != "" {
+			challenge += `, error="invalid_token", error_description="` + problem + `"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
 		writeError(w, http.StatusUnauthorized, nil, message)
 		return "", false
 	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return unauthorized("authentication required: send Authorization: Bearer <token>, the agent's token of mcp.agents")
+		return unauthorized("authentication required: send Authorization: Bearer <token>, the agent's token of mcp.agents", "")
 	}
 	if scheme, secret, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
 		if k := lookup(keys, strings.TrimSpace(secret)); k != nil && k.refused != "" {
-			return unauthorized(k.refused)
+			return unauthorized(k.refused, "this token is not accepted on /mcp")
 		} else if k != nil {
 			return k.identity, true
 		}
@@ -257,7 +267,34 @@ func authenticate(w http.ResponseWriter, r *http.Request, keys []tokenKey, th Th
 		writeError(w, http.StatusTooManyRequests, nil, fmt.Sprintf("too many wrong tokens from %s (or from everyone): try again in %d s; the right token is always accepted", client, secs))
 		return "", false
 	}
-	return unauthorized("wrong token: send Authorization: Bearer <token> with the agent's token of mcp.agents")
+	return unauthorized("wrong token: send Authorization: Bearer <token> with the agent's token of mcp.agents", "the token is not an agent's token of mcp.agents")
+}
+
+// OAuthPaths are where an OAuth client looks for the authorization server
+// of an MCP endpoint: the protected resource and authorization server
+// metadata (RFC 9728, RFC 8414, OpenID discovery) and the endpoints a
+// client falls back to without them (registration, authorization,
+// token). The hub has no authorization server; NoOAuth answers them.
+var OAuthPaths = []string{
+	"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/",
+	"/.well-known/oauth-authorization-server", "/.well-known/oauth-authorization-server/",
+	"/.well-known/openid-configuration", "/.well-known/openid-configuration/",
+	"/register", "/authorize", "/token",
+}
+
+// noOAuth is what NoOAuth answers.
+const noOAuth = "this hub has no OAuth authorization server: /mcp takes an agent's own bearer token (mcp.agents), sent as Authorization: Bearer <token> (docs/mcp.md)"
+
+// NoOAuth answers OAuthPaths: 404 with an OAuth error object saying that
+// the hub does no OAuth and what /mcp takes instead, so a client that
+// tries OAuth after a refused token shows why it cannot.
+func NoOAuth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "invalid_request", "error_description": noOAuth})
+	})
 }
 
 // lookup finds a token, comparing hashes in constant time.

@@ -162,13 +162,14 @@ func TestHTTPChecks(t *testing.T) {
 	tests := []struct {
 		name, token, origin string
 		status              int
+		challenge           string // WWW-Authenticate: RFC 6750's, no OAuth resource metadata
 	}{
-		{"no token", "", "", http.StatusUnauthorized},
-		{"wrong token", readerToken + "x", "", http.StatusUnauthorized},
-		{"foreign origin", readerToken, "https://evil.example", http.StatusForbidden},
-		{"allowed origin", readerToken, "https://tools.example.org", http.StatusOK},
-		{"own origin", readerToken, own, http.StatusOK},
-		{"no origin", readerToken, "", http.StatusOK},
+		{"no token", "", "", http.StatusUnauthorized, `Bearer realm="hub"`},
+		{"wrong token", readerToken + "x", "", http.StatusUnauthorized, `Bearer realm="hub", error="invalid_token", error_description="the token is not an agent's token of mcp.agents"`},
+		{"foreign origin", readerToken, "https://evil.example", http.StatusForbidden, ""},
+		{"allowed origin", readerToken, "https://tools.example.org", http.StatusOK, ""},
+		{"own origin", readerToken, own, http.StatusOK, ""},
+		{"no origin", readerToken, "", http.StatusOK, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,6 +190,9 @@ func TestHTTPChecks(t *testing.T) {
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
 			}
+			if got := resp.Header.Get("WWW-Authenticate"); got != tt.challenge {
+				t.Errorf("WWW-Authenticate %q, want %q", got, tt.challenge)
+			}
 			if tt.status == http.StatusOK && resp.Header.Get("Mcp-Session-Id") == "" {
 				t.Error("no Mcp-Session-Id on an initialize")
 			}
@@ -203,6 +207,23 @@ func TestHTTPChecks(t *testing.T) {
 	}
 	if _, err := srv.Handler(mcpsurface.HTTPOptions{Tokens: []mcpsurface.Token{{Identity: "agent:a", Secret: adminToken}}}); err == nil {
 		t.Error("a handler without a throttle was built")
+	}
+}
+
+// TestNoOAuth: the paths where an OAuth client looks for an authorization
+// server answer 404 with an OAuth error object that says the hub does no
+// OAuth and what /mcp takes instead.
+func TestNoOAuth(t *testing.T) {
+	for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/register"} {
+		w := httptest.NewRecorder()
+		mcpsurface.NoOAuth().ServeHTTP(w, httptest.NewRequest("POST", p, strings.NewReader("{}")))
+		var body struct {
+			Error            string `json:"error"`
+			ErrorDescription string `json:"error_description"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != http.StatusNotFound || !strings.Contains(body.ErrorDescription, "no OAuth authorization server: /mcp takes an agent's own bearer token (mcp.agents)") {
+			t.Fatalf("%s: %d %s", p, w.Code, w.Body)
+		}
 	}
 }
 

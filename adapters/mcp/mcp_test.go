@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"io"
@@ -43,7 +45,16 @@ func stdioEnvHub(t *testing.T, ho hubtest.Options, o mcpsurface.Options, co *mcp
 		Grants: map[string][]string{"agent:local": {"admin"}, "agent:reader": {"reader"}},
 	}
 	env := hubtest.Open(t, cfg, ho)
-	o.Intake, o.Version, o.Logger = env.Runtime.Hub, "test", testkit.Discard()
+	o.Intake = env.Runtime.Hub
+	return env, serveStdio(t, o, co)
+}
+
+// serveStdio serves an MCP server with options o (Version and Logger are
+// filled in) over in-memory pipes, as `hub mcp` serves over stdio, and
+// connects a client with options co.
+func serveStdio(t *testing.T, o mcpsurface.Options, co *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	o.Version, o.Logger = "test", testkit.Discard()
 	srv, err := mcpsurface.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +76,7 @@ func stdioEnvHub(t *testing.T, ho hubtest.Options, o mcpsurface.Options, co *mcp
 			t.Errorf("RunStdio: %v", err)
 		}
 	})
-	return env, cs
+	return cs
 }
 
 // TestToolsGolden lists the tools of an identity that may run every verb
@@ -150,6 +161,14 @@ func TestCallResult(t *testing.T) {
 		{"fs_readFile", map[string]any{"path": "../etc/passwd"}, true, `"errorCode":"forbidden_path"`, "forbidden_path"},
 		{"fs_readFile", map[string]any{"path": "missing.txt"}, true, `"errorCode":"not_found"`, "not_found"},
 		{"fs_lineCount", nil, true, `"errorCode":"invalid_arguments"`, "path"},
+		{"fs_readRange", map[string]any{"path": "notes.txt", "lastLines": 1, "includeLineNumbers": false}, false, `"content":"beta"`, "beta"},
+		{"fs_readRange", map[string]any{"path": "notes.txt", "lastLines": 1, "startLine": 1}, true, `"errorCode":"invalid_arguments"`, "lastLines reads the end"},
+		{"fs_stat", map[string]any{"path": "notes.txt", "sha256": true}, false, `"sha256":"` + sha256Hex("alpha\nbeta\n") + `"`, "type      file"},
+		{"fs_readMany", map[string]any{"paths": []string{"notes.txt", "../x"}}, false, `"errorCode":"forbidden_path"`, "alpha"},
+		{"fs_edit", map[string]any{"path": "notes.txt", "oldText": "beta", "newText": "gamma", "dryRun": true}, false, `"diff":"--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n"`, "```diff"},
+		{"fs_edit", map[string]any{"path": "notes.txt", "oldText": "a", "newText": "b"}, true, `"errorCode":"invalid_arguments"`, "occurs 3 times"},
+		{"fs_edit", map[string]any{"path": "notes.txt", "oldText": "beta", "newText": "gamma", "expectedSha256": sha256Hex("other")}, true, `"errorCode":"conflict"`, sha256Hex("alpha\nbeta\n")},
+		{"fs_edit", map[string]any{"path": "notes.txt", "edits": []map[string]any{{"oldText": "beta", "newText": "gamma"}}}, false, `"replacements":1`, "+gamma"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.want, func(t *testing.T) {
@@ -164,6 +183,56 @@ func TestCallResult(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSearchTools: fs.search and fs.find are tools like every verb, for
+// readers too (they are read-only); their results come back structured
+// and rendered, and the hub's state is out of their reach.
+func TestSearchTools(t *testing.T) {
+	env, cs := stdioEnv(t, "agent:reader")
+	env.WriteFile(t, "src/retry.go", "package src\n\nfunc retryAfter() {}\n")
+	env.WriteFile(t, "src/retry_test.go", "package src\n")
+	ctx := context.Background()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		tools[tool.Name] = tool
+	}
+	for _, name := range []string{"fs_search", "fs_find"} {
+		if tool := tools[name]; tool == nil || !tool.Annotations.ReadOnlyHint {
+			t.Fatalf("reader's tools lack %s (or it is not read-only): %v", name, tools[name])
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want []string // in the structured content
+		text string   // in the text block
+	}{
+		{"fs_search", map[string]any{"pattern": `func \w+After\(`}, []string{`"path":"src/retry.go"`, `"line":3`, `"truncated":false`}, "`src/retry.go:3`"},
+		{"fs_search", map[string]any{"pattern": "state", "hidden": true, "noIgnore": true, "binary": true}, []string{`"matches":[]`}, "No match"},
+		{"fs_find", map[string]any{"pattern": "**/*_test.go"}, []string{`"path":"src/retry_test.go"`, `"type":"file"`}, "src/retry_test.go"},
+	} {
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tt.name, Arguments: tt.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, _ := json.Marshal(r.StructuredContent)
+		text := r.Content[0].(*mcp.TextContent).Text
+		for _, w := range tt.want {
+			if r.IsError || !strings.Contains(string(sc), w) || !strings.Contains(text, tt.text) {
+				t.Errorf("%s %v: isError %v, structured %s (want %s), text %q", tt.name, tt.args, r.IsError, sc, w, text)
+			}
+		}
+	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func TestTurnID(t *testing.T) {

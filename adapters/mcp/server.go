@@ -20,9 +20,9 @@ import (
 
 // Intake is the hub as the MCP surface uses it; *hub.Hub satisfies it.
 type Intake interface {
-	// Execute runs one envelope for an API caller: access checked, mirrored.
-	// Execute runs a call; an error means it was refused unrun (its audit
-	// record could not be written).
+	// Execute runs a call (here the verb and arguments of a tools/call,
+	// decoded by this surface): access checked, mirrored. An error means it
+	// was refused unrun (its audit record could not be written).
 	Execute(ctx context.Context, req hub.APIRequest) (*executor.Outcome, error)
 	// VerbsFor lists the verbs the identities may run.
 	VerbsFor(ids []string) []executor.Info
@@ -173,19 +173,14 @@ func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// handler runs one verb as a turn.
+// handler runs one verb as a turn. The hub gets the verb as registered
+// and the arguments as sent (none is an empty object): it decodes no
+// envelope and looks the verb up no more.
 func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.Arguments
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
-		}
-		input, err := json.Marshal(struct {
-			Verb      string          `json:"verb"`
-			Arguments json.RawMessage `json:"arguments"`
-		}{info.Name, args})
-		if err != nil {
-			return nil, fmt.Errorf("encode the envelope: %w", err)
 		}
 		session := ""
 		if req.Session != nil {
@@ -204,7 +199,7 @@ func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 			ctx, stop = s.progress(ctx, req.Session, tok, info.Name, turn)
 			defer stop()
 		}
-		out, err := s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Input: input})
+		out, err := s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Verb: info, Arguments: args})
 		if err != nil {
 			return nil, err
 		}

@@ -176,6 +176,25 @@ func TestEmulatorE2E(t *testing.T) {
 		t.Fatalf("traversal answered %q", refusal)
 	}
 
+	// fs.edit with a YAML body renders its diff as a code block; the tail,
+	// fs.stat and fs.readMany answer as chat renders them.
+	r = em.send(1, 1, "/fs_edit README.md\noldText: '# hello'\nnewText: |-\n  # hello\n  second line")
+	if edit := r.Replies[0].Text; !strings.Contains(edit, "Edited") || !strings.Contains(edit, `<code class="language-diff">`) || !strings.Contains(edit, "\n # hello\n+second line") {
+		t.Fatalf("fs.edit answered %q", edit)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "README.md")); string(b) != "# hello\nsecond line\n" {
+		t.Fatalf("README.md holds %q", b)
+	}
+	if tail := em.send(1, 1, "/fs_readrange README.md lastLines=1").Replies[0].Text; !strings.Contains(tail, "second line") || strings.Contains(tail, "# hello") {
+		t.Fatalf("the tail answered %q", tail)
+	}
+	if st := em.send(1, 1, "/fs_stat README.md sha256=yes").Replies[0].Text; !strings.Contains(st, "type") || !strings.Contains(st, "sha256") {
+		t.Fatalf("fs.stat answered %q", st)
+	}
+	if many := em.send(1, 1, "/fs_readmany README.md docs").Replies[0].Text; !strings.Contains(many, "second line") || !strings.Contains(many, "is a directory") {
+		t.Fatalf("fs.readMany answered %q", many)
+	}
+
 	r = em.send(3, 3, "/fs_listdir .")
 	if denial := r.Replies[0].Text; !strings.Contains(denial, "telegram:3") || strings.Contains(denial, "README.md") || r.Replies[0].ChatID != "3" {
 		t.Fatalf("stranger answered %q", denial)

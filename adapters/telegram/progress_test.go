@@ -129,7 +129,7 @@ func TestCancelButtonAndCommand(t *testing.T) {
 				}
 				return false
 			})
-			if !strings.Contains(reply.Text, "Cancelled by telegram:1") || !strings.Contains(reply.Text, "canceled") {
+			if !strings.Contains(reply.Text, "Cancelled by telegram:1") || !strings.Contains(reply.Text, "(cancelled)") {
 				t.Fatalf("reply %q", reply.Text)
 			}
 			testkit.WaitFor(t, "the final edit", func() bool {

@@ -41,6 +41,11 @@ func TestExecute(t *testing.T) {
 		{name: "json with charset", ctype: "application/json; charset=utf-8", body: `{"verb":"fs.readFile","arguments":{"path":"hello.txt"}}`, wantCode: 200, wantOK: true, content: "hello\nworld\n"},
 		{name: "yaml", ctype: "application/yaml", body: "verb: fs.readRange\narguments:\n  path: hello.txt\n  startLine: 2\n  endLine: 2\n", wantCode: 200, wantOK: true, content: "2: world"},
 		{name: "yaml as text/plain", ctype: "text/plain", body: "verb: fs.readRange\narguments: {path: hello.txt, startLine: 1, endLine: 1, includeLineNumbers: false}\n", wantCode: 200, wantOK: true, content: "hello"},
+		{name: "tail", ctype: "application/yaml", body: "verb: fs.readRange\narguments: {path: hello.txt, lastLines: 1, includeLineNumbers: false}\n", wantCode: 200, wantOK: true, content: "world"},
+		{name: "several files", ctype: "application/json", body: `{"verb":"fs.readMany","arguments":{"paths":["hello.txt","../hub.db"]}}`, wantCode: 200, wantOK: true},
+		{name: "edit dry run", ctype: "application/json", body: `{"verb":"fs.edit","arguments":{"path":"hello.txt","oldText":"world","newText":"there","dryRun":true}}`, wantCode: 200, wantOK: true},
+		{name: "edit not unique", ctype: "application/json", body: `{"verb":"fs.edit","arguments":{"path":"hello.txt","oldText":"l","newText":"L"}}`, wantCode: 200, errCode: "invalid_arguments"},
+		{name: "stat outside", ctype: "application/json", body: `{"verb":"fs.stat","arguments":{"path":"a/../../x"}}`, wantCode: 200, errCode: "forbidden_path"},
 		{name: "no content type", body: `{"verb":"fs.readFile","arguments":{"path":"hello.txt"}}`, wantCode: 200, wantOK: true, content: "hello\nworld\n"},
 		{name: "session", ctype: "application/json", query: "?session=agent-7", body: `{"verb":"fs.readFile","arguments":{"path":"hello.txt"}}`, wantCode: 200, wantOK: true, content: "hello\nworld\n"},
 		{name: "traversal", ctype: "application/json", body: `{"verb":"fs.readFile","arguments":{"path":"../etc/passwd"}}`, wantCode: 200, errCode: "forbidden_path"},
@@ -246,8 +251,9 @@ func TestVerbs(t *testing.T) {
 		def      string
 	}{
 		{"path", executor.KindString, true, ""},
-		{"startLine", executor.KindInt, true, ""},
-		{"endLine", executor.KindInt, true, ""},
+		{"startLine", executor.KindInt, false, "none"},
+		{"endLine", executor.KindInt, false, "none"},
+		{"lastLines", executor.KindInt, false, "none"},
 		{"includeLineNumbers", executor.KindBool, false, "true"},
 	}
 	for _, c := range checks {
@@ -255,6 +261,9 @@ func TestVerbs(t *testing.T) {
 		if !ok || f.Kind != c.kind || f.Required != c.required || f.Default != c.def || f.Description == "" {
 			t.Errorf("field %s = %+v, want kind %s required %v default %q with a description", c.name, f, c.kind, c.required, c.def)
 		}
+	}
+	if !fields["startLine"].Positional || !fields["endLine"].Positional || fields["lastLines"].Positional {
+		t.Errorf("positional fields of fs.readRange: %+v", rr.Arguments.Fields)
 	}
 	if pr := byName["proc.run"]; len(pr.Arguments.Fields) == 0 || pr.Arguments.Fields[1].Kind != executor.KindList {
 		t.Errorf("proc.run arguments: %+v", pr.Arguments.Fields)

@@ -3,10 +3,12 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,8 +101,14 @@ func TestPanelE2E(t *testing.T) {
 		}
 	}})
 	e.writeFile("notes.txt", "alpha\nbeta\ngamma\ndelta\n")
+	var long strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&long, "line %04d\n", i)
+	}
+	e.writeFile("long.txt", long.String())
 	e.writeFile("README.md", "# Demo workspace\n")
 	e.writeFile("src/main.go", "package main\n\nfunc main() {}\n")
+	e.writeFile("edit-me.txt", "one\ntwo\nthree\nfour\n")
 	if e.rt.Directory() != nil {
 		e.rt.Directory().Observe(&chat.Inbound{Platform: chat.Telegram, ChatID: "-1001234567890", ThreadID: "7", ChatType: "supergroup", ChatTitle: "Ops", TopicTitle: "Deploys", Time: time.Now()})
 		e.rt.Directory().Observe(&chat.Inbound{Platform: chat.Discord, ChatID: "1200000000000000001", GuildID: "1100000000000000001", ChatType: "guild_text", ChatTitle: "#builds", Time: time.Now()})
@@ -148,9 +156,10 @@ func TestPanelE2E(t *testing.T) {
 		t.Fatalf("no pairing code in the stranger's reply: %q", entry.Text)
 	}
 
-	// A second hub with no access configuration: the token is a reader,
-	// with no admin permission; the panel hides the admin views.
-	reader := newEnv(t, envConfig{noServer: true, mod: func(c *config.Config) { c.Access = config.Default().Access }})
+	// A second hub with no access configuration and a configured token:
+	// the token is a reader, with no admin permission; the panel hides the
+	// admin views.
+	reader := newEnv(t, envConfig{noServer: true, mod: func(c *config.Config) { c.Access = defaultAccessWithToken() }})
 	reader.writeFile("notes.txt", "alpha\n")
 	rctx, rcancel := context.WithCancel(context.Background())
 	rdone := make(chan error, 1)

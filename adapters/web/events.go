@@ -26,7 +26,7 @@ const (
 	// EventProgress is the progress of a call from the panel: running
 	// updates carry no id and are not kept in the ring (only the latest of
 	// each running call is, for clients that connect later); the final one
-	// (done, failed, canceled, interrupted) has an id like any event.
+	// (done, failed, cancelled, interrupted) has an id like any event.
 	EventProgress = "progress"
 	// EventRunning lists, on a resumed stream, the calls still running, so a
 	// client finalises a progress element whose final event it missed.

@@ -39,7 +39,8 @@ func TestAdminAPIFollowsTheWebRoles(t *testing.T) {
 		access  config.Access
 		granted []string
 	}{
-		{"no configuration", config.Default().Access, nil},
+		{"no configuration", config.Default().Access, config.AdminPermissions},
+		{"a configured token, no access section", defaultAccessWithToken(), nil},
 		{"every verb", config.Access{Roles: map[string]config.Role{"r": {Verbs: []string{"*"}}}, Grants: map[string][]string{"web": {"r"}}}, nil},
 		{"read", config.Access{Roles: map[string]config.Role{"r": {Verbs: []string{config.AdminRead}}}, Grants: map[string][]string{"web": {"reader", "r"}}}, []string{config.AdminRead}},
 		{"read and deliver", config.Access{Roles: map[string]config.Role{"r": {Verbs: []string{config.AdminRead, config.AdminDeliver}}}, Grants: map[string][]string{"web": {"r"}}}, []string{config.AdminRead, config.AdminDeliver}},
@@ -93,4 +94,13 @@ func TestWebCountsAreBounded(t *testing.T) {
 			t.Errorf("GET %s: %d %s, want %d %q", tc.path, r.status, r.body, tc.code, tc.msg)
 		}
 	}
+}
+
+// defaultAccessWithToken is the access of a configuration without an
+// access section whose web token is configured: deny by default.
+func defaultAccessWithToken() config.Access {
+	c := config.Default()
+	c.Web.Token, c.Access = config.NewSecret("0123456789abcdef0123"), config.Access{}
+	c.ApplyDefaults()
+	return c.Access
 }

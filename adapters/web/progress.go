@@ -15,7 +15,7 @@ import (
 // carried by a progress event.
 type Progress struct {
 	Verb string `json:"verb"`
-	// State is running, done, failed, canceled or interrupted; every state
+	// State is running, done, failed, cancelled or interrupted; every state
 	// but running is final.
 	State string `json:"state"`
 	// ElapsedMS is how long the call had run when the update was made.
@@ -60,7 +60,7 @@ type CancelRequest struct {
 // CancelResponse is the answer of POST /api/cancel: the turns told to
 // stop, and the hub's answer for people.
 type CancelResponse struct {
-	Canceled []string `json:"canceled"`
+	Canceled []string `json:"cancelled"`
 	Text     string   `json:"text"`
 }
 
@@ -79,7 +79,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	res := s.hub.Cancel(hub.CancelRequest{Chat: chat.WebKey, TurnID: req.Turn, Identities: []string{Identity}})
 	if len(res.Canceled) == 0 {
-		admin.WriteJSON(w, http.StatusConflict, map[string]any{"error": res.Text, "canceled": []string{}, "text": res.Text})
+		admin.WriteJSON(w, http.StatusConflict, map[string]any{"error": res.Text, "cancelled": []string{}, "text": res.Text})
 		return
 	}
 	s.log.Info("calls cancelled from the panel", "turns", res.Canceled)

@@ -74,7 +74,19 @@ var (
 	listings = []listing{{"list", 10, 90}, {"list10k", 100, 9900}}
 	// writeFiles files of writeSize bytes are overwritten in turn.
 	writeFiles, writeSize = 100, 4096
+	// editFile is edited in place, one passage per round trip: each server
+	// has its own copy (edit-hub.txt, edit-mcp.txt).
+	editFile = textFile{"edit", 1_724} // 100 KB
 )
+
+// editState is the passage the round trips of fs.edit and edit_file
+// replace, the line in the middle of the edited file.
+func editState(i int) string { return fmt.Sprintf("state after round trip %d", i) }
+
+// editContent is the edited file holding state on its middle line.
+func editContent(state string) string {
+	return strings.Replace(editFile.content(), line(editFile.lines/2), state, 1)
+}
 
 // fixture writes the files into a fresh directory.
 func fixture(b *testing.B) string {
@@ -104,6 +116,9 @@ func fixture(b *testing.B) string {
 	}
 	for i := range writeFiles {
 		put(writePath(i), writeContent("init", i))
+	}
+	for _, who := range []string{"hub", "mcp"} {
+		put(editFile.name+"-"+who+".txt", editContent(line(editFile.lines/2)))
 	}
 	return dir
 }
@@ -260,7 +275,37 @@ func ops() []op {
 		}
 		return os.Remove(p)
 	}
-	return []op{read(small), read(large), head(large), tail(large), tail(huge), list(listings[0]), list(listings[1]), cold, write}
+	return []op{read(small), read(large), head(large), tail(large), tail(huge), list(listings[0]), list(listings[1]), cold, write, edit()}
+}
+
+// edit replaces the middle line of a 100 KB file, each round trip with a
+// text of its own: fs.edit (durable: the new file is synced before it is
+// renamed, and its directory after) against edit_file (a write and a
+// rename). Each server edits its own copy; the checks read it back.
+func edit() op {
+	cur := map[string]string{"hub": line(editFile.lines / 2), "mcp": line(editFile.lines / 2)}
+	name := func(who string) string { return editFile.name + "-" + who + ".txt" }
+	check := func(who string) func(dir string, i int) error {
+		return func(dir string, i int) error {
+			if err := fileHolds(dir, name(who), editContent(editState(i))); err != nil {
+				return err
+			}
+			cur[who] = editState(i)
+			return nil
+		}
+	}
+	return op{
+		name: "edit-" + sizeName(editFile.size()), hubVerb: "fs.edit",
+		hubArgs: func(i int) map[string]any {
+			return map[string]any{"path": name("hub"), "oldText": cur["hub"], "newText": editState(i)}
+		},
+		hubCheck: func(dir string, i int, _ hubResult) error { return check("hub")(dir, i) },
+		mcpTool:  "edit_file",
+		mcpArgs: func(dir string, i int) map[string]any {
+			return map[string]any{"path": filepath.Join(dir, name("mcp")), "edits": []map[string]any{{"oldText": cur["mcp"], "newText": editState(i)}}}
+		},
+		mcpCheck: func(dir string, i int, _ string) error { return check("mcp")(dir, i) },
+	}
 }
 
 func sizeName(n int) string {
@@ -829,4 +874,111 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 	fmt.Fprintf(&sb, "| geometric mean of hub/MCP | | | | %.2f | | |\n", math.Exp(logSum/float64(len(rows))))
 	// Printed rather than logged: a parent benchmark's log shows only with -v.
 	fmt.Print(sb.String())
+}
+
+// BenchmarkFindVersusMCP compares fs.find with the reference server's
+// search_files on the Go toolchain's own source tree ($(go env
+// GOROOT)/src, about 11k files): the same glob, **/*_test.go, over MCP on
+// both sides (`hub mcp` with the hub's state outside the tree), one round
+// trip to each per iteration, alternating which goes first. Both must
+// return the same number of files. Reported as BenchmarkVersusMCP reports
+// its operations.
+func BenchmarkFindVersusMCP(b *testing.B) {
+	node, script := mcpServer(b)
+	src := goSrc(b)
+	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
+		b.Skipf("GOROOT/src not found: %v", err)
+	}
+	bin := buildHub(b)
+	conf := filepath.Join(b.TempDir(), "hub.yml")
+	yml := "state_dir: " + filepath.Join(b.TempDir(), "state") + "\naccess:\n  roles:\n    admin:\n      verbs: ['*']\n  grants:\n    agent:local: [admin]\n"
+	if err := os.WriteFile(conf, []byte(yml), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cwd := b.TempDir()
+	hub := &mcpClient{child: startChild(b, "hub mcp", cwd, []string{"HUB_CONFIG="}, bin, "mcp", "--config", conf, "--workspace", src)}
+	if err := hub.initialize(); err != nil {
+		b.Fatal(err)
+	}
+	ref := &mcpClient{child: startChild(b, "MCP filesystem server", cwd, nil, node, script, src)}
+	if err := ref.initialize(); err != nil {
+		b.Fatal(err)
+	}
+	const glob = "**/*_test.go"
+	hubRound := func() (time.Duration, int) {
+		t0 := time.Now()
+		msg, err := hub.callTool("fs_find", map[string]any{"pattern": glob, "type": "file", "maxResults": 2000})
+		d := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var resp struct {
+			Result struct {
+				StructuredContent struct {
+					Succeeded bool              `json:"succeeded"`
+					Truncated bool              `json:"truncated"`
+					Entries   []json.RawMessage `json:"entries"`
+				} `json:"structuredContent"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(msg, &resp); err != nil || !resp.Result.StructuredContent.Succeeded || resp.Result.StructuredContent.Truncated {
+			b.Fatalf("fs_find: %v %.300s", err, msg)
+		}
+		return d, len(resp.Result.StructuredContent.Entries)
+	}
+	refRound := func() (time.Duration, int) {
+		t0 := time.Now()
+		msg, err := ref.callTool("search_files", map[string]any{"path": src, "pattern": glob})
+		d := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text, err := mcpText(msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d, strings.Count(text, "\n") + 1
+	}
+	hn, mn := 0, 0
+	for range 2 { // warm up both, and the page cache
+		_, hn = hubRound()
+		_, mn = refRound()
+	}
+	if hn != mn {
+		b.Fatalf("fs.find found %d files, search_files %d", hn, mn)
+	}
+	var hubStats, mcpStats stats
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			d, _ := hubRound()
+			hubStats.lat = append(hubStats.lat, d)
+			d, _ = refRound()
+			mcpStats.lat = append(mcpStats.lat, d)
+		} else {
+			d, _ := refRound()
+			mcpStats.lat = append(mcpStats.lat, d)
+			d, _ = hubRound()
+			hubStats.lat = append(hubStats.lat, d)
+		}
+		i++
+	}
+	h, m := hubStats.opsPerSec(), mcpStats.opsPerSec()
+	b.ReportMetric(h, "hub-ops/s")
+	b.ReportMetric(m, "mcp-ops/s")
+	b.ReportMetric(h/m, "hub/mcp")
+	b.ReportMetric(percentile(hubStats.lat, 0.50), "hub-p50-ms")
+	b.ReportMetric(percentile(mcpStats.lat, 0.50), "mcp-p50-ms")
+	b.ReportMetric(float64(hn), "files")
+	b.ReportMetric(0, "ns/op")
+}
+
+// goSrc is $(go env GOROOT)/src, the Go toolchain's own source tree.
+func goSrc(b *testing.B) string {
+	b.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Skipf("go env GOROOT: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "src")
 }

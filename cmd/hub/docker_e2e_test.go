@@ -412,3 +412,47 @@ func TestDockerWorkspaceHoldingTheConfiguration(t *testing.T) {
 		t.Fatalf("containers were made: %v", ids)
 	}
 }
+
+// TestDockerWorkspaceSearch: fs.search and fs.find in a docker workspace
+// act on its host directory, where the container's programs write: they
+// find what a program wrote, and follow none of the links it planted (to
+// the host's root, to the state directory, to a file outside).
+func TestDockerWorkspaceSearch(t *testing.T) {
+	r := newDockerRig(t, "")
+	if err := os.WriteFile(filepath.Join(r.state, "hub.db"), []byte("needle in the state"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.run(t, "sh", "-c", "mkdir -p src && echo 'a needle from the box' > src/made.txt && ln -s / root && ln -s .hub state && ln -s "+r.outside+" out.txt"); res.ExitCode != 0 {
+		t.Fatalf("box writes: %+v", res)
+	}
+	type result struct {
+		Succeeded bool `json:"succeeded"`
+		Matches   []struct {
+			Path string `json:"path"`
+			Text string `json:"text"`
+		} `json:"matches"`
+		Entries []struct {
+			Path string `json:"path"`
+		} `json:"entries"`
+	}
+	for _, tc := range []struct{ envelope, want string }{
+		{`{"verb":"fs.search","arguments":{"pattern":"needle|workspace|root:","hidden":true,"noIgnore":true,"binary":true}}`, "src/made.txt: a needle from the box"},
+		{`{"verb":"fs.find","arguments":{"pattern":"**","hidden":true,"noIgnore":true,"type":"file"}}`, "src/made.txt"},
+	} {
+		out, errs, _ := r.hub(t, tc.envelope, "exec", "--config", "../hub.yml", "--workspace", "box")
+		var res result
+		if err := json.Unmarshal([]byte(out), &res); err != nil || !res.Succeeded {
+			t.Fatalf("%s: %q %q: %v", tc.envelope, out, errs, err)
+		}
+		var got []string
+		for _, m := range res.Matches {
+			got = append(got, m.Path+": "+m.Text)
+		}
+		for _, e := range res.Entries {
+			got = append(got, e.Path)
+		}
+		if strings.Join(got, "|") != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.envelope, got, tc.want)
+		}
+	}
+}

@@ -47,14 +47,16 @@ func TestCountFlagsAreBounded(t *testing.T) {
 	}
 }
 
-// TestAdminSocketIsTheOperator: with no access configuration the web token
-// is a reader, refused the admin API's reads and changes, while the admin
+// TestAdminSocketIsTheOperator: with the web identity granted reader only,
+// the web token is refused the admin API's reads and changes, while the admin
 // socket (owner-only) is the operator, who may do everything, within the
 // same bounds on counts.
 func TestAdminSocketIsTheOperator(t *testing.T) {
 	dir := workspace(t)
 	cfg := filepath.Join(dir, "hub.yml")
-	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\n"), 0o600)
+	// An access section: the web identity reads only (without one, the
+	// generated-token panel on loopback is the operator's too).
+	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\naccess:\n  grants:\n    web: [reader]\n"), 0o600)
 	_, url, _ := startServe(t, dir, "--config", cfg)
 	base := url[:strings.Index(url, "/#")]
 	token := url[strings.Index(url, "#token=")+len("#token="):]

@@ -45,7 +45,7 @@ func runMCP(env *cliEnv, args []string) error {
 	if err := config.ValidIdentity(*identity); err != nil || !strings.HasPrefix(*identity, "agent:") {
 		return usagef("--identity %q is not an agent identity (accepted: agent:<name>, lower-case letters, digits, '-' and '_')", *identity)
 	}
-	cfg, err := loadConfig(c)
+	cfg, err := loadConfig(c, config.StdioOnly)
 	if err != nil {
 		return err
 	}
@@ -106,5 +106,8 @@ func mountMCP(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *s
 		return err
 	}
 	webSrv.Mount("/mcp", h)
+	for _, p := range mcpsurface.OAuthPaths {
+		webSrv.Mount(p, mcpsurface.NoOAuth())
+	}
 	return nil
 }

@@ -99,9 +99,12 @@ func TestMCPStdioPipelinedPingsKeepMemoryBounded(t *testing.T) {
 			default:
 			}
 		}
-		// Answers written and not read yet, at most.
+		// Pings taken, then answers written and not read yet, at most: in
+		// this order, answers the hub writes meanwhile count as waiting,
+		// never the pings it takes meanwhile as taken ahead of them.
+		took := taken()
 		waiting := (unread(outFd) + p.out.Buffered()) / minAnswer
-		if ahead := taken() - answered - waiting; ahead > worst {
+		if ahead := took - answered - waiting; ahead > worst {
 			worst = ahead
 			if ahead > bound {
 				t.Fatalf("the hub took %d pings more than it answered, over the bound of %d: it reads ahead of its answers", ahead, bound)

@@ -74,6 +74,10 @@ func TestConfigInWorkspaceEndToEnd(t *testing.T) {
 		{"fs.readFile", map[string]any{"path": "hub.yml"}},
 		{"fs.readFile", map[string]any{"path": "web.token"}},
 		{"fs.copyFile", map[string]any{"sourcePath": "web.token", "destinationPath": "stolen.txt"}},
+		{"fs.edit", map[string]any{"path": "hub.yml", "oldText": "verbs: ['fs.*']", "newText": "verbs: ['*']"}},
+		{"fs.edit", map[string]any{"path": "hub.yml", "oldText": "web", "newText": "x", "dryRun": true}},
+		{"fs.stat", map[string]any{"path": "web.token", "sha256": true}},
+		{"fs.readRange", map[string]any{"path": "web.token", "lastLines": 1}},
 	} {
 		ok, code, body := call(c.verb, c.args)
 		if ok || code != "forbidden_path" {
@@ -82,6 +86,9 @@ func TestConfigInWorkspaceEndToEnd(t *testing.T) {
 		if strings.Contains(body, token) {
 			t.Errorf("%s %v shows the token: %s", c.verb, c.args, body)
 		}
+	}
+	if _, _, body := call("fs.readMany", map[string]any{"paths": []string{"hub.yml", "web.token", "evil.yml"}}); strings.Count(body, `"errorCode":"forbidden_path"`) != 2 || strings.Contains(body, token) {
+		t.Errorf("fs.readMany of the protected files: %s", body)
 	}
 	if b, _ := os.ReadFile(cfgFile); string(b) != original {
 		t.Fatalf("hub.yml changed:\n%s", b)

@@ -346,3 +346,65 @@ func TestHostileNodeAnswersAddNoSeriesOrMeta(t *testing.T) {
 		t.Fatalf("%d api results in the mirror: %v", results, err)
 	}
 }
+
+// fs.search and fs.find in a remote workspace run on its node, over the
+// node's own files; the chat reply shows each hit as path:line over its
+// line.
+func TestRemoteSearch(t *testing.T) {
+	r := newRemoteRig(t)
+	var big strings.Builder
+	for i := 1; i <= 400; i++ {
+		fmt.Fprintf(&big, "request %d failed, retrying\n", i)
+	}
+	for name, content := range map[string]string{"app/today.log": "ok\nretryAfter=3 from the node\n", "app/.hidden.log": "retryAfter hidden\n",
+		"old/big.txt": big.String()} {
+		p := filepath.Join(r.nodeDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same name in the hub's own workspace is not what the node finds.
+	if err := os.WriteFile(filepath.Join(r.env.Config.Workspace, "hub-side.log"), []byte("retryAfter on the hub\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.startNode(t, "db-1")
+	testkit.WaitFor(t, "db-1 online", func() bool {
+		l, err := r.nodes.List(context.Background())
+		return err == nil && l[0].Online
+	})
+	r.say(t, "/use db1-logs")
+	res, reply := r.say(t, "/fs.search retryAfter")
+	if res.Status != hub.StatusExecuted || !res.Outcome.Succeeded() {
+		t.Fatalf("fs.search: %s %q", res.Status, reply)
+	}
+	if !strings.Contains(reply, "`app/today.log:2`") || !strings.Contains(reply, "retryAfter=3 from the node") || strings.Contains(reply, "hidden") || strings.Contains(reply, "on the hub") {
+		t.Fatalf("fs.search reply: %q", reply)
+	}
+	out, err := r.env.Runtime.Hub.Execute(context.Background(), hub.APIRequest{Identity: "telegram:1", Workspace: "db1-logs",
+		Input: []byte(`{"verb":"fs.find","arguments":{"pattern":"**/*.log","hidden":true}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found struct {
+		Succeeded bool
+		Entries   []struct{ Path string }
+	}
+	if err := json.Unmarshal(out.JSON(), &found); err != nil || !found.Succeeded || len(found.Entries) != 2 ||
+		found.Entries[0].Path != "app/.hidden.log" || found.Entries[1].Path != "app/today.log" {
+		t.Fatalf("fs.find on the node: %s", out.JSON())
+	}
+	// A long result goes the way long output goes: its head in the chat,
+	// the whole as an attachment.
+	res, _ = r.say(t, "/fs.search retrying path=old maxResults=500")
+	if len(res.Outbox) != 2 {
+		t.Fatalf("a long result: %d chunks, want its head and an attachment", len(res.Outbox))
+	}
+	sent := r.rec.Sent("chat:telegram:100")
+	last := sent[len(sent)-1]
+	if last.Attachment == nil || !strings.Contains(string(last.Attachment.Data), "`old/big.txt:400`") {
+		t.Fatalf("the attachment: %+v", last)
+	}
+}

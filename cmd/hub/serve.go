@@ -212,6 +212,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if webSrv != nil {
 		waitListening(ctx, webSrv)
 		printPanel(out, cfg.Web, webSrv)
+		fmt.Fprintln(out, panelAccess(cfg, rt.Hub.Access(), tc.exec.Registry()))
 	}
 
 	var runErr error

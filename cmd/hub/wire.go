@@ -18,8 +18,8 @@ import (
 )
 
 // loadConfig loads the configuration with the command-line overrides applied.
-func loadConfig(c commonFlags) (*config.Config, error) {
-	cfg, err := config.Load(config.Discover(c.config))
+func loadConfig(c commonFlags, overrides ...config.Override) (*config.Config, error) {
+	cfg, err := config.Load(config.Discover(c.config), overrides...)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ const (
 	S_IFDIR  = unix.S_IFDIR
 	S_IFIFO  = unix.S_IFIFO
 	S_IFLNK  = unix.S_IFLNK
+	S_IFREG  = unix.S_IFREG
 	S_IFSOCK = unix.S_IFSOCK
 	S_ISGID  = unix.S_ISGID
 	S_ISUID  = unix.S_ISUID
@@ -56,6 +57,9 @@ func Openat(dirfd int, path string, flags int, mode uint32) (int, error) {
 
 // Close is close(2).
 func Close(fd int) error { return unix.Close(fd) }
+
+// Read is read(2).
+func Read(fd int, p []byte) (int, error) { return unix.Read(fd, p) }
 
 // Fstat is fstat(2).
 func Fstat(fd int, st *Stat_t) error { return unix.Fstat(fd, st) }

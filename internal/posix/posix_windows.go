@@ -58,6 +58,7 @@ const (
 	S_IFDIR  = 0x4000
 	S_IFIFO  = 0x1000
 	S_IFLNK  = 0xa000
+	S_IFREG  = 0x8000
 	S_IFSOCK = 0xc000
 	S_ISGID  = 0x400
 	S_ISUID  = 0x800
@@ -77,6 +78,9 @@ func Openat(int, string, int, uint32) (int, error) { return -1, ErrUnsupported }
 
 // Close fails with ErrUnsupported.
 func Close(int) error { return ErrUnsupported }
+
+// Read fails with ErrUnsupported.
+func Read(int, []byte) (int, error) { return 0, ErrUnsupported }
 
 // Fstat fails with ErrUnsupported.
 func Fstat(int, *Stat_t) error { return ErrUnsupported }

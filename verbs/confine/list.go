@@ -30,18 +30,24 @@ type Entry struct {
 // left out, and one that changed kind has its kind now. Protected files'
 // places in d are left out by name.
 func (l *Loc) ReadDir(d *os.File, describe bool) ([]Entry, error) {
-	r, dfd := l.r, int(d.Fd())
+	dfd := int(d.Fd())
 	id, err := fstatID(dfd)
 	if err != nil {
 		return nil, FSError(err, l.show, "stat")
 	}
+	return l.r.readDir(dfd, id, l.name, l.show, describe)
+}
+
+// readDir is ReadDir of the open directory dfd, with identity id, at
+// root-relative path name (show for messages).
+func (r *Root) readDir(dfd int, id fileID, name, show string, describe bool) ([]Entry, error) {
 	hold := !describe && r.prot.inDir(id)
-	des, err := readDirents(d)
+	des, err := readDirents(dfd)
 	if err != nil {
-		return nil, FSError(err, l.show, "list")
+		return nil, FSError(err, show, "list")
 	}
 	hold = hold || !describe && r.prot.inDir(id)
-	return r.filter(dfd, des, l.name, hold, describe, r.prot.filesIn(id)), nil
+	return r.filter(dfd, des, name, hold, describe, r.prot.filesIn(id)), nil
 }
 
 // filter keeps the entries des of the directory dfd (at root-relative path

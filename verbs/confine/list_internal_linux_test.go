@@ -56,7 +56,7 @@ func TestHostListingStats(t *testing.T) {
 	if !r.prot.inDir(id) {
 		t.Fatal("the root holds .hub, inDir says it does not")
 	}
-	des, err := readDirents(d)
+	des, err := readDirents(int(d.Fd()))
 	do(err)
 	do(os.Remove(path("gone")))
 	do(os.Remove(path("tolink")))

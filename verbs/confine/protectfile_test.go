@@ -79,6 +79,9 @@ func fileCalls(p string) []struct {
 		{"fs.exists", verbs.FsExistsArgs{Path: p}},
 		{"fs.readFile", verbs.FsReadFileArgs{Path: p}},
 		{"fs.readRange", verbs.FsReadRangeArgs{Path: p, StartLine: 1, EndLine: 1}},
+		{"fs.readRange", verbs.FsReadRangeArgs{Path: p, LastLines: verbtest.Ptr(1)}},
+		{"fs.stat", verbs.FsStatArgs{Path: p, Sha256: true}},
+		{"fs.edit", verbs.FsEditArgs{Path: p, OldText: "CANARY", NewText: verbtest.Ptr("pwned")}},
 		{"fs.lineCount", verbs.FsLineCountArgs{Path: p}},
 		{"fs.listDir", verbs.FsListDirArgs{Path: p}},
 		{"fs.writeFile", verbs.FsWriteFileArgs{Path: p, Content: "pwned"}},
@@ -114,6 +117,12 @@ func (e *fileEnv) refusedEverywhere(paths ...string) {
 			if strings.Contains(out.Err.Message, e.Base) {
 				e.T.Errorf("%s %+v: message shows a host path: %s", c.verb, c.args, out.Err.Message)
 			}
+		}
+	}
+	for _, p := range paths {
+		r := verbtest.OK[verbs.FsReadManyResult](e.Env, "fs.readMany", verbs.FsReadManyArgs{Paths: []string{p}})
+		if f := r.Files[0]; f.Succeeded || f.ErrorCode != executor.CodeForbiddenPath || strings.Contains(f.Content+f.ErrorMessage, "CANARY") {
+			e.T.Errorf("fs.readMany %q: %+v, want forbidden_path", p, f)
 		}
 	}
 	if after := verbtest.Snapshot(e.T.(*testing.T), e.Base); !maps.Equal(before, after) {

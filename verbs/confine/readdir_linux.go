@@ -15,14 +15,13 @@ import (
 // direntBufs keeps getdents buffers between listings.
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
-// readDirents reads every entry of the open directory d ("." and ".." left
+// readDirents reads every entry of the open directory fd ("." and ".." left
 // out) with getdents into one pooled buffer, keeping the names in one
 // string: two allocations for the whole listing, where os.File.ReadDir
 // makes two per entry. The type comes from d_type; an entry whose file
 // system does not give it is lstat'ed, and left out if it is gone, as
 // ReadDir does.
-func readDirents(d *os.File) ([]Entry, error) {
-	fd := int(d.Fd())
+func readDirents(fd int) ([]Entry, error) {
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
 	buf := *bp

@@ -42,7 +42,7 @@ func TestReadDirents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	got, err := readDirents(d)
+	got, err := readDirents(int(d.Fd()))
 	if err != nil {
 		t.Fatal(err)
 	}

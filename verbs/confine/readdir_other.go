@@ -4,8 +4,15 @@ package confine
 
 import "os"
 
-// readDirents reads every entry of the open directory d.
-func readDirents(d *os.File) ([]Entry, error) {
+// readDirents reads every entry of the open directory fd, through a
+// duplicate of the descriptor.
+func readDirents(fd int) ([]Entry, error) {
+	dup, err := dupFD(fd)
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(dup), ".")
+	defer d.Close()
 	des, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, err

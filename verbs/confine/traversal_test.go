@@ -88,6 +88,14 @@ func TestTraversalCorpus(t *testing.T) {
 		{"fs.exists", func(p string) any { return verbs.FsExistsArgs{Path: p} }},
 		{"fs.readFile", func(p string) any { return verbs.FsReadFileArgs{Path: p} }},
 		{"fs.readRange", func(p string) any { return verbs.FsReadRangeArgs{Path: p, StartLine: 1, EndLine: 1} }},
+		{"fs.readRange", func(p string) any { return verbs.FsReadRangeArgs{Path: p, LastLines: verbtest.Ptr(1)} }},
+		{"fs.stat", func(p string) any { return verbs.FsStatArgs{Path: p, Sha256: true} }},
+		{"fs.edit", func(p string) any {
+			return verbs.FsEditArgs{Path: p, OldText: "secret", NewText: verbtest.Ptr("pwned")}
+		}},
+		{"fs.edit", func(p string) any {
+			return verbs.FsEditArgs{Path: p, OldText: "state", NewText: verbtest.Ptr("pwned"), DryRun: true}
+		}},
 		{"fs.lineCount", func(p string) any { return verbs.FsLineCountArgs{Path: p} }},
 		{"fs.listDir", func(p string) any { return verbs.FsListDirArgs{Path: p} }},
 		{"fs.writeFile", func(p string) any { return verbs.FsWriteFileArgs{Path: p, Content: "pwned"} }},
@@ -123,6 +131,17 @@ func TestTraversalCorpus(t *testing.T) {
 			}
 		}
 	}
+	// fs.readMany refuses each such path in its own entry.
+	for _, p := range corpus {
+		r := verbtest.OK[verbs.FsReadManyResult](e, "fs.readMany", verbs.FsReadManyArgs{Paths: []string{p, "ok.txt"}})
+		if f := r.Files[0]; f.Succeeded || f.ErrorCode != executor.CodeForbiddenPath || f.Content != "" {
+			t.Errorf("fs.readMany %q: %+v, want forbidden_path", p, f)
+		}
+		if f := r.Files[1]; !f.Succeeded || f.Content != "inside\n" {
+			t.Errorf("fs.readMany ok.txt after %q: %+v", p, f)
+		}
+	}
+
 	// Executables named by a path go through the guard too.
 	for _, exe := range []string{"../outside/tool.sh", "dir-link/tool.sh", "abs-dir/tool.sh", "./../outside/tool.sh"} {
 		e.Fails(executor.CodeForbiddenPath, "proc.run", verbs.ProcRunArgs{Executable: exe, Arguments: []string{}})

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -373,6 +374,10 @@ func scanDescendants(root int) []int {
 // and becomes the program. A failure is reported as an errno on fd 3,
 // which closes on a successful exec.
 func runExecStage(specJSON string) int {
+	// The parent-death signal is a thread's, and the program keeps the one
+	// of the thread that calls exec: this goroutine stays on one thread,
+	// which sets it just before exec (keepParentDeathSignal).
+	runtime.LockOSThread()
 	syscall.CloseOnExec(3)
 	report := func(err error) int {
 		errno := syscall.EINVAL
@@ -401,28 +406,36 @@ func runExecStage(specJSON string) int {
 		}
 	}
 	if spec.User != nil {
-		if err := becomeUser(spec.User, spec.Parent); err != nil {
+		if err := becomeUser(spec.User); err != nil {
 			return report(err)
 		}
+	}
+	if err := keepParentDeathSignal(spec.Parent); err != nil {
+		return report(err)
 	}
 	return report(syscall.Exec(spec.Path, os.Args[1:], withoutEnv(os.Environ(), execStageEnv)))
 }
 
 // becomeUser drops this process's root privileges for u's: no
 // supplementary group, u's primary gid, u's uid (for every thread). The
-// kernel clears the parent-death signal when the credentials change: it is
-// set again, and the supervisor (parent) must still be there, since its
-// death before then would not have been signalled.
-func becomeUser(u *User, parent int) error {
+// kernel clears the parent-death signal when the credentials change;
+// keepParentDeathSignal sets it again.
+func becomeUser(u *User) error {
 	if err := syscall.Setgroups(nil); err != nil {
 		return err
 	}
 	if err := syscall.Setgid(int(u.GID)); err != nil {
 		return err
 	}
-	if err := syscall.Setuid(int(u.UID)); err != nil {
-		return err
-	}
+	return syscall.Setuid(int(u.UID))
+}
+
+// keepParentDeathSignal sets SIGKILL as the parent-death signal of the
+// calling thread, the one that then calls exec: the kernel gives each
+// thread its own (a thread the runtime started has none) and clears it
+// when the credentials change. The supervisor (parent) must still be
+// there, since its death before then would not have been signalled.
+func keepParentDeathSignal(parent int) error {
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 		return err
 	}

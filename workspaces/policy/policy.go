@@ -44,7 +44,22 @@ type Resolution struct {
 	// Reason says which rule chose it, such as "chosen with /use" or
 	// workspaces.by_chat["web"].
 	Reason string `json:"reason"`
+	// Rule is that rule as one word, for a view to word for people:
+	// RuleCall, RuleUse, RuleChat, RuleRole or RuleDefault.
+	Rule string `json:"rule"`
+	// Runs is the kind of its destination: config.DestinationLocal,
+	// DestinationDocker or DestinationRemote.
+	Runs string `json:"runs"`
 }
+
+// The rules that choose a workspace (Resolution.Rule).
+const (
+	RuleCall    = "call"    // the call names it
+	RuleUse     = "use"     // the conversation chose it with /use
+	RuleChat    = "chat"    // workspaces.by_chat
+	RuleRole    = "role"    // workspaces.by_role
+	RuleDefault = "default" // none of them: the default workspace
+)
 
 // Reasons of a Resolution that are not configuration keys.
 const (
@@ -100,6 +115,9 @@ func (p *Policy) Resolve(q Query) (Resolution, error) {
 		return r, err
 	}
 	r.Destination = p.Destination(r.Name)
+	if wc, ok := p.cfg.WorkspaceByName(r.Name); ok {
+		r.Runs = wc.Destination.Kind
+	}
 	return r, nil
 }
 
@@ -108,25 +126,25 @@ func (p *Policy) resolve(q Query) (Resolution, error) {
 		if !p.Known(q.Explicit) {
 			return Resolution{}, p.UnknownError(q.Explicit)
 		}
-		return Resolution{Name: q.Explicit, Reason: ReasonExplicit}, nil
+		return Resolution{Name: q.Explicit, Reason: ReasonExplicit, Rule: RuleCall}, nil
 	}
 	stale := ""
 	if q.Chosen != "" {
 		if p.Known(q.Chosen) {
-			return Resolution{Name: q.Chosen, Reason: ReasonUse}, nil
+			return Resolution{Name: q.Chosen, Reason: ReasonUse, Rule: RuleUse}, nil
 		}
 		stale = fmt.Sprintf(" (the /use choice %q is no longer configured)", q.Chosen)
 	}
 	if q.ChatKey != "" {
 		byChat := p.cfg.Workspaces.ByChat
 		if n, ok := byChat[q.ChatKey]; ok {
-			return Resolution{Name: n, Reason: fmt.Sprintf("workspaces.by_chat[%q]", q.ChatKey) + stale}, nil
+			return Resolution{Name: n, Reason: fmt.Sprintf("workspaces.by_chat[%q]", q.ChatKey) + stale, Rule: RuleChat}, nil
 		}
 		// A thread falls back to its chat, as sessions.by_chat does.
 		if k, err := chat.ParseKey(q.ChatKey); err == nil && k.Kind == chat.KindChat && k.ThreadID != "" {
 			parent := chat.ChatKey(k.Platform, k.ChatID, "").String()
 			if n, ok := byChat[parent]; ok {
-				return Resolution{Name: n, Reason: fmt.Sprintf("workspaces.by_chat[%q]", parent) + stale}, nil
+				return Resolution{Name: n, Reason: fmt.Sprintf("workspaces.by_chat[%q]", parent) + stale, Rule: RuleChat}, nil
 			}
 		}
 	}
@@ -140,12 +158,12 @@ func (p *Policy) resolve(q Query) (Resolution, error) {
 		}
 	}
 	if best != "" {
-		return Resolution{Name: best, Reason: fmt.Sprintf("workspaces.by_role[%q]", bestRole) + stale}, nil
+		return Resolution{Name: best, Reason: fmt.Sprintf("workspaces.by_role[%q]", bestRole) + stale, Rule: RuleRole}, nil
 	}
 	if _, configured := p.cfg.Workspaces.Named[Default]; configured {
-		return Resolution{Name: Default, Reason: ReasonDefault + stale}, nil
+		return Resolution{Name: Default, Reason: ReasonDefault + stale, Rule: RuleDefault}, nil
 	}
-	return Resolution{Name: Default, Reason: "default (not configured: the top-level workspace, run locally)" + stale}, nil
+	return Resolution{Name: Default, Reason: "default (not configured: the top-level workspace, run locally)" + stale, Rule: RuleDefault}, nil
 }
 
 // MayUse reports whether any of roles may act in the workspace name. A
@@ -216,8 +234,18 @@ func (p *Policy) Check(q Query) (Resolution, error) {
 	return r, nil
 }
 
-// Allow returns nil when roles may use r's workspace, else an error that
-// names the workspace, why it was chosen and the roles that may use it.
+// NotOpenError is Allow's refusal: the workspace exists, and no role of
+// the caller may use it.
+type NotOpenError struct {
+	Workspace string
+	msg       string
+}
+
+func (e *NotOpenError) Error() string { return e.msg }
+
+// Allow returns nil when roles may use r's workspace, else a
+// *NotOpenError that names the workspace, why it was chosen and the roles
+// that may use it.
 func (p *Policy) Allow(roles []string, r Resolution) error {
 	if p.MayUse(roles, r.Name) {
 		return nil
@@ -230,7 +258,7 @@ func (p *Policy) Allow(roles []string, r Resolution) error {
 	if len(roles) > 0 {
 		mine = strings.Join(roles, ", ")
 	}
-	return fmt.Errorf("workspace %q (%s) is not open to your roles (%s); %s", r.Name, r.Reason, mine, who)
+	return &NotOpenError{Workspace: r.Name, msg: fmt.Sprintf("workspace %q (%s) is not open to your roles (%s); %s", r.Name, r.Reason, mine, who)}
 }
 
 // Destination describes where the workspace name runs its programs, from

@@ -149,3 +149,28 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("docker description %q", d)
 	}
 }
+
+// TestResolutionRuleAndRuns: a resolution names its rule and the kind of
+// its destination in one word each, for a view to word them for people.
+func TestResolutionRuleAndRuns(t *testing.T) {
+	p := New(load(t, policyYAML))
+	for _, c := range []struct {
+		q          Query
+		rule, runs string
+	}{
+		{Query{Explicit: "sandbox"}, RuleCall, config.DestinationDocker},
+		{Query{Chosen: "alpha"}, RuleUse, config.DestinationLocal},
+		{Query{ChatKey: "web"}, RuleChat, config.DestinationLocal},
+		{Query{ChatKey: "chat:discord:1", Roles: []string{"ops"}}, RuleRole, config.DestinationLocal},
+		{Query{ChatKey: "chat:discord:1", Roles: []string{"plain"}}, RuleDefault, config.DestinationLocal},
+	} {
+		r, err := p.Resolve(c.q)
+		if err != nil || r.Rule != c.rule || r.Runs != c.runs {
+			t.Errorf("%+v: %+v %v; want rule %s, runs %s", c.q, r, err, c.rule, c.runs)
+		}
+	}
+	r, err := New(config.Default()).Resolve(Query{ChatKey: "web"})
+	if err != nil || r.Rule != RuleDefault || r.Runs != config.DestinationLocal {
+		t.Errorf("no configuration: %+v %v", r, err)
+	}
+}

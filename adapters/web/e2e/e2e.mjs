@@ -79,7 +79,7 @@ let desktop;
 let phone;
 try {
   // ---- Desktop, light ------------------------------------------------------
-  desktop = await launch({ viewport: { width: 1280, height: 860 }, colorScheme: 'light' });
+  desktop = await launch({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
   const page = desktop.pages()[0] || await desktop.newPage();
   watch(page, 'desktop');
 
@@ -125,6 +125,17 @@ try {
     await page.locator('#usage', { hasText: '<startLine>' }).waitFor();
   });
 
+  await check('the usage hint fills while a verb is typed, and empties without one', async () => {
+    const input = page.locator('#input');
+    await input.fill('');
+    await input.pressSequentially('/proc.run ec');
+    await page.locator('#usage', { hasText: '/proc.run <executable> [arguments…]' }).waitFor();
+    await input.fill('');
+    await input.pressSequentially('hello');
+    await page.waitForFunction(() => document.getElementById('usage').textContent === '');
+    await input.fill('/fs.readRange '); // where the completion step left it, for the form
+  });
+
   await check('the form is generated from the verb schema', async () => {
     await page.click('#form-toggle');
     await page.locator('#form-panel').waitFor();
@@ -157,6 +168,31 @@ try {
     await page.locator('#messages .msg.api', { hasText: '"lineCount": 4' }).waitFor();
   });
 
+  await check('the form edits with multi-line texts: a diff comes back', async () => {
+    await page.click('#form-toggle');
+    await page.selectOption('#form-verb', 'fs.edit');
+    await page.locator('textarea#f-oldText').waitFor();
+    await page.locator('textarea#f-newText').waitFor();
+    await page.fill('#f-path', 'edit-me.txt');
+    await page.fill('#f-oldText', 'two\nthree');
+    await page.fill('#f-newText', 'TWO\nTHREE');
+    await page.click('#verb-form button[data-mode="chat"]');
+    const r = reply(page, 'Edited');
+    await r.waitFor();
+    const text = await r.textContent();
+    if (!text.includes('-two') || !text.includes('+THREE')) throw new Error(`the reply lacks the diff: ${text}`);
+    if (await r.locator('pre').count() === 0) throw new Error('the diff is not rendered as a code block');
+  });
+
+  await check('the form takes a list of edits as JSON', async () => {
+    await page.click('#form-toggle');
+    await page.selectOption('#form-verb', 'fs.edit');
+    await page.fill('#f-path', 'edit-me.txt');
+    await page.fill('#f-edits', '[{"oldText": "one", "newText": "1"}, {"oldText": "four", "newText": "4"}]');
+    await page.click('#verb-form button[data-mode="api"]');
+    await page.locator('#messages .msg.api', { hasText: '"replacements": 2' }).waitFor();
+  });
+
   await check('a path outside the workspace is refused with forbidden_path', async () => {
     await send(page, '/fs.readFile ../etc/passwd');
     const r = reply(page, 'forbidden_path');
@@ -168,11 +204,17 @@ try {
     await shot(page, '02-chat.png');
   });
 
-  await check('the workspace bar shows where the conversation works', async () => {
+  await check('the workspace bar shows where the conversation works, in plain words', async () => {
     await page.locator('#ws-bar[data-current="default"]').waitFor();
-    await page.locator('#ws-where', { hasText: 'default' }).waitFor();
+    await page.locator('#ws-where', { hasText: 'default · on this machine · the default' }).waitFor();
     const options = await page.locator('#ws-select option').allTextContents();
     if (!options.some((o) => o.startsWith('sandbox'))) throw new Error(`the select lacks sandbox: ${options}`);
+    if (options[0] !== 'Automatic') throw new Error(`the first choice is ${JSON.stringify(options[0])}, want "Automatic"`);
+    const bar = await page.locator('#ws-bar').innerText();
+    for (const jargon of ['configuration decides', 'not configured', 'workspaces.by_', 'top-level']) {
+      if (bar.includes(jargon)) throw new Error(`the workspace bar says ${JSON.stringify(jargon)}: ${bar}`);
+    }
+    await shot(page, '12a-workspace-bar.png');
   });
 
   await check('choosing a workspace in the select sends /use and /where follows', async () => {
@@ -180,7 +222,7 @@ try {
     await page.locator('#messages .msg.inbound', { hasText: '/use sandbox' }).waitFor();
     await reply(page, 'now works in sandbox').waitFor();
     await page.locator('#ws-bar[data-current="sandbox"]').waitFor();
-    await page.locator('#ws-where', { hasText: 'chosen with /use' }).waitFor();
+    await page.locator('#ws-where', { hasText: 'sandbox · on this machine · you chose it' }).waitFor();
     await send(page, '/where');
     await reply(page, 'Workspace: sandbox').waitFor();
     await shot(page, '12-workspace.png');
@@ -189,6 +231,28 @@ try {
     await page.locator('#ws-bar[data-current="default"]').waitFor();
     await send(page, '/where');
     await reply(page, 'Workspace: default').waitFor();
+  });
+
+  await check('a 3,000-line file is folded, with a control that shows all of it', async () => {
+    await send(page, '/fs.readFile long.txt');
+    const msg = reply(page, 'long.txt');
+    const folded = msg.locator('.folded[data-lines="3000"]');
+    await folded.waitFor();
+    const box = await msg.boundingBox();
+    if (!box || box.height > 700) throw new Error(`the folded reply is ${box && box.height}px high`);
+    if (!await folded.locator('.fold-preview').isVisible()) throw new Error('no preview of the first lines');
+    const summary = folded.locator('summary');
+    if (await summary.textContent() !== 'Show all 3,000 lines') throw new Error(`the control says ${await summary.textContent()}`);
+    await page.waitForTimeout(150);
+    await shot(page, '15-fold.png');
+    await summary.click();
+    await folded.locator('details[open]').waitFor();
+    if (await folded.locator('.fold-preview').isVisible()) throw new Error('the preview stays with the whole text shown');
+    const all = await folded.locator('details pre').textContent();
+    if (!all.startsWith('line 0001\n') || !all.endsWith('line 3000') || all.split('\n').length !== 3000) throw new Error(`the whole text is not there: ${all.length} characters`);
+    await shot(page, '15b-fold-open.png');
+    await summary.click();
+    await folded.locator('.fold-preview').waitFor();
   });
 
   await check('a long proc.run shows its progress in place and is cancelled from the panel', async () => {
@@ -207,7 +271,7 @@ try {
     if (await page.locator('#messages .msg.progress').count() !== 1) throw new Error('more than one progress element for one call');
     await shot(page, '11-progress.png');
     await prog.locator('button.progress-cancel').click();
-    const ended = page.locator('#messages .msg.progress[data-state="canceled"]');
+    const ended = page.locator('#messages .msg.progress[data-state="cancelled"]');
     await ended.waitFor();
     await ended.locator('.progress-text', { hasText: 'cancelled by web' }).waitFor();
     await ended.locator('.progress-note', { hasText: 'Cancelling proc.run' }).waitFor();
@@ -220,7 +284,7 @@ try {
   await check('after a reload the cancelled call shows as ended, never running', async () => {
     await page.reload();
     await page.locator('#conn[data-state="live"]').waitFor();
-    await page.locator('#messages .msg.progress[data-state="canceled"]').waitFor();
+    await page.locator('#messages .msg.progress[data-state="cancelled"]').waitFor();
     await page.waitForTimeout(300);
     if (await page.locator('#messages .msg.progress[data-state="running"]').count() !== 0) throw new Error('a finished call shows as running after a reload');
     if (await page.locator('#messages .msg.progress').count() !== 1) throw new Error('the call shows more than once after a reload');
@@ -339,6 +403,30 @@ try {
       const b = await mobile.locator(sel).boundingBox();
       if (!b || b.x < 0 || b.x + b.width > 390) throw new Error(`${sel} does not fit the screen: ${JSON.stringify(b)}`);
     }
+  });
+
+  await check('every tab fits a phone, and nothing is wider than the screen', async () => {
+    await mobile.locator('.tab[data-view="nodes"]').waitFor();
+    for (const t of await mobile.locator('.tab:not([hidden])').all()) {
+      const b = await t.boundingBox();
+      if (!b || b.x < 0 || b.x + b.width > 390 || b.y < 0) throw new Error(`tab ${await t.textContent()} is off screen: ${JSON.stringify(b)}`);
+    }
+    const wide = await mobile.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    if (wide > 0) throw new Error(`the page is ${wide}px wider than the screen`);
+    const where = await mobile.evaluate(() => { const w = document.getElementById('ws-where'); return { cut: w.scrollWidth > w.clientWidth, text: w.textContent }; });
+    if (where.cut || !where.text.includes('on this machine')) throw new Error(`the workspace bar is cut on a phone: ${JSON.stringify(where)}`);
+    await shot(mobile, '16-phone-tabs.png');
+  });
+
+  await check('the folded file reads on a phone', async () => {
+    const folded = mobile.locator('.folded[data-lines="3000"]').first();
+    await folded.scrollIntoViewIfNeeded();
+    const b = await folded.boundingBox();
+    if (!b || b.x < 0 || b.x + b.width > 390) throw new Error(`the folded file is wider than the screen: ${JSON.stringify(b)}`);
+    const wide = await mobile.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    if (wide > 0) throw new Error(`the page is ${wide}px wider than the screen`);
+    await mobile.waitForTimeout(150);
+    await shot(mobile, '17-phone-fold.png');
   });
 
   await check('the history is replayed on a new device', async () => {

@@ -202,10 +202,27 @@
       }
       const code = el('code', { text: body.join('\n') });
       if (lang) code.dataset.lang = lang;
-      frag.append(el('pre', {}, code));
+      frag.append(body.length > FOLD_LINES ? fold(body, code) : el('pre', {}, code));
     }
     flush();
     return frag;
+  }
+
+  // A code block longer than FOLD_LINES shows its first PREVIEW_LINES and
+  // a control that shows the whole of it, all of which is in the page.
+  const FOLD_LINES = 40;
+  const PREVIEW_LINES = 20;
+
+  function fold(lines, code) {
+    const n = lines.length.toLocaleString();
+    const preview = el('pre', { class: 'fold-preview' }, el('code', { text: lines.slice(0, PREVIEW_LINES).join('\n') }));
+    const summary = el('summary', { text: `Show all ${n} lines` });
+    const details = el('details', { class: 'fold' }, summary, el('pre', {}, code));
+    details.addEventListener('toggle', () => {
+      preview.hidden = details.open;
+      summary.textContent = details.open ? `Show the first ${PREVIEW_LINES} lines only` : `Show all ${n} lines`;
+    });
+    return el('div', { class: 'folded', dataset: { lines: String(lines.length) } }, preview, details);
   }
 
   function appendInline(parent, s) {
@@ -284,7 +301,7 @@
   //
   // A call that runs a few seconds gets one element, updated in place by the
   // hub's progress events (running updates carry no id), with a Cancel
-  // control; the final event (done, failed, canceled, interrupted) ends it
+  // control; the final event (done, failed, cancelled, interrupted) ends it
   // and its reply follows as usual. A "running" event lists the calls still
   // running when the stream (re)connects: any other shown as running ended
   // while this page was not listening.
@@ -299,7 +316,7 @@
     return Math.floor(m / 60) + 'h ' + String(m % 60).padStart(2, '0') + 'm';
   }
 
-  const stateLabels = { running: 'running', done: 'finished', failed: 'failed', canceled: 'cancelled', interrupted: 'interrupted', ended: 'ended' };
+  const stateLabels = { running: 'running', done: 'finished', failed: 'failed', cancelled: 'cancelled', interrupted: 'interrupted', ended: 'ended' };
 
   function progressElement(turn) {
     let c = calls.get(turn);
@@ -552,7 +569,7 @@
     t.style.height = Math.min(t.scrollHeight + 2, window.innerHeight * 0.4) + 'px';
   }
 
-  $('input').addEventListener('input', () => { updateCompletion(); autosize(); });
+  $('input').addEventListener('input', () => { updateCompletion(); updateUsage(); autosize(); });
   $('input').addEventListener('blur', () => setTimeout(hideCompletion, 150));
   $('input').addEventListener('keydown', (e) => {
     const open = !$('completions').hidden;
@@ -632,15 +649,21 @@
         return el('select', common, f.required ? null : el('option', { value: '', text: f.default ? '(default: ' + f.default + ')' : '(none)' }),
           ...(f.enum || []).map((x) => el('option', { value: x, text: x })));
       case 'list':
+        if (structuredList(f)) return el('textarea', Object.assign({ rows: 4, placeholder: 'JSON list, like [{"key": "value"}]' }, common));
         return el('textarea', Object.assign({ rows: 3, placeholder: 'one per line' }, common));
       case 'map':
       case 'object':
       case 'any':
         return el('textarea', Object.assign({ rows: 3, placeholder: 'JSON' }, common));
       default:
-        if (f.name === 'content' || f.name === 'text') return el('textarea', Object.assign({ rows: 5, placeholder: f.default ? 'default: ' + f.default : '' }, common));
+        if (f.name === 'content' || /text$/i.test(f.name)) return el('textarea', Object.assign({ rows: 5, placeholder: f.default ? 'default: ' + f.default : '' }, common));
         return el('input', Object.assign({ type: 'text', autocapitalize: 'off', spellcheck: 'false', placeholder: f.default ? 'default: ' + f.default : '' }, common));
     }
+  }
+
+  // structuredList: a list of objects (fs.edit's edits), typed as JSON.
+  function structuredList(f) {
+    return f.kind === 'list' && (f.elem === 'object' || f.elem === 'map' || f.elem === 'any');
   }
 
   function buildForm(v) {
@@ -693,6 +716,12 @@
           break;
         }
         case 'list': {
+          if (structuredList(f)) {
+            let list;
+            try { list = JSON.parse(raw); } catch (e) { throw new Error(f.name + ' must be a JSON list: ' + e.message); }
+            args[f.name] = Array.isArray(list) ? list : [list];
+            break;
+          }
           const items = raw.split('\n').map((s) => s.trim()).filter((s) => s !== '');
           args[f.name] = f.elem === 'int' || f.elem === 'number' ? items.map(Number) : items;
           break;
@@ -855,24 +884,36 @@
   //
   // Where the web conversation works (GET /api/workspace, what /where says)
   // and a select of the workspaces it may use: choosing one sends /use NAME
-  // through the conversation, "configuration decides" sends /use --default.
+  // through the conversation, "Automatic" sends /use --default. The bar
+  // says it in plain words; the exact rule and destination are its title.
 
   let wsBusy = false;
+  const wsRuns = { local: 'on this machine', docker: 'in a container', remote: 'on a remote machine' };
+  const wsRules = {
+    call: 'named by the call',
+    use: 'you chose it',
+    chat: 'set for this chat by the hub',
+    role: 'set for your role by the hub',
+    default: 'the default',
+  };
+
+  function wsWords(cur) {
+    return [cur.name, wsRuns[cur.runs], wsRules[cur.rule]].filter(Boolean).join(' · ');
+  }
 
   async function loadWorkspace() {
     try {
       const v = await api('GET', '/api/workspace');
       const sel = $('ws-select');
       const usable = v.usable || [];
-      const opts = [el('option', { value: '', text: 'configuration decides' })].concat(
+      const opts = [el('option', { value: '', text: 'Automatic', title: 'The workspace set for this chat or your role, else the default' })].concat(
         usable.map((w) => el('option', { value: w.name, text: w.name, title: w.destination })));
       sel.replaceChildren(...opts);
       sel.value = v.chosen && usable.some((w) => w.name === v.chosen) ? v.chosen : '';
       sel.hidden = usable.length === 0;
       const cur = v.current || {};
-      const where = v.error ? '⚠ ' + v.error : cur.name + ' · ' + cur.destination + ' · ' + cur.reason;
-      $('ws-where').textContent = where;
-      $('ws-where').title = where;
+      $('ws-where').textContent = v.error ? '⚠ ' + v.error : wsWords(cur);
+      $('ws-where').title = v.error ? v.error : cur.name + ': ' + cur.destination + '; chosen by ' + cur.reason;
       $('ws-bar').dataset.current = cur.name || '';
       $('ws-bar').hidden = false;
     } catch (e) {
