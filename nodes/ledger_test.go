@@ -101,3 +101,55 @@ func TestRedeliveryOfARunningCallIsLeftToItsRun(t *testing.T) {
 		t.Fatalf("the call ran %d times", n)
 	}
 }
+
+// TestNodeRecordsCallsWaitingForASlot: a node takes and records more
+// calls than it runs at once (takeAhead per slot), so that quick calls
+// share the ledger's commits; the calls waiting for a slot do not run
+// until one is free, and then each runs once.
+func TestNodeRecordsCallsWaitingForASlot(t *testing.T) {
+	r := newRig(t, []string{"db-1"}, nil)
+	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
+	opts.Concurrency = 1
+	n, err := StartNode(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	held := r.callAsync("db-1", Request{TurnID: "t.slot", CallIndex: 0, Envelope: holdEnv("slot-held")})
+	testkit.WaitFor(t, "the held call to run", func() bool { return r.ran("slot-held") == 1 })
+	waiting := takeAhead - 1
+	var calls []<-chan callResult
+	for i := 1; i <= waiting; i++ {
+		calls = append(calls, r.callAsync("db-1", Request{TurnID: "t.slot", CallIndex: i, Envelope: echo(fmt.Sprint("slot-", i))}))
+	}
+	testkit.WaitFor(t, "the calls behind the held one recorded in the ledger", func() bool {
+		for i := 1; i <= waiting; i++ {
+			if rec, err := n.ledger.Get(CallID("t.slot", i)); err != nil || rec == nil {
+				return false
+			}
+		}
+		return true
+	})
+	for i := 1; i <= waiting; i++ {
+		if k := r.ran(fmt.Sprint("slot-", i)); k != 0 {
+			t.Fatalf("call %d ran %d times while the node's one slot was taken", i, k)
+		}
+	}
+	r.release("slot-held")
+	if c := wait(t, held); c.err != nil || c.resp.Status != StatusDone {
+		t.Fatalf("the held call: %v %+v", c.err, c.resp)
+	}
+	for i, ch := range calls {
+		key := fmt.Sprint("slot-", i+1)
+		c := wait(t, ch)
+		if c.err != nil || c.resp.Status != StatusDone || !strings.Contains(string(c.resp.Result), `"`+key+`"`) {
+			t.Fatalf("call %d: %v %+v", i+1, c.err, c.resp)
+		}
+		if k := r.ran(key); k != 1 {
+			t.Fatalf("call %d ran %d times", i+1, k)
+		}
+	}
+}

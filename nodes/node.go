@@ -68,7 +68,15 @@ type Node struct {
 	// (complete), answers waits for them.
 	answering chan struct{}
 	answers   sync.WaitGroup
+	// slots bound the calls that run at once (Concurrency).
+	slots chan struct{}
 }
+
+// takeAhead is how many calls a node takes and records per call it may
+// run at once: the records of the calls waiting for a slot share the
+// ledger's commits, so that a stream of quick calls pays a sync for many
+// rather than for Concurrency at most.
+const takeAhead = 4
 
 // finishEvery is how often the ledger writes the finished calls no
 // call's record has carried since (Ledger.FinishLater).
@@ -103,7 +111,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 		opts.Logger = slog.Default()
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock, inflight: map[string]bool{},
-		answering: make(chan struct{}, 2*opts.Concurrency)}
+		answering: make(chan struct{}, takeAhead*opts.Concurrency), slots: make(chan struct{}, opts.Concurrency)}
 	n.started = n.clk.Now()
 	db, err := openNodeDB(opts.StateDir)
 	if err != nil {
@@ -181,11 +189,12 @@ func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.beat(ctx) })
 	wg.Go(func() { n.flushEvery(ctx) })
-	it, err := cons.Messages(jetstream.PullMaxMessages(n.opts.Concurrency), jetstream.PullHeartbeat(pullHeartbeat))
+	takers := takeAhead * n.opts.Concurrency
+	it, err := cons.Messages(jetstream.PullMaxMessages(takers), jetstream.PullHeartbeat(pullHeartbeat))
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
-	for range n.opts.Concurrency {
+	for range takers {
 		wg.Go(func() {
 			for {
 				m, err := it.Next()
@@ -353,11 +362,10 @@ func (n *Node) complete(ctx context.Context, m jetstream.Msg, rq requestMsg, res
 	m.Ack()
 }
 
-// run executes the envelope, bounded by the call's deadline, telling the
-// server the call is in progress so that it is not redelivered meanwhile.
+// run executes the envelope once a slot is free, bounded by the call's
+// deadline, telling the server the call is in progress (also while it
+// waits for its slot) so that it is not redelivered meanwhile.
 func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, rq requestMsg, env executor.Envelope) resultMsg {
-	n.running.Add(1)
-	defer n.running.Add(-1)
 	rctx, cancel := context.WithTimeout(ctx, rq.Deadline.Sub(n.clk.Now()))
 	defer cancel()
 	var mu sync.Mutex
@@ -376,6 +384,15 @@ func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, r
 	t = n.clk.AfterFunc(n.ackWait/3, tick)
 	mu.Unlock()
 	defer func() { mu.Lock(); t.Stop(); mu.Unlock() }()
+	select {
+	case n.slots <- struct{}{}:
+	case <-rctx.Done():
+		return resultMsg{Status: StatusExpired, Result: failure(executor.CodeTimeout,
+			fmt.Sprintf("node %s had no free slot for this call before its deadline or its stop; it did not run", n.opts.Name))}
+	}
+	defer func() { <-n.slots }()
+	n.running.Add(1)
+	defer n.running.Add(-1)
 	rctx = executor.WithCall(rctx, executor.Call{TurnID: rq.TurnID, Session: rq.Session, Identity: rq.Identity})
 	out := x.Run(rctx, env)
 	return resultMsg{Status: StatusDone, Verb: out.Verb, Result: out.JSON(), Notes: out.Notes, DurationMS: out.Duration.Milliseconds()}
