@@ -33,7 +33,13 @@ const (
 	// stream's age limit only bounds the storage of a node that never
 	// comes back.
 	retentionGrace = time.Minute
-	maxDeliver     = 5
+	// maxDeliver: the server hands a call out until it is acked, however
+	// often (-1). A limit would leave a call whose deliveries went to a
+	// dead node's pulls (a cluster serves them a while) in the queue, never
+	// delivered again and unanswered until the call timeout; a copy after
+	// the first is never run twice (the node's ledger answers it), and the
+	// call's deadline and the stream's age limit end it.
+	maxDeliver = -1
 	// resultsAckWait is how long the hub may hold a result before the
 	// server hands it out again.
 	resultsAckWait = 30 * time.Second

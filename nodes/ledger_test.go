@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -151,5 +153,38 @@ func TestNodeRecordsCallsWaitingForASlot(t *testing.T) {
 		if k := r.ran(key); k != 1 {
 			t.Fatalf("call %d ran %d times", i+1, k)
 		}
+	}
+}
+
+// TestCallDeliveredManyTimesUnackedIsStillAnswered: a call handed out
+// again and again without an ack (to pulls of a node that died, which a
+// cluster may still serve for a while) stays in the node's queue until a
+// node takes it: the server never gives up on it, and the call is
+// answered once the node runs.
+func TestCallDeliveredManyTimesUnackedIsStillAnswered(t *testing.T) {
+	r := newRig(t, []string{"db-1"}, func(o *HubOptions) { o.AckWait = time.Second })
+	ch := r.callAsync("db-1", Request{TurnID: "t.unacked", Envelope: echo("unacked"), Timeout: 2 * time.Minute})
+	h := r.hostile("db-1")
+	cons, err := h.js.Consumer(t.Context(), nodeStream("db-1"), workConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 8; i++ {
+		m, err := cons.Next(jetstream.FetchMaxWait(testkit.Wait))
+		if err != nil {
+			t.Fatalf("delivery %d: %v", i, err)
+		}
+		if md, err := m.Metadata(); err != nil || md.NumDelivered != uint64(i) {
+			t.Fatalf("delivery %d: metadata %+v %v", i, md, err)
+		}
+	}
+	h.nc.Close()
+	r.startNode(r.nodeOptions("db-1", r.keys["db-1"], t.TempDir()))
+	c := wait(t, ch)
+	if c.err != nil || c.resp.Status != StatusDone || !strings.Contains(string(c.resp.Result), `"unacked"`) {
+		t.Fatalf("answer: %v %+v", c.err, c.resp)
+	}
+	if n := r.ran("unacked"); n != 1 {
+		t.Fatalf("the call ran %d times", n)
 	}
 }

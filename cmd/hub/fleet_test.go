@@ -86,9 +86,10 @@ type fleet struct {
 
 // nodeProc is a `hub node` process of the fleet.
 type nodeProc struct {
-	config string
+	config string // its log is next to it (.log)
 	cmd    *exec.Cmd
 	done   chan struct{}
+	runs   int
 }
 
 func fleetNames(n int) []string {
@@ -232,8 +233,23 @@ func (f *fleet) startNodes(ws string, seeds map[string]string, viaProxy, direct 
 
 func (f *fleet) startProc(p *nodeProc) {
 	p.cmd = exec.Command(hubBin, "node", "--config", p.config)
+	logFile := strings.TrimSuffix(p.config, ".yml") + ".log"
+	lf, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer lf.Close()
+	p.cmd.Stdout, p.cmd.Stderr = lf, lf
 	if err := p.cmd.Start(); err != nil {
 		f.t.Fatal(err)
+	}
+	if p.runs++; p.runs == 1 {
+		f.t.Cleanup(func() {
+			if f.t.Failed() {
+				data, _ := os.ReadFile(logFile)
+				f.t.Logf("%s:\n%s", logFile, tailString(string(data), 3000))
+			}
+		})
 	}
 	p.done = make(chan struct{})
 	cmd, done := p.cmd, p.done
