@@ -49,6 +49,11 @@ const (
 	// whose stream leader failed, that is how soon the consumers find the
 	// new leader (the library's default waits 15s).
 	pullHeartbeat = 2 * time.Second
+	// pullExpiry is how long a pull waits before the client pulls again
+	// (the library's default is 30s). A cluster's new leader may take
+	// over a pull it cannot serve while its heartbeats still arrive: the
+	// calls then wait until the pull expires.
+	pullExpiry = 5 * time.Second
 )
 
 // HubOptions configure the hub's end.
@@ -271,7 +276,7 @@ func (h *Hub) consume(ctx context.Context, node string) (jetstream.ConsumeContex
 	if err != nil {
 		return nil, fmt.Errorf("results consumer of node %s: %w", node, err)
 	}
-	cc, err := cons.Consume(h.onResult, jetstream.PullMaxBytes(2*nodePayload(h.opts.Limits)), jetstream.PullHeartbeat(pullHeartbeat))
+	cc, err := cons.Consume(h.onResult, jetstream.PullMaxBytes(2*nodePayload(h.opts.Limits)), jetstream.PullHeartbeat(pullHeartbeat), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
 		return nil, fmt.Errorf("consume the results of node %s: %w", node, err)
 	}

@@ -190,7 +190,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.beat(ctx) })
 	wg.Go(func() { n.flushEvery(ctx) })
 	takers := takeAhead * n.opts.Concurrency
-	it, err := cons.Messages(jetstream.PullMaxMessages(takers), jetstream.PullHeartbeat(pullHeartbeat))
+	it, err := cons.Messages(jetstream.PullMaxMessages(takers), jetstream.PullHeartbeat(pullHeartbeat), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
