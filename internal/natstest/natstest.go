@@ -166,6 +166,9 @@ func (s *Server) Configure(conf string) error {
 // Start runs servers (none: every server of c) that are not running,
 // all at once, and waits until each is ready (Ready): a server of a
 // cluster whose others are down is not ready until enough of them run.
+// It then waits until the JetStream meta group's leader counts every
+// running server as a current peer: until then a stream with as many
+// replicas as servers cannot be placed ("peer offline").
 func (c *Cluster) Start(ctx context.Context, servers ...*Server) error {
 	if len(servers) == 0 {
 		servers = c.Servers
@@ -180,6 +183,75 @@ func (c *Cluster) Start(ctx context.Context, servers ...*Server) error {
 	for _, s := range servers {
 		if err := s.Ready(ctx); err != nil {
 			return err
+		}
+	}
+	return c.peersCurrent(ctx)
+}
+
+// peersCurrent waits until the meta leader reports every other running
+// server of c as a current, online peer.
+func (c *Cluster) peersCurrent(ctx context.Context) error {
+	if len(c.Servers) < 2 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
+	var last error
+	for {
+		if last = c.metaComplete(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nats cluster: the JetStream peers not current after %s: %v", StartTimeout, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) metaComplete(ctx context.Context) error {
+	type meta struct {
+		Meta *struct {
+			Leader   string `json:"leader"`
+			Replicas []struct {
+				Name    string `json:"name"`
+				Current bool   `json:"current"`
+				Offline bool   `json:"offline"`
+			} `json:"replicas"`
+		} `json:"meta_cluster"`
+	}
+	running := map[string]*Server{}
+	for _, s := range c.Servers {
+		if s.Running() {
+			running[s.Name] = s
+		}
+	}
+	var leader string
+	for _, s := range running {
+		var m meta
+		if err := s.Monitor(ctx, "/jsz", &m); err == nil && m.Meta != nil && m.Meta.Leader != "" {
+			leader = m.Meta.Leader
+			break
+		}
+	}
+	ls := running[leader]
+	if ls == nil {
+		return fmt.Errorf("no running meta leader (%q)", leader)
+	}
+	var m meta
+	if err := ls.Monitor(ctx, "/jsz", &m); err != nil {
+		return err
+	}
+	if m.Meta == nil || m.Meta.Leader != ls.Name {
+		return fmt.Errorf("%s no longer leads the meta group", ls.Name)
+	}
+	current := map[string]bool{ls.Name: true}
+	for _, r := range m.Meta.Replicas {
+		current[r.Name] = r.Current && !r.Offline
+	}
+	for name := range running {
+		if !current[name] {
+			return fmt.Errorf("meta leader %s: peer %s not current", ls.Name, name)
 		}
 	}
 	return nil
