@@ -80,6 +80,12 @@ type HubSettings struct {
 	// nats.url with nats.replicas 3, the nodes connect to all three, and
 	// nats steps kill, stop and start them.
 	Cluster int `yaml:"cluster"`
+	// Schedule adds the schedule tick: every minute, as schedule:tick,
+	// proc.run appends a line to tick.log (after a second's sleep, a
+	// call to kill the hub in) and echoes it; its result goes to the
+	// Telegram chat scheduleChat and the local target pma/tick.jsonl;
+	// missed: run_once.
+	Schedule bool `yaml:"schedule"`
 }
 
 // Limits cap a scenario's traffic (every traffic step's turns per chat and
@@ -140,14 +146,17 @@ type StopStep struct{}
 // KillStep kills the hub (SIGKILL unless Signal says SIGTERM) once its
 // trigger fires: after AfterReplies more chunks reached the platforms,
 // during a long verb (a "long" turn has started and not been answered),
-// after a fixed delay, or after a random delay from the scenario's seeded
-// generator. No trigger kills at once.
+// after a fixed delay, after a random delay from the scenario's seeded
+// generator, or at NearMinute from the next whole minute of the clock
+// (negative: before it), where a schedule of hub.schedule runs. No
+// trigger kills at once.
 type KillStep struct {
-	Signal       string          `yaml:"signal"`
-	AfterReplies int             `yaml:"after_replies"`
-	During       string          `yaml:"during"`
-	After        config.Duration `yaml:"after"`
-	Random       *Range          `yaml:"random"`
+	Signal       string           `yaml:"signal"`
+	AfterReplies int              `yaml:"after_replies"`
+	During       string           `yaml:"during"`
+	After        config.Duration  `yaml:"after"`
+	Random       *Range           `yaml:"random"`
+	NearMinute   *config.Duration `yaml:"near_minute"`
 }
 
 // Range is a duration range for random choices.
@@ -445,6 +454,9 @@ func (st Step) validate(sc *Scenario) error {
 		}
 		if r := k.Random; r != nil && (r.Min.D() < 0 || r.Max.D() < r.Min.D()) {
 			return fmt.Errorf("kill.random: want 0 <= min <= max, got %s and %s", r.Min, r.Max)
+		}
+		if m := k.NearMinute; m != nil && (m.D() <= -30*time.Second || m.D() >= 30*time.Second) {
+			return fmt.Errorf("kill.near_minute %s is not accepted (accepted: an offset from the next whole minute between -30s and 30s)", *m)
 		}
 	case "traffic":
 		if (slices.Contains(st.Traffic.Actions, "box") || slices.Contains(st.Traffic.Actions, "box-long")) && (!sc.Hub.Docker || st.Traffic.Platform != "telegram") {

@@ -123,7 +123,7 @@ func runFleet(t *testing.T, o fleetOpts) {
 		upstream = []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	}
 	started := time.Now()
-	cmd, url, logs := startServeWithin(t, f.dir, 3*time.Minute, "--config", f.config)
+	cmd, url, logs := startServeWithin(t, f.dir, 3*time.Minute, nil, "--config", f.config)
 	f.hub = cmd
 	f.base, f.token = url[:strings.Index(url, "/#")], url[strings.Index(url, "#token=")+len("#token="):]
 	t.Logf("hub serve with %d nodes ready in %s", o.nodes, time.Since(started).Round(time.Millisecond))
