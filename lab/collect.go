@@ -186,6 +186,9 @@ func (w *world) finish() (Observation, error) {
 	if err := w.freeMirror(); err != nil {
 		return obs, err
 	}
+	if err := w.healCluster(); err != nil {
+		return obs, err
+	}
 	if err := w.healNodes(); err != nil {
 		return obs, err
 	}
