@@ -18,14 +18,14 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 // the IDL that `hub schema` prints (testdata/schema/<verb>.idl) and the
 // structured form that command menus and forms are built from
 // (testdata/schema/<verb>.json). Run with -update after changing an argument
-// or result type on purpose. It covers the twenty verbs of a Set and the
+// or result type on purpose. It covers the twenty-one verbs of a Set and the
 // five vfs.* verbs of a SessionSource.
 func TestSchemaGolden(t *testing.T) {
 	e := newSessEnv(t)
 	dir := filepath.Join("testdata", "schema")
 	schemas := e.x.Registry().Schemas()
-	if len(schemas) != 25 {
-		t.Fatalf("want 25 verbs, got %d", len(schemas))
+	if len(schemas) != 26 {
+		t.Fatalf("want 26 verbs, got %d", len(schemas))
 	}
 	if *update {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -103,7 +103,7 @@ func TestAgentMarkdown(t *testing.T) {
 	if err := verbs.Register(host, e.host, verbs.DefaultOptions(e.base)); err != nil {
 		t.Fatal(err)
 	}
-	if md := verbs.AgentMarkdown(host, false); strings.Contains(md, "### vfs.") || strings.Count(md, "\n### ") != 20 {
+	if md := verbs.AgentMarkdown(host, false); strings.Contains(md, "### vfs.") || strings.Count(md, "\n### ") != 21 {
 		t.Errorf("host-only registry: %d verbs listed", strings.Count(md, "\n### "))
 	}
 }

@@ -193,3 +193,24 @@ func (s *Set) wakeOn(ctx context.Context, p string) (<-chan struct{}, func()) {
 	}()
 	return wakeDirs(dirs)
 }
+
+var _ executor.Renderer = (*FsWatchResult)(nil)
+
+// Render implements executor.Renderer: whether the entry changed, and how
+// it is now.
+func (r *FsWatchResult) Render(args any) string {
+	p := argsAs[FsWatchArgs](args).Path
+	var now string
+	if r.Exists {
+		now = fmt.Sprintf("%d bytes, modified %s", r.SizeBytes, r.ModifiedAt)
+	} else {
+		now = "does not exist"
+	}
+	if r.Changed {
+		if !r.Exists {
+			return fmt.Sprintf("`%s` changed: it does not exist now.", p)
+		}
+		return fmt.Sprintf("`%s` changed: %s.", p, now)
+	}
+	return fmt.Sprintf("`%s` did not change before the timeout (%s).", p, now)
+}
