@@ -42,7 +42,7 @@ const (
 type FsWatchArgs struct {
 	Path           string `json:"path" desc:"Workspace-relative path of the file or directory to watch (it may not exist yet)"`
 	Since          string `json:"since,omitempty" desc:"The state a previous fs.watch returned: a change since then answers at once"`
-	TimeoutSeconds *int   `json:"timeoutSeconds,omitempty" default:"30" desc:"Seconds to wait for a change, 1 to 600 (the verb timeout bounds it too)"`
+	TimeoutSeconds *int   `json:"timeoutSeconds,omitempty" default:"30" desc:"Seconds to wait for a change, 0 to 600 (the verb timeout bounds it too); 0 answers at once with the state now"`
 }
 
 // FsWatchResult is the result of fs.watch.
@@ -61,8 +61,8 @@ func (s *Set) Watch(ctx context.Context, a FsWatchArgs) (FsWatchResult, error) {
 	if a.TimeoutSeconds != nil {
 		secs = *a.TimeoutSeconds
 	}
-	if secs < 1 || secs > MaxWatchSeconds {
-		return FsWatchResult{}, executor.Errorf(executor.CodeInvalidArguments, "timeoutSeconds %d is not accepted (accepted: 1 to %d)", secs, MaxWatchSeconds)
+	if secs < 0 || secs > MaxWatchSeconds {
+		return FsWatchResult{}, executor.Errorf(executor.CodeInvalidArguments, "timeoutSeconds %d is not accepted (accepted: 0 to %d; 0 answers at once with the state now)", secs, MaxWatchSeconds)
 	}
 	res, err := s.watchState(ctx, a.Path)
 	if err != nil {
@@ -72,8 +72,8 @@ func (s *Set) Watch(ctx context.Context, a FsWatchArgs) (FsWatchResult, error) {
 	if since == "" {
 		since = res.State
 	}
-	if res.State != since {
-		res.Changed = true
+	if res.State != since || secs == 0 {
+		res.Changed = res.State != since
 		return res, nil
 	}
 	wait, stop := watchWindow(ctx, time.Duration(secs)*time.Second)

@@ -76,5 +76,9 @@ func TestWatch(t *testing.T) {
 	}
 
 	e.Fails(executor.CodeForbiddenPath, "fs.watch", map[string]any{"path": "../etc/passwd"}, "..")
-	e.Fails(executor.CodeInvalidArguments, "fs.watch", map[string]any{"path": "a.txt", "timeoutSeconds": 0}, "accepted: 1 to 600")
+	e.Fails(executor.CodeInvalidArguments, "fs.watch", map[string]any{"path": "a.txt", "timeoutSeconds": -1}, "accepted: 0 to 600")
+	now := verbtest.OK[verbs.FsWatchResult](e, "fs.watch", map[string]any{"path": "sub/new.txt", "timeoutSeconds": 0})
+	if now.Changed || !now.Exists || now.State != created.State {
+		t.Fatalf("timeoutSeconds 0 answers the state now: %+v, want state %s", now, created.State)
+	}
 }

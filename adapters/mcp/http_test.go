@@ -60,6 +60,7 @@ func webHub(t *testing.T, clk clock.Clock, mod func(*config.Config)) (url string
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(srv.Close)
 	h, err := srv.Handler(mcpsurface.ConfigOptions(cfg.MCP, cfg.Web, web.Identity, webSrv.Token(), webSrv))
 	if err != nil {
 		t.Fatal(err)

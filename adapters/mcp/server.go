@@ -77,6 +77,8 @@ type Server struct {
 	log   *slog.Logger
 	stdio atomic.Value // string: the session id of the stdio connection
 	seq   atomic.Uint64
+	// watches are the subscribed resources (subscriptions.go).
+	watches watches
 }
 
 // New builds the server with one tool per registered verb.
@@ -100,9 +102,13 @@ func New(opts Options) (*Server, error) {
 		opts.Version = "dev"
 	}
 	s := &Server{opts: opts, log: opts.Logger.With("adapter", "mcp")}
+	s.watches.base, s.watches.end = context.WithCancel(context.Background())
 	s.stdio.Store("")
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "hermes-hub", Title: "Hermes Hub", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "The tools are the verbs of a Hermes Hub: files in a confined workspace (fs_*), programs (proc_run), the machine (sys_machineInfo) and session workspaces (vfs_*). Paths are relative to the workspace.",
+		Instructions:       "The tools are the verbs of a Hermes Hub: files in a confined workspace (fs_*), programs (proc_run), the machine (sys_machineInfo) and session workspaces (vfs_*). Paths are relative to the workspace. The workspace's files are also resources, hub:///<path>.",
+		CompletionHandler:  s.complete,
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
 	})
 	reg := opts.Intake.Registry()
 	for _, info := range reg.Verbs() {
@@ -112,7 +118,8 @@ func New(opts Options) (*Server, error) {
 		}
 		s.srv.AddTool(tool, s.handler(info))
 	}
-	s.srv.AddReceivingMiddleware(s.filterTools)
+	s.addResources()
+	s.srv.AddReceivingMiddleware(s.withCaller, s.filterTools, s.resourceList)
 	return s, nil
 }
 
@@ -173,6 +180,17 @@ func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// resourceList answers resources/list itself: the SDK lists only fixed
+// resources, the hub's are the workspace's files (listResources).
+func (s *Server) resourceList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if lr, ok := req.(*mcp.ListResourcesRequest); ok && method == "resources/list" {
+			return s.listResources(ctx, lr)
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // handler runs one verb as a turn. The hub gets the verb as registered
 // and the arguments as sent (none is an empty object): it decodes no
 // envelope and looks the verb up no more.
@@ -182,18 +200,11 @@ func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		session := ""
-		if req.Session != nil {
-			session = req.Session.ID()
+		reqID := ""
+		if id, ok := req.Params.GetMeta()[requestIDMeta]; ok && id != nil {
+			reqID = fmt.Sprint(id)
 		}
-		if session == "" {
-			session, _ = s.stdio.Load().(string)
-		}
-		reqID, _ := req.Params.GetMeta()[requestIDMeta]
-		if reqID == nil {
-			reqID = fmt.Sprintf("n%d", s.seq.Add(1))
-		}
-		turn := TurnID(session, fmt.Sprint(reqID))
+		turn := s.turnID(req.Session, reqID)
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			var stop func()
 			ctx, stop = s.progress(ctx, req.Session, tok, info.Name, turn)

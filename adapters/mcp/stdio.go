@@ -46,6 +46,7 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	s.report(hub.StateRunning, "stdio")
 	conn := newStdioConn(in, out, s.opts.MaxLineBytes, s.opts.MaxPending)
 	err := s.srv.Run(ctx, stdioTransport{conn})
+	s.Close()
 	s.report(hub.StateStopped, "")
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
