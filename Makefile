@@ -3,13 +3,38 @@ GO ?= go
 FUZZTIME ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: all build test vet cross unit e2e-deps bench bench-deps fuzz clean dist image
+.PHONY: all build test deps vet cross unit e2e-deps bench bench-deps fuzz clean dist image
 
 # Folders whose package-lock.json pins the npm packages the end-to-end tests
 # drive (playwright-core for the web panel, telegram-test-api for Telegram,
 # the MCP TypeScript SDK, and the MCP conformance suite with the Node.js 22
 # it runs on).
 E2E_DIRS := $(dir $(wildcard adapters/*/e2e/package-lock.json adapters/mcp/conformance/package-lock.json))
+
+# Where they are installed: outside the working tree, one directory per
+# folder and version of its lock, <NPM_CACHE>/<folder>/<first 12 hex digits
+# of the lock's SHA-256>/node_modules, where the tests look
+# (internal/testkit.NPMPackages). About 290 MB, 236 MB of it the Node.js
+# of the conformance suite.
+NPM_CACHE ?= $(or $(HUB_NPM_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hermes-hub/npm)
+export HUB_NPM_CACHE := $(NPM_CACHE)
+
+# npm-install installs the npm packages of the folders $(1) that are not
+# installed yet: npm ci in a fresh directory, renamed into place once
+# complete, so that a run cut short or two checkouts installing at once
+# never leave a half-installed one.
+define npm-install
+@if ! command -v npm >/dev/null 2>&1; then \
+  echo "npm not installed: the tests that need its packages will be skipped (make deps installs it)"; exit 0; fi; \
+for d in $(1); do \
+  d=$${d%/}; sum=$$(sha256sum $$d/package-lock.json | cut -c1-12); dest="$(NPM_CACHE)/$$d/$$sum"; \
+  [ -f "$$dest/node_modules/.package-lock.json" ] && continue; \
+  echo "npm ci for $$d in $$dest"; mkdir -p "$(NPM_CACHE)/$$d"; \
+  tmp=$$(mktemp -d "$(NPM_CACHE)/$$d/.install.XXXXXX") && cp $$d/package.json $$d/package-lock.json "$$tmp/" && \
+  (cd "$$tmp" && npm ci --no-audit --no-fund --loglevel=error) && \
+  { mv -T "$$tmp" "$$dest" 2>/dev/null || rm -rf "$$tmp"; } || { rm -rf "$$tmp"; exit 1; }; \
+done
+endef
 
 all: build
 
@@ -18,6 +43,13 @@ build:
 
 # Everything a change must pass.
 test: vet cross e2e-deps unit
+
+# What the tests need besides Go (chromium, tmux, busybox-static, a Docker
+# daemon, node and npm: .ci/deps, which .ci/run uses too), then the npm
+# packages of the end-to-end tests.
+deps:
+	.ci/deps
+	$(MAKE) e2e-deps
 
 # go vet, staticcheck (the version go.mod's tool directive pins, the checks
 # staticcheck.conf chooses), go.mod and go.sum tidy, and gofmt.
@@ -40,35 +72,39 @@ cross:
 	  GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -o /dev/null ./cmd/hub; \
 	done
 
+# The tests with the race detector, through internal/testreport: go test's
+# usual output, then the skipped tests with their reasons and the slowest
+# packages and tests (TEST_JSON=FILE keeps every event, with its timing).
+# Packages run TEST_P at a time, and a package's parallel tests
+# TEST_PARALLEL at a time, more than the CPUs: many wait on processes,
+# daemons and browsers more than they compute. go test starts them in the
+# order it is given them, so the longest (TEST_FIRST, from the timings of
+# TEST_JSON) start first instead of ending the run alone. Allocation
+# budgets are measured without the race detector, first.
+TEST_P ?= 4
+TEST_PARALLEL ?= 4
+TEST_FIRST ?= ./cmd/hub ./lab ./workspaces/docker ./nodes ./outbox ./adapters/discord ./adapters/web ./hub ./packaging ./verbs
+TEST_JSON ?=
 unit:
-	$(GO) test -race -timeout 20m ./...
-	# Allocation budgets are measured without the race detector.
-	$(GO) test -count=1 -run 'Allocs' ./executor/ ./verbs/
+	$(GO) test -count=1 -run 'Allocs' ./executor/ ./verbs/ ./cmd/hub/
+	$(GO) run ./internal/testreport -go $(GO) $(if $(TEST_JSON),-json $(TEST_JSON)) -- -race -timeout 20m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FIRST) ./...
 
-# npm packages for the end-to-end tests, installed into each e2e folder
-# (never globally). Without npm the end-to-end tests skip and say why.
+# npm packages for the end-to-end tests, installed under NPM_CACHE (never
+# globally, never in the working tree). Without npm the end-to-end tests
+# skip and say why.
 e2e-deps:
-	@if ! command -v npm >/dev/null 2>&1; then \
-	  echo "npm not installed: end-to-end tests will be skipped"; exit 0; fi; \
-	for d in $(E2E_DIRS); do \
-	  if [ ! -f $$d/node_modules/.package-lock.json ] || [ $$d/package-lock.json -nt $$d/node_modules/.package-lock.json ]; then \
-	    echo "npm ci in $$d"; (cd $$d && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
-	  fi; \
-	done
+	$(call npm-install,$(E2E_DIRS))
 
 # Every benchmark of the project; figures are recorded in bench/README.md.
 bench: bench-deps
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 60m ./...
 
 # The MCP reference filesystem server for the comparison in bench/mcp,
-# installed into that folder (never globally). Without npm it is skipped.
+# installed under NPM_CACHE like the end-to-end tests' packages. Without
+# npm it is skipped.
 bench-deps:
 	@command -v rg >/dev/null 2>&1 || echo "rg not installed (apt-get install ripgrep): the fs.search comparison will be skipped"
-	@if ! command -v npm >/dev/null 2>&1; then \
-	  echo "npm not installed: the MCP comparison will be skipped"; exit 0; fi; \
-	if [ ! -f bench/mcp/node_modules/.package-lock.json ] || [ bench/mcp/package-lock.json -nt bench/mcp/node_modules/.package-lock.json ]; then \
-	  echo "npm ci in bench/mcp"; cd bench/mcp && npm ci --no-audit --no-fund --loglevel=error; \
-	fi
+	$(call npm-install,bench/mcp)
 
 # A short run of every fuzz target, one after the other.
 fuzz:
@@ -101,20 +137,25 @@ dist:
 
 # The container image (packaging/Dockerfile, FROM scratch) around the linux
 # binary of this machine's architecture, with its CA certificates; no
-# registry is needed.
+# registry is needed. packaging/context.sh prepares its context in
+# dist/image. image-busybox adds a userland for proc.run (the static
+# busybox of the build machine, Debian's busybox-static, and a link per
+# applet): hermes-hub:<version>-busybox, from dist/image-busybox.
 IMAGE ?= hermes-hub:$(VERSION)
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+BUSYBOX ?= /bin/busybox
 # The classic builder builds FROM scratch with no registry and no buildx.
 DOCKER_BUILDKIT ?= 0
 
+.PHONY: image-busybox
 image: dist
-	rm -rf dist/image
-	mkdir -p dist/image/state dist/image/workspace
-	cp dist/hub-linux-$(IMAGE_ARCH) dist/image/hub
-	cp $(CA_CERTS) dist/image/ca-certificates.crt
-	cp packaging/Dockerfile packaging/hub.yml dist/image/
+	packaging/context.sh dist/image dist/hub-linux-$(IMAGE_ARCH) $(CA_CERTS)
 	DOCKER_BUILDKIT=$(DOCKER_BUILDKIT) docker build -t $(IMAGE) dist/image
+
+image-busybox: dist
+	packaging/context.sh dist/image-busybox dist/hub-linux-$(IMAGE_ARCH) $(CA_CERTS) $(BUSYBOX)
+	DOCKER_BUILDKIT=$(DOCKER_BUILDKIT) docker build -t $(IMAGE)-busybox dist/image-busybox
 
 # The reliability lab's soak: ten minutes of steady mixed load with periodic
 # faults against a real hub (lab/scenarios/soak.yml); prints its figures

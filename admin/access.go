@@ -53,7 +53,7 @@ func (a *API) permitted(r *http.Request, perm string) bool {
 
 // permissionUse says, in an error, what a permission allows.
 var permissionUse = map[string]string{
-	config.AdminRead:       "read the mirrors, the outbox, the delivery targets and the channel directory",
+	config.AdminRead:       "read the mirrors, the outbox, the delivery targets, the channel directory and the schedules",
 	config.AdminTargets:    "change the delivery targets",
 	config.AdminDeliver:    "deliver text to the delivery targets",
 	config.AdminOutbox:     "retry or purge outbox entries",
@@ -61,6 +61,7 @@ var permissionUse = map[string]string{
 	config.AdminAccess:     "list, approve or revoke access grants",
 	config.AdminWorkspaces: "reset workspaces' sandboxes",
 	config.AdminCancel:     "cancel someone else's call",
+	config.AdminSchedules:  "run a schedule now",
 }
 
 // need serves h only to callers holding perm; others get 403 naming it.

@@ -82,6 +82,9 @@ type API struct {
 	// only), recording Version, the hub's; nil: unavailable.
 	Backup  func(ctx context.Context, w io.Writer, opts store.BackupOptions) error
 	Version string
+	// Schedules serves GET /api/schedules and POST /api/schedules/run;
+	// nil: unavailable.
+	Schedules ScheduleAdmin
 }
 
 // followWriteTimeout bounds each write of GET /api/mirror?follow=1.
@@ -103,6 +106,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("POST /api/outbox/retry", a.need(config.AdminOutbox, a.retryEntry))
 	mux.HandleFunc("POST /api/outbox/purge", a.need(config.AdminOutbox, a.purgeOutbox))
 	mux.HandleFunc("GET /api/mirror", a.need(config.AdminRead, a.tailMirror))
+	mux.HandleFunc("GET /api/mirror/search", a.need(config.AdminRead, a.searchMirror))
 	mux.HandleFunc("POST /api/deliver", a.need(config.AdminDeliver, a.deliver))
 	mux.HandleFunc("GET /api/status", a.status)
 	mux.HandleFunc("GET /api/whoami", a.whoami)
@@ -110,6 +114,7 @@ func (a *API) Handler() http.Handler {
 	a.nodeRoutes(mux)
 	a.workspaceRoutes(mux)
 	a.stateRoutes(mux)
+	a.scheduleRoutes(mux)
 	return mux
 }
 
@@ -448,11 +453,7 @@ func (a *API) deliver(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) status(w http.ResponseWriter, r *http.Request) {
-	clk := a.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	st := map[string]any{"time": clk.Now().UTC().Format(time.RFC3339), "running": a.running()}
+	st := map[string]any{"time": a.clock().Now().UTC().Format(time.RFC3339), "running": a.running()}
 	if a.Outbox != nil {
 		st["outbox"] = a.Outbox.Stats()
 	}

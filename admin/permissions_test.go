@@ -56,6 +56,7 @@ var adminEndpoints = []adminEndpoint{
 	{"GET", "/api/outbox", "", config.AdminRead},
 	{"GET", "/api/outbox/entry?id=pma:x:web:0", "", config.AdminRead},
 	{"GET", "/api/mirror?n=5", "", config.AdminRead},
+	{"GET", "/api/mirror/search?identity=web", "", config.AdminRead},
 	{"GET", "/api/nodes", "", config.AdminRead},
 	{"POST", "/api/targets", `{"target":"web"}`, config.AdminTargets},
 	{"DELETE", "/api/targets?target=web", "", config.AdminTargets},
@@ -64,6 +65,8 @@ var adminEndpoints = []adminEndpoint{
 	{"POST", "/api/outbox/retry", `{"id":"pma:x:web:0"}`, config.AdminOutbox},
 	{"POST", "/api/outbox/purge", `{}`, config.AdminOutbox},
 	{"POST", "/api/channels/rebuild", "", config.AdminChannels},
+	{"GET", "/api/schedules", "", config.AdminRead},
+	{"POST", "/api/schedules/run", `{"name":"nightly"}`, config.AdminSchedules},
 }
 
 func serve(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
@@ -96,6 +99,7 @@ func TestAdminPermissionsByRole(t *testing.T) {
 		{"admin.deliver", role(config.AdminDeliver), "web", []string{config.AdminDeliver}},
 		{"admin.outbox", role(config.AdminOutbox), "web", []string{config.AdminOutbox}},
 		{"admin.channels", role(config.AdminChannels), "web", []string{config.AdminChannels}},
+		{"admin.schedules", role(config.AdminSchedules), "web", []string{config.AdminSchedules}},
 		{"admin.*", role("*", "admin.*"), "web", all},
 		{"default roles", &config.Access{Roles: map[string]config.Role{"r": {Verbs: []string{"ADMIN.READ"}}}, DefaultRoles: []string{"r"}}, "web", []string{config.AdminRead}},
 		{"granted to another identity", &config.Access{Roles: map[string]config.Role{"r": {Verbs: []string{"admin.*"}}}, Grants: map[string][]string{"telegram:1": {"r"}}}, "web", nil},

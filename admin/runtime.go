@@ -37,6 +37,7 @@ func ForRuntime(rt *hub.Runtime) *API {
 		MaxBody:       int64(rt.Config.Web.MaxBodyBytes),
 		Clock:         rt.Clock(),
 		PruneMirrors:  rt.PruneMirrors,
+		Schedules:     rt.Schedules,
 		Backup: func(ctx context.Context, w io.Writer, opts store.BackupOptions) error {
 			return store.WriteBackup(ctx, w, rt.State, opts)
 		},

@@ -13,7 +13,8 @@ type Access struct {
 	// The role "reader" is built in (read-only fs verbs and sys.machineInfo).
 	Roles map[string]Role `yaml:"roles"`
 	// Grants maps an identity (telegram:<user_id>, discord:<user_id>,
-	// discord-role:<role_id>, web) to role names.
+	// discord-role:<role_id>, agent:<name>, schedule:<name>, web) to role
+	// names.
 	Grants map[string][]string `yaml:"grants"`
 	// DefaultRoles are granted to everyone; empty by default (deny).
 	DefaultRoles []string `yaml:"default_roles"`
@@ -59,10 +60,13 @@ const (
 	// AdminCancel stops anyone's running call in a conversation (/cancel,
 	// the Cancel buttons); without it, only the caller may stop a call.
 	AdminCancel = "admin.cancel"
+	// AdminSchedules runs a schedule now (hub schedules run, the panel's
+	// Run now): its call, as the schedule's identity.
+	AdminSchedules = "admin.schedules"
 )
 
 // AdminPermissions lists every admin permission.
-var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels, AdminAccess, AdminWorkspaces, AdminCancel}
+var AdminPermissions = []string{AdminRead, AdminTargets, AdminDeliver, AdminOutbox, AdminChannels, AdminAccess, AdminWorkspaces, AdminCancel, AdminSchedules}
 
 // AdminPrefix starts every admin permission; only a pattern that starts
 // with it grants one.
@@ -179,8 +183,10 @@ func ValidIdentity(id string) error {
 		return nil
 	case ok && kind == "agent" && validAgentName(rest) == nil:
 		return nil
+	case ok && kind+":" == ScheduleIdentityPrefix && ValidScheduleName(rest) == nil:
+		return nil
 	}
-	return fmt.Errorf("%q is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, agent:<name>, web)", id)
+	return fmt.Errorf("%q is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, agent:<name>, schedule:<name>, web)", id)
 }
 
 func isInt(s string) bool {

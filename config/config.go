@@ -31,6 +31,8 @@ type Config struct {
 	// NATS and Nodes configure remote nodes (see nats.go, nodes.go).
 	NATS  NATS                 `yaml:"nats"`
 	Nodes map[string]NodeEntry `yaml:"nodes"`
+	// Schedules are the calls the hub makes on its own (see schedules.go).
+	Schedules Schedules `yaml:"schedules"`
 
 	// Path is the file the configuration came from; empty for defaults.
 	Path string `yaml:"-"`
@@ -52,7 +54,7 @@ type section interface {
 func (c *Config) sections() []section {
 	return []section{
 		&c.Workspaces, topLevel{}, &c.Log, &c.Web, &c.Telegram, &c.Discord, &c.MCP, &c.Metrics,
-		&c.Access, &c.Verbs, &c.Sessions, &c.Outbox, &c.Mirror, &c.NATS, nodesSection{},
+		&c.Access, &c.Verbs, &c.Sessions, &c.Outbox, &c.Mirror, &c.NATS, nodesSection{}, &c.Schedules,
 	}
 }
 
@@ -79,12 +81,12 @@ func Default() *Config {
 
 // Override changes a configuration read from its file before its token
 // files are read, its defaults apply and it is checked: what a command
-// changes of it (StdioOnly).
+// changes of it (StdioOnly) or a value the command line gives (Listen).
 type Override func(*Config)
 
 // LoadWith is Load with an explicit environment. Its errors name the file,
-// and each problem its line and key path (Error). Each override applies,
-// in order, over the file.
+// and each problem its line and key path (Error). The environment's
+// ListenEnv, then each override, in order, apply over the file.
 func LoadWith(path string, env Getenv, overrides ...Override) (*Config, error) {
 	cfg := &Config{}
 	if path != "" {
@@ -95,17 +97,16 @@ func LoadWith(path string, env Getenv, overrides ...Override) (*Config, error) {
 		if err := parse(data, path, env, cfg); err != nil {
 			return nil, err
 		}
-		for _, o := range overrides {
-			o(cfg)
-		}
+	}
+	cfg.Web.listenFromEnv(env)
+	for _, o := range overrides {
+		o(cfg)
+	}
+	if path != "" {
 		if err := cfg.readTokenFiles(); err != nil {
 			return nil, err
 		}
 		cfg.Path = path
-	} else {
-		for _, o := range overrides {
-			o(cfg)
-		}
 	}
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {

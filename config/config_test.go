@@ -112,7 +112,7 @@ func TestStrictErrors(t *testing.T) {
 		{"telegram without token", "telegram:\n  enabled: true\n", "telegram.token is empty but telegram.enabled is true"},
 		{"telegram bad mode", "telegram:\n  enabled: true\n  token: x\n  mode: push\n", `telegram.mode: "push" is not accepted (accepted: polling, webhook)`},
 		{"webhook needs url", "telegram:\n  enabled: true\n  token: x\n  mode: webhook\n", "web.public_url must be set"},
-		{"bad identity", "access:\n  grants:\n    bob: [admin]\n  roles:\n    admin:\n      verbs: ['*']\n", `"bob" is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, agent:<name>, web)`},
+		{"bad identity", "access:\n  grants:\n    bob: [admin]\n  roles:\n    admin:\n      verbs: ['*']\n", `"bob" is not an identity (accepted: telegram:<user_id>, discord:<user_id>, discord-role:<role_id>, agent:<name>, schedule:<name>, web)`},
 		{"unknown role", "access:\n  grants:\n    telegram:1: [root]\n", `role "root" is not defined`},
 		{"bad glob", "access:\n  roles:\n    x:\n      verbs: ['fs.[']\n", `access.roles.x.verbs: "fs.[" is not a valid pattern`},
 		{"bad level", "log:\n  level: loud\n", `log.level: "loud" is not accepted`},

@@ -134,6 +134,21 @@ func (v *validator) badAt(at, key, format string, args ...any) {
 	v.add(at, key, key+fmt.Sprintf(format, args...))
 }
 
+// badFrom is bad for a value that came from from (an environment
+// variable or a command-line flag) rather than the file: the message says
+// so and names no line. An empty from is bad.
+func (v *validator) badFrom(from, key, format string, args ...any) {
+	if from == "" {
+		v.bad(key, format, args...)
+		return
+	}
+	e := &Error{Key: key, Msg: key + " (from " + from + ")" + fmt.Sprintf(format, args...)}
+	if v.src != nil {
+		e.File, e.what = v.src.file, v.src.what
+	}
+	v.errs = append(v.errs, e)
+}
+
 // firstWritten returns the first of keys written in the file, else the
 // last: where to place a problem whose value may come from several keys.
 func (v *validator) firstWritten(keys ...string) string {

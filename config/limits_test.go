@@ -31,7 +31,7 @@ func TestWebLimitsAndAdminPermissions(t *testing.T) {
 		{"header timeout", "web:\n  header_timeout: 1ms\n", "web.header_timeout: 1ms is out of range"},
 		{"write timeout", "web:\n  write_timeout: -1s\n", "web.write_timeout: -1s is out of range"},
 		{"idle timeout", "web:\n  idle_timeout: 3h\n", "web.idle_timeout: 3h0m0s is out of range"},
-		{"unknown permission", "access:\n  roles:\n    ops: {verbs: [admin.write]}\n", `access.roles.ops.verbs: "admin.write" is not an admin permission (accepted: admin.read, admin.targets, admin.deliver, admin.outbox, admin.channels, admin.access, admin.workspaces, admin.cancel, or admin.* for all of them)`},
+		{"unknown permission", "access:\n  roles:\n    ops: {verbs: [admin.write]}\n", `access.roles.ops.verbs: "admin.write" is not an admin permission (accepted: admin.read, admin.targets, admin.deliver, admin.outbox, admin.channels, admin.access, admin.workspaces, admin.cancel, admin.schedules, or admin.* for all of them)`},
 		{"permission glob matching none", "access:\n  roles:\n    ops: {verbs: ['admin.x*']}\n", `"admin.x*" is not an admin permission`},
 		{"permissions", "web:\n  max_connections: 10\n  max_connections_per_client: 10\n  body_timeout: 100ms\naccess:\n  roles:\n    ops: {verbs: ['*', admin.read, 'admin.t*', ADMIN.DELIVER, 'admin.*']}\n  grants:\n    web: [ops]\n", ""},
 	}

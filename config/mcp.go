@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"strings"
 	"time"
 )
@@ -145,14 +144,4 @@ func (m *MCP) secretFiles() []secretFile {
 }
 
 // validAgentName checks the <name> of an agent:<name> identity.
-func validAgentName(name string) error {
-	ok := name != "" && len(name) <= 64
-	for i := 0; i < len(name) && ok; i++ {
-		c := name[i]
-		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || (i > 0 && (c == '-' || c == '_'))
-	}
-	if !ok {
-		return fmt.Errorf("%q is not an agent name (accepted: 1 to 64 lower-case letters, digits, '-' and '_', starting with a letter or digit)", name)
-	}
-	return nil
-}
+func validAgentName(name string) error { return checkName("an agent", name) }

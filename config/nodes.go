@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // NodeEntry is one remote node the hub accepts, under nodes: NAME.
 type NodeEntry struct {
@@ -13,17 +10,7 @@ type NodeEntry struct {
 
 // ValidNodeName checks a node's name: it becomes part of NATS subjects,
 // stream and key names.
-func ValidNodeName(name string) error {
-	ok := name != "" && len(name) <= 64
-	for i := 0; i < len(name) && ok; i++ {
-		c := name[i]
-		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || (i > 0 && (c == '-' || c == '_'))
-	}
-	if !ok {
-		return fmt.Errorf("%q is not a node name (accepted: 1 to 64 lower-case letters, digits, '-' and '_', starting with a letter or digit)", name)
-	}
-	return nil
-}
+func ValidNodeName(name string) error { return checkName("a node", name) }
 
 // validNKey checks the shape of a public user nkey without importing the
 // nkeys package into the configuration: 56 base32 characters starting

@@ -45,6 +45,35 @@ type Web struct {
 	BodyTimeout   Duration `yaml:"body_timeout"`
 	WriteTimeout  Duration `yaml:"write_timeout"`
 	IdleTimeout   Duration `yaml:"idle_timeout"`
+
+	// ListenFrom says where Listen came from when not from the file or
+	// the default: ListenEnv, or the command line's ListenFlag.
+	ListenFrom string `yaml:"-"`
+}
+
+// Where web.listen may come from besides the file, strongest first: the
+// command line of `hub serve`, then the environment (whatever the file
+// says), then the file, then the default.
+const (
+	ListenFlag = "--listen"
+	ListenEnv  = "HUB_WEB_LISTEN"
+)
+
+// Listen returns the Override that sets web.listen from the command line
+// (ListenFlag); an empty addr changes nothing.
+func Listen(addr string) Override {
+	return func(c *Config) {
+		if addr != "" {
+			c.Web.Listen, c.Web.ListenFrom = addr, ListenFlag
+		}
+	}
+}
+
+// listenFromEnv applies ListenEnv when it is set and not empty.
+func (w *Web) listenFromEnv(env Getenv) {
+	if a, ok := env(ListenEnv); ok && a != "" {
+		w.Listen, w.ListenFrom = a, ListenEnv
+	}
 }
 
 // Bounds of the web limits.
@@ -70,13 +99,16 @@ func (w *Web) applyDefaults(*Config) {
 // the web listener is off.
 func (w *Web) validate(_ *Config, v *validator) {
 	if !*w.Enabled {
+		if w.ListenFrom == ListenFlag {
+			v.badFrom(ListenFlag, "web.listen", " moves the web panel, which is off (web.enabled: false): enable it, or drop %s", ListenFlag)
+		}
 		return
 	}
 	host, port, err := net.SplitHostPort(w.Listen)
 	if err != nil || port == "" {
-		v.bad("web.listen", ": %q is not host:port (for example 127.0.0.1:8080)", w.Listen)
+		v.badFrom(w.ListenFrom, "web.listen", ": %q is not host:port (for example 127.0.0.1:8080)", w.Listen)
 	} else if !IsLoopback(host) && !w.Token.IsSet() {
-		v.bad("web.listen", ": %s is not a loopback address, so web.token must be set (for example token: ${HUB_WEB_TOKEN}); without a token the panel only binds to 127.0.0.1", w.Listen)
+		v.badFrom(w.ListenFrom, "web.listen", ": %s is not a loopback address, so web.token must be set (for example token: ${HUB_WEB_TOKEN}); without a token the panel only binds to 127.0.0.1", w.Listen)
 	}
 	if (w.TLSCert == "") != (w.TLSKey == "") {
 		v.bad("web.tls_cert", " and web.tls_key must be set together")

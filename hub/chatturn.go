@@ -68,9 +68,12 @@ func (h *Hub) beginTurn(ctx context.Context, in *chat.Inbound, now time.Time) (a
 // next start.
 func (h *Hub) mirrorChat(ctx context.Context, t *turn, d *decision, accepted bool) error {
 	in := t.in
-	var extra map[string]string
+	extra := map[string]string{}
 	if d.placed && d.werr == nil {
-		extra = map[string]string{MetaWorkspace: d.where.Name}
+		extra[MetaWorkspace] = d.where.Name
+	}
+	if v := t.verbName(); v != "" {
+		extra[store.MetaVerb] = v
 	}
 	err := h.mirrorInbound(ctx, in, chatKind(in, d.roles), extra)
 	if err == nil {
@@ -173,6 +176,9 @@ func (h *Hub) deliverReply(ctx context.Context, in *chat.Inbound, r chatReply, r
 	meta := r.by.meta(replyMeta(in, r.private))
 	if r.progress {
 		meta[MetaProgress] = "1"
+	}
+	if r.code != "" {
+		meta[store.MetaErrorCode] = r.code
 	}
 	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(r.text, h.chunkOptions(in.ReplyKey())), meta)
 	now := h.opts.Clock.Now()

@@ -119,6 +119,9 @@ func (h *Hub) apiOutcome(ctx context.Context, t *turn, d *decision) (*executor.O
 // named.
 func apiInbound(t *turn, d *decision, text []byte) store.MirrorRecord {
 	meta := map[string]string{"turn_id": t.id}
+	if v := t.verbName(); v != "" {
+		meta[store.MetaVerb] = v
+	}
 	if d.session != "" {
 		meta["session"] = d.session
 	}
@@ -134,9 +137,9 @@ func apiInbound(t *turn, d *decision, text []byte) store.MirrorRecord {
 
 // apiResult is the mirror record of an API call's outcome.
 func apiResult(t *turn, out *executor.Outcome, by answeredBy) store.MirrorRecord {
-	meta := map[string]string{"turn_id": t.id, "verb": out.Verb}
+	meta := map[string]string{"turn_id": t.id, store.MetaVerb: out.Verb}
 	if !out.Succeeded() {
-		meta["error_code"] = string(out.Err.Code)
+		meta[store.MetaErrorCode] = string(out.Err.Code)
 	}
 	meta = by.meta(meta)
 	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(out.JSON()), Meta: meta}

@@ -71,6 +71,9 @@ type Options struct {
 	// AccessState keeps pairing codes and approved grants (pairing.go);
 	// nil: strangers are shown the configuration line instead of a code.
 	AccessState AccessState
+	// Commands resolves the named commands schedules name; nil: none are
+	// available (schedule.go).
+	Commands Commands
 }
 
 // Hub routes turns. It is safe for concurrent use by every adapter.
@@ -292,6 +295,9 @@ func (h *Hub) deny(ctx context.Context, in *chat.Inbound, res *TurnResult, now t
 // verb is not run again; the chat is told it may or may not have completed.
 // If the reply was enqueued before the crash, nothing more is needed.
 func (h *Hub) interrupted(ctx context.Context, rec store.TurnRecord) (*TurnResult, error) {
+	if rec.Platform == SchedulePlatform {
+		return h.interruptedSchedule(ctx, rec)
+	}
 	res := &TurnResult{TurnID: rec.TurnID, Status: StatusNotice, Verb: rec.Verb}
 	key, err := chat.ParseKey(rec.Reply)
 	if err != nil {
@@ -468,8 +474,8 @@ func validInbound(in *chat.Inbound) error {
 	if in == nil {
 		return errors.New("hub: nil inbound")
 	}
-	if in.TurnID == "" || strings.ContainsAny(in.TurnID, ":/\x00") {
-		return fmt.Errorf("hub: turn id %q is empty or contains ':', '/' or NUL", in.TurnID)
+	if err := validTurnID(in.TurnID); err != nil {
+		return err
 	}
 	if in.Platform == chat.Web {
 		return nil

@@ -298,6 +298,8 @@ var (
 	// access. Adding or removing a workspace, or changing its path or
 	// destination, needs a restart.
 	WorkspaceKeys = []string{"workspaces." + config.WorkspacesByChat, "workspaces." + config.WorkspacesByRole}
+	// ScheduleKeys: every schedule, added, changed or removed.
+	ScheduleKeys = []string{"schedules"}
 )
 
 // workspacePolicy is the workspace policy of a reloaded configuration: its
@@ -318,7 +320,8 @@ func SessionsReloadable(s *SessionSwitch) Reloadable {
 
 // EnableReload makes the runtime reloadable with load (see Reloader) and
 // registers the runtime's own parts (the access policy, the workspace
-// rules, mirror retention); the composition registers more parts on the
+// rules, mirror retention, the schedules, which a reload refuses when this
+// hub cannot run them); the composition registers more parts on the
 // Reloader returned.
 func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
 	r := NewReloader(rt.Config, load, rt.log)
@@ -336,6 +339,12 @@ func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
 		}
 	}})
 	r.Register(rt.RetentionReloadable())
+	r.Refresh("check the schedules", rt.Schedules.Check)
+	r.Register(Reloadable{Name: "schedules", Keys: ScheduleKeys, Apply: func(cfg *config.Config) {
+		if err := rt.Schedules.Replace(cfg); err != nil {
+			rt.log.Error("reload the schedules", "err", err)
+		}
+	}})
 	rt.reloader.Store(r)
 	return r
 }

@@ -36,9 +36,11 @@ type Runtime struct {
 	Hub           *Hub
 	Board         *StateBoard
 	Conversations *Conversations
-	RunID         string
-	Started       time.Time
-	log           *slog.Logger
+	// Schedules runs the configured schedules once Start has run.
+	Schedules *Scheduler
+	RunID     string
+	Started   time.Time
+	log       *slog.Logger
 
 	dispatchDone chan error
 	running      atomic.Bool
@@ -85,6 +87,8 @@ type RuntimeOptions struct {
 	// OutboxEvents hears what happens to outbox entries besides the
 	// mirror (metrics); nil: no one.
 	OutboxEvents outbox.Events
+	// Commands resolves the named commands schedules name (Options.Commands).
+	Commands Commands
 }
 
 // Open wires a Runtime around x over the state root st, which the caller
@@ -200,7 +204,16 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Clock:          opts.Clock,
 		Logger:         opts.Logger,
 		AccessState:    accessState,
+		Commands:       opts.Commands,
 	})
+	if err != nil {
+		return nil, err
+	}
+	states, err := store.OpenSchedules(st.Database())
+	if err != nil {
+		return nil, err
+	}
+	rt.Schedules, err = NewScheduler(rt.Hub, states, cfg, opts.Clock, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +244,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	rt.dispatchDone = make(chan error, 1)
 	go func() { rt.dispatchDone <- rt.Outbox.Run(dctx) }()
 	rt.running.Store(true)
+	rt.Schedules.Start()
 	if len(pending) > 0 {
 		// Turns accepted before the last stop and never run: run them now,
 		// in the order they arrived, until the runtime closes. The new turns
@@ -342,6 +356,11 @@ func (rt *Runtime) SetDirectory(d *store.Directory) {
 func (rt *Runtime) Close(ctx context.Context) error {
 	var errs []error
 	rt.closeOnce.Do(func() {
+		// Schedule runs in progress are cut short and delivered first,
+		// while the outbox and the mirror take them.
+		if err := rt.Schedules.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 		rt.stopPruning()
 		if rt.pendingDone != nil {
 			// A turn cut short here is answered with a notice next time.
@@ -394,6 +413,9 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 	meta := map[string]string{store.MetaOutboxID: e.ID, "turn_id": e.TurnID, "chunk": fmt.Sprintf("%d/%d", e.Index+1, e.Total)}
 	if n := e.Meta[MetaNode]; n != "" {
 		meta[MetaNode], meta[MetaNodeVersion] = n, e.Meta[MetaNodeVersion]
+	}
+	if c := e.Meta[store.MetaErrorCode]; c != "" {
+		meta[store.MetaErrorCode] = c
 	}
 	if msgID != "" {
 		meta[store.MetaPlatformMessageID] = msgID

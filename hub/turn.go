@@ -24,6 +24,10 @@ type turn struct {
 	// in is a chat turn's message; nil for an API call, which works in the
 	// web conversation (conversation).
 	in *chat.Inbound
+	// own is the key of the conversation of a turn that has one of its
+	// own instead of the web's: a schedule's run (schedule:<name>). Such
+	// a conversation has no /use choice and no session.
+	own string
 
 	env executor.Envelope // the verb call; Verb is "" when none is asked
 	// info is the verb as the registry describes it, when known is set:
@@ -87,7 +91,7 @@ func (h *Hub) decide(t *turn, d *decision) {
 		return
 	}
 	h.permit(t, d)
-	if d.allowed && d.session == "" && h.opts.SessionFor != nil {
+	if d.allowed && d.session == "" && h.opts.SessionFor != nil && t.own == "" {
 		d.session = h.opts.SessionFor(t.conversation(), d.roles)
 	}
 	explicit, err := t.explicitWorkspace()
@@ -142,8 +146,11 @@ func (t *turn) conversation() *chat.Inbound {
 // conversationKey is the key of the turn's conversation, whose workspace
 // choice (/use) and configured workspace apply.
 func (t *turn) conversationKey() string {
-	if t.in != nil {
+	switch {
+	case t.in != nil:
 		return t.in.ReplyKey().String()
+	case t.own != "":
+		return t.own
 	}
 	return WebConversation
 }
@@ -158,6 +165,19 @@ func (t *turn) explicitWorkspace() (string, error) {
 		return "", executor.Errorf(executor.CodeInvalidEnvelope, "The envelope names workspace %q and the request %q; name one", t.env.Workspace, t.asked)
 	}
 	return t.asked, nil
+}
+
+// verbName is the verb the turn asks for: its registered name when the
+// registry knows it, else as written ("" for none, and for a request that
+// does not parse, however its surface read the verb).
+func (t *turn) verbName() string {
+	switch {
+	case t.err != nil:
+		return ""
+	case t.known:
+		return t.info.Name
+	}
+	return t.env.Verb
 }
 
 // status is the turn status a decided verb call comes to, on every

@@ -88,6 +88,10 @@ type Observation struct {
 	// Alive is empty when the hub answered the final admin request; else
 	// why not.
 	Alive string
+	// Schedule says the hub ran the schedule tick (hub.schedule); Local
+	// is what its local target received.
+	Schedule bool
+	Local    []localDelivery
 }
 
 // Violation is an invariant that does not hold.
@@ -111,6 +115,9 @@ type Figures struct {
 	SideEffects                            int
 	UnrecordedTelegram, UnrecordedDiscord  int
 	DuplicateSent                          int
+	// The schedule tick: runs mirrored, runs with a result, lines its
+	// program wrote, runs answered with a restart notice.
+	ScheduleRuns, ScheduleResults, ScheduleTicks, ScheduleNotices int
 }
 
 // adapterNotices are texts the Discord adapter writes into an
@@ -144,6 +151,7 @@ func Check(o Observation) ([]Violation, Figures) {
 	c.checkAnswers()
 	c.checkMirrors()
 	c.checkSideEffects()
+	c.checkSchedule()
 	c.checkAlive()
 	return c.v, c.fig
 }
@@ -624,6 +632,9 @@ func (c *checker) checkMirrors() {
 
 	out := map[string][]store.MirrorRecord{}
 	for _, r := range c.o.Outbound {
+		if r.Kind == "result" {
+			continue // a call's outcome (an API call, a schedule's run), not a chunk
+		}
 		id := r.Meta[store.MetaOutboxID]
 		if id == "" {
 			c.fail("mirrored", "an outbound mirror record has no outbox id: %q", preview(r.Text))
@@ -782,6 +793,9 @@ func (f Figures) Summary() string {
 	s := fmt.Sprintf("turns=%d delivered=%d answered=%d chunks=%d dead=%d received=%d crash_window_duplicates=%d nonce_repeats=%d side_effects=%d mirror_gaps_fault=%d mirror_gaps_crash=%d inbound_gaps_fault=%d inbound_gaps_crash=%d discord_lost_in_crash=%d duplicate_inbounds_sent=%d",
 		f.Turns, f.TurnsDelivered, f.Answered, f.Chunks, f.Dead, f.Receipts, f.CrashDuplicates, f.NonceRepeats, f.SideEffects,
 		f.MirrorGapsInFault, f.MirrorGapsInCrash, f.InboundGapsInFault, f.InboundGapsInCrash, f.DiscordLostInCrash, f.DuplicateSent)
+	if f.ScheduleRuns > 0 {
+		s += fmt.Sprintf(" schedule_runs=%d schedule_results=%d schedule_ticks=%d schedule_notices=%d", f.ScheduleRuns, f.ScheduleResults, f.ScheduleTicks, f.ScheduleNotices)
+	}
 	if len(dup) > 0 {
 		s += " (" + strings.Join(dup, " ") + ")"
 	}

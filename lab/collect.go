@@ -206,11 +206,14 @@ func (w *world) finish() (Observation, error) {
 			return obs, fmt.Errorf("final turn on %s: %w", p.Platform, err)
 		}
 	}
+	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
+	defer cancel()
+	if err := w.stopSchedules(ctx); err != nil {
+		return obs, err
+	}
 	if err := w.settle(3*time.Second, w.opt.SettleTimeout, true); err != nil {
 		w.logf("%v", err) // the checks say what is missing
 	}
-	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
-	defer cancel()
 	st, err := w.readOutbox(ctx)
 	if err != nil {
 		return obs, err
@@ -252,6 +255,10 @@ func (w *world) finish() (Observation, error) {
 	})
 	if err != nil {
 		return obs, fmt.Errorf("read the mirrors: %w", err)
+	}
+	obs.Schedule = w.sc.Hub.Schedule
+	if obs.Local, err = w.readLocal(); err != nil {
+		return obs, err
 	}
 	obs.Telegram = w.tg.Messages()
 	obs.Discord = w.dc.Receipts()

@@ -21,6 +21,7 @@ import (
 //	LAB_SEED=N        repeat a run's random choices (every report logs its seed)
 //	LAB_HUB_RACE=0|1  build the hub with the race detector (default: as the tests are)
 //	LAB_KEEP=1        keep each scenario's workspace, state and hub logs (the path is logged)
+//	LAB_PARALLEL=N    run N scenarios at once in TestScenarios (default 6)
 
 var hubBuild struct {
 	once sync.Once
@@ -101,16 +102,39 @@ func envSeed(t *testing.T) int64 {
 func TestScenarios(t *testing.T) {
 	full := os.Getenv("LAB_FULL") == "1"
 	bin := hubBinary(t)
+	// The scenarios spend their time waiting on hubs, nodes and platforms
+	// (processes of their own) more than computing: more of them run at
+	// once than go test's -parallel (the CPUs) allows.
+	slots := make(chan struct{}, labParallel(t))
+	var wg sync.WaitGroup
 	for _, sc := range scenarioFiles(t) {
 		mode := Short
 		if full && sc.Soak == nil {
 			mode = Full
 		}
-		t.Run(sc.Name, func(t *testing.T) {
-			t.Parallel()
-			runScenario(t, sc, bin, mode)
-		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			t.Run(sc.Name, func(t *testing.T) { runScenario(t, sc, bin, mode) })
+		}()
 	}
+	wg.Wait()
+}
+
+// labParallel is how many scenarios TestScenarios runs at once: LAB_PARALLEL,
+// default 6.
+func labParallel(t *testing.T) int {
+	v := os.Getenv("LAB_PARALLEL")
+	if v == "" {
+		return 6
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("LAB_PARALLEL=%q: want a number of scenarios, 1 or more", v)
+	}
+	return n
 }
 
 // TestSoak runs the soak scenarios for real: ten minutes of steady mixed

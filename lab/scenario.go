@@ -74,6 +74,12 @@ type HubSettings struct {
 	Nodes int `yaml:"nodes"`
 	// CallTimeout is the hub's nats.call_timeout (default 10m).
 	CallTimeout config.Duration `yaml:"call_timeout"`
+	// Schedule adds the schedule tick: every minute, as schedule:tick,
+	// proc.run appends a line to tick.log (after a second's sleep, a
+	// call to kill the hub in) and echoes it; its result goes to the
+	// Telegram chat scheduleChat and the local target pma/tick.jsonl;
+	// missed: run_once.
+	Schedule bool `yaml:"schedule"`
 }
 
 // Limits cap a scenario's traffic (every traffic step's turns per chat and
@@ -133,14 +139,17 @@ type StopStep struct{}
 // KillStep kills the hub (SIGKILL unless Signal says SIGTERM) once its
 // trigger fires: after AfterReplies more chunks reached the platforms,
 // during a long verb (a "long" turn has started and not been answered),
-// after a fixed delay, or after a random delay from the scenario's seeded
-// generator. No trigger kills at once.
+// after a fixed delay, after a random delay from the scenario's seeded
+// generator, or at NearMinute from the next whole minute of the clock
+// (negative: before it), where a schedule of hub.schedule runs. No
+// trigger kills at once.
 type KillStep struct {
-	Signal       string          `yaml:"signal"`
-	AfterReplies int             `yaml:"after_replies"`
-	During       string          `yaml:"during"`
-	After        config.Duration `yaml:"after"`
-	Random       *Range          `yaml:"random"`
+	Signal       string           `yaml:"signal"`
+	AfterReplies int              `yaml:"after_replies"`
+	During       string           `yaml:"during"`
+	After        config.Duration  `yaml:"after"`
+	Random       *Range           `yaml:"random"`
+	NearMinute   *config.Duration `yaml:"near_minute"`
 }
 
 // Range is a duration range for random choices.
@@ -423,6 +432,9 @@ func (st Step) validate(sc *Scenario) error {
 		}
 		if r := k.Random; r != nil && (r.Min.D() < 0 || r.Max.D() < r.Min.D()) {
 			return fmt.Errorf("kill.random: want 0 <= min <= max, got %s and %s", r.Min, r.Max)
+		}
+		if m := k.NearMinute; m != nil && (m.D() <= -30*time.Second || m.D() >= 30*time.Second) {
+			return fmt.Errorf("kill.near_minute %s is not accepted (accepted: an offset from the next whole minute between -30s and 30s)", *m)
 		}
 	case "traffic":
 		if (slices.Contains(st.Traffic.Actions, "box") || slices.Contains(st.Traffic.Actions, "box-long")) && (!sc.Hub.Docker || st.Traffic.Platform != "telegram") {

@@ -51,6 +51,7 @@ func TestParseScenarioRefusesBadInput(t *testing.T) {
 		{"unknown fault", head + "steps:\n  - start: {}\n  - fault: {platform: telegram, kind: flood}\n", `fault.kind "flood" is not accepted`},
 		{"path on telegram", head + "steps:\n  - start: {}\n  - fault: {platform: telegram, kind: hang, path: /x}\n", "fault.path applies to discord"},
 		{"bad duration", head + "steps:\n  - start: {}\n  - wait: {for: soon}\n", `"soon" is not a duration`},
+		{"kill far from the minute", head + "hub: {schedule: true}\nsteps:\n  - start: {}\n  - kill: {near_minute: 45s}\n", "kill.near_minute 45s is not accepted (accepted: an offset from the next whole minute between -30s and 30s)"},
 		{"mirror without tmpfs", head + "steps:\n  - start: {}\n  - mirror: {fill: true}\n", "needs hub.mirror_tmpfs"},
 		{"corrupt outside the state", head + "steps:\n  - start: {}\n  - corrupt: {file: ../x, content: y}\n", "inside the state directory"},
 		{"bad admin request", head + "steps:\n  - start: {}\n  - admin: {request: DELETE /, status: 200}\n", "is not \"GET /api/"},

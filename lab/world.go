@@ -172,6 +172,8 @@ type world struct {
 	boxCut       []boxCut          // box turns cut short by a daemon stop
 	boxStarted   time.Time         // when the daemon last started (zero: never by a step)
 	nodes        *labNodes         // the remote nodes (hub.nodes), nil without
+	port         int               // the web panel's
+	schedulesOff bool              // the schedule was removed at the end (stopSchedules)
 
 	traffic    sync.WaitGroup
 	active     atomic.Int64 // background traffic steps and timers running
@@ -274,7 +276,7 @@ func (w *world) setup() error {
 	if w.sc.Hub.Docker && w.opt.Docker == nil {
 		return errors.New("the scenario needs a private Docker daemon (hub.docker): Options.Docker is nil")
 	}
-	files := map[string]string{"ran.log": "", "long.log": "", "box.log": "", "big.txt": bigText(), "README.md": "# lab workspace\n"}
+	files := map[string]string{"ran.log": "", "long.log": "", "box.log": "", tickFile: "", "big.txt": bigText(), "README.md": "# lab workspace\n"}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(w.ws, name), []byte(content), 0o644); err != nil {
 			return err
@@ -306,6 +308,7 @@ func (w *world) setup() error {
 	if err != nil {
 		return err
 	}
+	w.port = port
 	w.webBase = "http://127.0.0.1:" + strconv.Itoa(port)
 	if err := w.setupNodes(); err != nil {
 		return err
@@ -418,7 +421,7 @@ access:
     web: [admin]
     "telegram:%d": [admin]
     "discord:%s": [admin]
-verbs:
+%sverbs:
   timeout: 2m
   # No progress messages: they are not outbox chunks, and the checks count
   # every message a chat receives (a loaded machine makes calls slow).
@@ -432,10 +435,10 @@ outbox:
   send_timeout: %s
 mirror:
   keep_runs: 1000
-%s%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.GuildID,
-		w.adminWorkspaces(), telegramUser, discordUser, attempts,
+%s%s%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.GuildID,
+		w.adminWorkspaces(), telegramUser, discordUser, w.scheduleGrant(), attempts,
 		durationOr(h.BackoffBase, 100*time.Millisecond), durationOr(h.BackoffMax, 2*time.Second), durationOr(h.SendTimeout, 5*time.Second),
-		w.workspacesConfig(), w.nodesConfig())
+		w.workspacesConfig(), w.nodesConfig(), w.schedulesConfig())
 }
 
 // workspacesConfig is the named workspaces: box (hub.docker) and the
@@ -730,6 +733,10 @@ func (w *world) kill(k KillStep) error {
 		w.logf("random kill in %s", d)
 		if !sleepCtx(ctx, d) {
 			return ctx.Err()
+		}
+	case k.NearMinute != nil:
+		if err := untilNearMinute(ctx, k.NearMinute.D()); err != nil {
+			return err
 		}
 	}
 	if r.exited() {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -37,32 +38,22 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 	testkit.Unavailable(t, fmt.Sprintf(format, args...))
 }
 
-// TestImageServesHealthz builds the image as `make image` does (the static
-// linux binary, the CA certificates, packaging/Dockerfile and hub.yml, the
-// empty state and workspace directories) with the daemon's classic builder,
-// starts `hub serve` in it on the host's network at a free loopback port and
-// waits for /healthz. The container, its volume and the image are removed.
+// TestImageServesHealthz builds the images as `make image` and `make
+// image-busybox` do (the static linux binary, the context
+// packaging/context.sh prepares, the daemon's classic builder), starts
+// `hub serve` in each on the host's network at a free loopback port and
+// waits for /healthz; then checks that the hub passes its own `hub doctor`
+// there (the state owner-only), and what proc.run can run: nothing but the
+// hub in the plain image, busybox's applets in the other. Containers,
+// volumes and images are removed.
 func TestImageServesHealthz(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: this test builds a binary and a container image")
+		t.Skip("-short: this test builds a binary and container images")
 	}
-	ctx := context.Background()
-	cli, err := client.New(client.FromEnv)
-	if err != nil {
-		skipOrFail(t, "docker client: %v", err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err = cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
-	cancel()
-	if err != nil {
-		skipOrFail(t, "no Docker daemon reachable: %v", err)
-	}
-	certs, err := os.ReadFile(caCerts)
-	if err != nil {
+	cli := dockerClient(t)
+	if _, err := os.Stat(caCerts); err != nil {
 		skipOrFail(t, "the image carries the build machine's CA certificates: %v", err)
 	}
-
 	bin := filepath.Join(t.TempDir(), "hub")
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -73,10 +64,98 @@ func TestImageServesHealthz(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	buildCtx := imageContext(t, map[string]string{"hub": bin, "Dockerfile": "Dockerfile", "hub.yml": "hub.yml"}, certs)
+	for _, v := range []struct {
+		name    string
+		busybox string
+		proc    func(t *testing.T, out string, code int)
+	}{
+		{"scratch", "", func(t *testing.T, out string, code int) {
+			if code != 1 || !strings.Contains(out, `"errorCode":"not_found"`) || !strings.Contains(out, "Executable not found: sh") {
+				t.Errorf("proc.run sh in the image without a userland: exit %d %s", code, out)
+			}
+		}},
+		{"busybox", busybox, func(t *testing.T, out string, code int) {
+			if code != 0 || !strings.Contains(out, `"stdoutTail":"hello from 65532\n"`) {
+				t.Errorf("proc.run sh in the busybox image: exit %d %s", code, out)
+			}
+		}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			if v.busybox != "" {
+				if _, err := os.Stat(v.busybox); err != nil {
+					skipOrFail(t, "the busybox image is built from %s (install busybox-static): %v", v.busybox, err)
+				}
+			}
+			tag := buildImage(t, cli, bin, v.busybox)
+			id := serveImage(t, cli, tag)
+			out, code := execIn(t, cli, id, "/hub", "doctor")
+			if code != 0 || !strings.Contains(out, "ok    state          /state (owner-only)") || strings.Contains(out, "FAIL") {
+				t.Errorf("hub doctor in the image: exit %d\n%s", code, out)
+			}
+			out, code = execIn(t, cli, id, "/hub", "exec", `{"verb":"proc.run","arguments":{"executable":"sh","arguments":["-c","echo hello from $(id -u)"]}}`)
+			v.proc(t, out, code)
+		})
+	}
+}
 
+// TestImageFromTheRepositoryRoot: `docker build -f packaging/Dockerfile .`
+// in the repository stops at once, saying to use make image (the
+// repository is not the image's context).
+func TestImageFromTheRepositoryRoot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test runs a container image build")
+	}
+	dockerClient(t)
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		skipOrFail(t, "no docker command to build with as the README says: %v", err)
+	}
+	cmd := exec.Command(docker, "build", "-f", "packaging/Dockerfile", ".")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "use make image, which prepares the context of this Dockerfile") {
+		t.Fatalf("docker build from the repository's root: %v\n%s", err, out)
+	}
+}
+
+// busybox is the static busybox the userland image is made from.
+const busybox = "/bin/busybox"
+
+// dockerClient is a client of a daemon that answers, or skips the test.
+func dockerClient(t *testing.T) *client.Client {
+	t.Helper()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		skipOrFail(t, "docker client: %v", err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err = cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
+	cancel()
+	if err != nil {
+		skipOrFail(t, "no Docker daemon reachable: %v", err)
+	}
+	return cli
+}
+
+// buildImage prepares the context with packaging/context.sh (with the
+// busybox userland when busybox is set), builds it and returns its tag;
+// the image is removed at the end of the test.
+func buildImage(t *testing.T, cli *client.Client, bin, busybox string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "image")
+	args := []string{"context.sh", dir, bin, caCerts}
+	if busybox != "" {
+		args = append(args, busybox)
+	}
+	if out, err := exec.Command("sh", args...).CombinedOutput(); err != nil {
+		t.Fatalf("context.sh: %v\n%s", err, out)
+	}
+	ctx := context.Background()
 	tag := "hermes-hub-test/image:" + randHex(t)
-	res, err := cli.ImageBuild(ctx, buildCtx, client.ImageBuildOptions{
+	res, err := cli.ImageBuild(ctx, dirTar(t, dir), client.ImageBuildOptions{
 		Tags: []string{tag}, Remove: true, ForceRemove: true, Version: build.BuilderV1,
 	})
 	if err != nil {
@@ -92,7 +171,17 @@ func TestImageServesHealthz(t *testing.T) {
 	if log, err := buildLog(res.Body); err != nil {
 		t.Fatalf("image build failed: %v\n%s", err, log)
 	}
+	return tag
+}
 
+// serveImage starts `hub serve` in the image tag on the host's network at
+// a free loopback port, waits for /healthz and checks the container: a
+// non-root user, /state a writable volume, the image's state and workspace
+// used. It returns the container's id; the container and its volume are
+// removed at the end of the test.
+func serveImage(t *testing.T, cli *client.Client, tag string) string {
+	t.Helper()
+	ctx := context.Background()
 	port := freePort(t)
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Image:      tag,
@@ -154,40 +243,81 @@ func TestImageServesHealthz(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return created.ID
 }
 
-// imageContext is the build context `make image` prepares in dist/image:
-// files (name in the context → path here), the CA bundle and two empty
-// directories.
-func imageContext(t *testing.T, files map[string]string, certs []byte) io.Reader {
+// execIn runs cmd in the container id as its user and returns its output
+// (stdout and stderr) and exit code.
+func execIn(t *testing.T, cli *client.Client, id string, cmd ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ex, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{AttachStdout: true, AttachStderr: true, Cmd: cmd})
+	if err != nil {
+		t.Fatalf("exec %v: %v", cmd, err)
+	}
+	at, err := cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		t.Fatalf("exec %v: %v", cmd, err)
+	}
+	var out bytes.Buffer
+	_, _ = stdcopy.StdCopy(&out, &out, at.Reader)
+	at.Close()
+	for {
+		ins, err := cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+		if err != nil {
+			t.Fatalf("exec %v: %v", cmd, err)
+		}
+		if !ins.Running {
+			return out.String(), ins.ExitCode
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dirTar is the build context of dir: every file, folder and symbolic
+// link below it, with its mode.
+func dirTar(t *testing.T, dir string) io.Reader {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	add := func(h *tar.Header, data []byte) {
-		h.Size = int64(len(data))
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || p == dir {
+			return err
 		}
-		if _, err := tw.Write(data); err != nil {
-			t.Fatal(err)
+		link := ""
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
 		}
-	}
-	for name, p := range files {
-		data, err := os.ReadFile(p)
+		h, err := tar.FileInfoHeader(fi, link)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		mode := int64(0o644)
-		if name == "hub" {
-			mode = 0o755
+		rel, _ := filepath.Rel(dir, p)
+		h.Name = filepath.ToSlash(rel)
+		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+		if fi.IsDir() {
+			h.Name += "/"
 		}
-		add(&tar.Header{Name: name, Mode: mode, Typeflag: tar.TypeReg}, data)
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			_, err = tw.Write(data)
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		err = tw.Close()
 	}
-	add(&tar.Header{Name: "ca-certificates.crt", Mode: 0o644, Typeflag: tar.TypeReg}, certs)
-	for _, d := range []string{"state/", "workspace/"} {
-		add(&tar.Header{Name: d, Mode: 0o755, Typeflag: tar.TypeDir}, nil)
-	}
-	if err := tw.Close(); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	return &buf

@@ -45,6 +45,10 @@ type TurnRecord struct {
 	// Inbound is the whole message of a received turn, so that a turn
 	// accepted before a stop runs at the next start.
 	Inbound *chat.Inbound `json:"inbound,omitempty"`
+	// Targets are the target keys a turn with no reply key (a schedule's
+	// run, Platform "schedule") delivers to, and so where the notice of a
+	// run cut short by a crash goes.
+	Targets []string `json:"targets,omitempty"`
 }
 
 // Ledger records every turn in hub.db so that a duplicate inbound never runs

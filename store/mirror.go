@@ -50,12 +50,22 @@ const (
 	KindPMA       = "pma"       // outbound: a fan-out chunk to a delivery target
 	KindDead      = "dead"      // outbound: a dead letter
 	KindDelivered = "delivered" // outbound: a chunk the platform accepted
+	KindSchedule  = "schedule"  // inbound: a schedule's call, before it runs
 )
 
 // Meta keys of outbound records.
 const (
 	MetaOutboxID          = "outbox_id"
 	MetaPlatformMessageID = "platform_message_id"
+)
+
+// Meta keys of the records of a verb call: the verb's registered name (on
+// the request, and on an API call's result), and the error code of an
+// answer that reports a failure or a refusal (an API call's result, a
+// reply's chunks). An audit search reads them (SearchMirrors).
+const (
+	MetaVerb      = "verb"
+	MetaErrorCode = "error_code"
 )
 
 // Meta keys of a record whose text was cut to MirrorOptions.MaxTextBytes:

@@ -262,26 +262,7 @@ func (rr *recordReader) close() {
 
 // readLine reads one line, newline included. A line longer than
 // maxMirrorLine is consumed and reported as errLineTooLong.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var buf []byte
-	tooLong := false
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if !tooLong && len(buf)+len(chunk) > maxMirrorLine {
-			tooLong, buf = true, nil
-		}
-		if !tooLong {
-			buf = append(buf, chunk...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if tooLong && (err == nil || errors.Is(err, io.EOF)) {
-			return nil, errLineTooLong
-		}
-		return buf, err
-	}
-}
+func readLine(r *bufio.Reader) ([]byte, error) { return readLineInto(r, nil) }
 
 // parseRecord decodes one mirror line.
 func parseRecord(b []byte) (MirrorRecord, error) {

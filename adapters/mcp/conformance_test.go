@@ -67,15 +67,12 @@ func conformanceTools(t *testing.T) (node, cli string) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		skip("npm not installed: the MCP conformance suite needs npm (it installs its own Node.js 22)")
 	}
-	dir, err := filepath.Abs("conformance")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testkit.NPMPackages(t, "conformance")
 	node = filepath.Join(dir, "node_modules", "node", "bin", "node")
 	cli = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 	for _, f := range []string{node, cli} {
 		if _, err := os.Stat(f); err != nil {
-			skip("the MCP conformance suite is not installed in adapters/mcp/conformance (" + filepath.Base(f) + " missing): run make e2e-deps")
+			skip("the MCP conformance suite is not installed in " + dir + " (" + filepath.Base(f) + " missing): run make e2e-deps")
 		}
 	}
 	return node, cli

@@ -16,9 +16,10 @@ import (
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
-// e2eTools finds node and the pinned npm packages of e2e/, or skips: only
+// e2eTools finds node and e2e/e2e.mjs beside the pinned npm packages of
+// e2e/ (testkit.NodeScript), or skips: only
 // outside CI, and saying what is missing.
-func e2eTools(t *testing.T) (node, dir string) {
+func e2eTools(t *testing.T) (node, script string) {
 	t.Helper()
 	skip := func(why string) { testkit.Unavailable(t, why) }
 	if testing.Short() {
@@ -31,14 +32,7 @@ func e2eTools(t *testing.T) (node, dir string) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		skip("npm not installed: the MCP end-to-end tests need node and npm")
 	}
-	dir, err = filepath.Abs("e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		skip("@modelcontextprotocol/sdk not installed in adapters/mcp/e2e: run make e2e-deps")
-	}
-	return node, dir
+	return node, testkit.NodeScript(t, "e2e", "e2e.mjs")
 }
 
 // buildHub builds the hub binary into a temporary directory.
@@ -69,12 +63,12 @@ func sleepRunning(marker string) bool {
 	return false
 }
 
-func runScript(t *testing.T, node, dir string, env []string, args ...string) string {
+func runScript(t *testing.T, node, script string, env []string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"e2e.mjs"}, args...)...)
-	cmd.Dir = dir
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = filepath.Dir(script)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("e2e.mjs %s:\n%s", args[0], out)
@@ -88,7 +82,7 @@ func runScript(t *testing.T, node, dir string, env []string, args ...string) str
 // over stdio against the built binary (`hub mcp`), and over streamable
 // HTTP against the web listener with /mcp mounted.
 func TestMCPClientE2E(t *testing.T) {
-	node, dir := e2eTools(t)
+	node, script := e2eTools(t)
 
 	t.Run("stdio", func(t *testing.T) {
 		bin := buildHub(t)
@@ -99,7 +93,7 @@ func TestMCPClientE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 		marker := sleepMarker()
-		runScript(t, node, dir, []string{"HUB_E2E_VFS=1"}, "stdio", bin, conf, ws, marker)
+		runScript(t, node, script, []string{"HUB_E2E_VFS=1"}, "stdio", bin, conf, ws, marker)
 		testkit.WaitFor(t, "the cancelled sleep to be gone", func() bool { return !sleepRunning(marker) })
 		mirrored, _ := filepath.Glob(filepath.Join(ws, ".hub", "flows", "*", "chat", "inbound.jsonl"))
 		if len(mirrored) != 1 {
@@ -114,7 +108,7 @@ func TestMCPClientE2E(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
 		env, url, token, limited := httpHub(t)
 		marker := sleepMarker()
-		runScript(t, node, dir, nil, "http", url, token, limited, marker)
+		runScript(t, node, script, nil, "http", url, token, limited, marker)
 		testkit.WaitFor(t, "the cancelled sleep to be gone", func() bool { return !sleepRunning(marker) })
 		mirrored, _ := filepath.Glob(filepath.Join(env.Config.StateDir, "flows", "*", "chat", "inbound.jsonl"))
 		var all []byte

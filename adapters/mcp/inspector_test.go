@@ -24,15 +24,12 @@ func inspectorTools(t *testing.T) (node, inspector string) {
 	if testing.Short() {
 		t.Skip("the MCP Inspector test is skipped in -short mode")
 	}
-	dir, err := filepath.Abs("conformance")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testkit.NPMPackages(t, "conformance")
 	node = filepath.Join(dir, "node_modules", "node", "bin", "node")
 	inspector = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 	for _, f := range []string{node, inspector} {
 		if _, err := os.Stat(f); err != nil {
-			testkit.Unavailable(t, "the MCP Inspector is not installed in adapters/mcp/conformance ("+filepath.Base(f)+" missing): run make e2e-deps")
+			testkit.Unavailable(t, "the MCP Inspector is not installed in "+dir+" ("+filepath.Base(f)+" missing): run make e2e-deps")
 		}
 	}
 	return node, inspector

@@ -77,13 +77,11 @@ func startEmulator(t *testing.T, token string) *emulator {
 	if err != nil {
 		testkit.Unavailable(t, "node not installed")
 	}
-	if _, err := os.Stat(filepath.Join("e2e", "node_modules", "telegram-test-api", "package.json")); err != nil {
-		testkit.Unavailable(t, "telegram-test-api not installed: run make e2e-deps")
-	}
+	script := testkit.NodeScript(t, "e2e", "emulator.js")
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &emulator{t: t, stderr: &syncBuffer{}}
-	e.cmd = exec.CommandContext(ctx, node, "emulator.js", fmt.Sprint(freePort(t)), token)
-	e.cmd.Dir = "e2e"
+	e.cmd = exec.CommandContext(ctx, node, script, fmt.Sprint(freePort(t)), token)
+	e.cmd.Dir = filepath.Dir(script)
 	e.cmd.Stderr = e.stderr
 	e.cmd.WaitDelay = 5 * time.Second
 	e.stdin, err = e.cmd.StdinPipe()

@@ -65,13 +65,7 @@ func TestPanelE2E(t *testing.T) {
 	if err != nil {
 		testkit.Unavailable(t, "node not installed")
 	}
-	e2eDir, err := filepath.Abs("e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", "playwright-core", "package.json")); err != nil {
-		testkit.Unavailable(t, "playwright-core not installed: run make e2e-deps")
-	}
+	script := testkit.NodeScript(t, "e2e", "e2e.mjs")
 
 	// A fake Discord that refuses the first delivery and accepts the retry,
 	// so the outbox view has a dead letter to retry.
@@ -84,6 +78,11 @@ func TestPanelE2E(t *testing.T) {
 		c.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*", "admin.*"}, Workspaces: []string{"*"}}}
 		c.Verbs.ProgressAfter = config.Duration(time.Second)
 		c.Verbs.ProgressEvery = config.Duration(time.Second)
+		// A schedule for the Schedules view to run, and the History view to
+		// find.
+		c.Access.Grants["schedule:nightly"] = []string{"reader"}
+		c.Schedules = config.Schedules{"nightly": {Cron: "0 6 * * *", TimeZone: "Europe/Berlin", Identity: "schedule:nightly", Missed: config.MissedSkip,
+			Run: config.ScheduleRun{Verb: "fs.lineCount", Arguments: config.Arguments{"path": "notes.txt"}}, Deliver: []string{"local:pma/nightly.jsonl"}}}
 	}, opts: func(o *Options) {
 		o.Admin.Nodes = fakeNodes{
 			{Name: "db-1", Online: true, Version: "0.9.0", LastSeen: time.Now().Add(-4 * time.Second), Workspaces: []string{"logs"}, Load: [3]float64{0.42, 0.3, 0.2}, Running: 1},
@@ -179,15 +178,15 @@ func TestPanelE2E(t *testing.T) {
 	base := "http://" + e.srv.Addr() + "/"
 	cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer ccancel()
-	cmd := exec.CommandContext(cctx, node, "e2e.mjs", base, e.token, out, "http://"+reader.srv.Addr()+"/", reader.token)
-	cmd.Dir = e2eDir
+	cmd := exec.CommandContext(cctx, node, script, base, e.token, out, "http://"+reader.srv.Addr()+"/", reader.token)
+	cmd.Dir = filepath.Dir(script)
 	cmd.Env = append(os.Environ(), "CHROMIUM="+chromiumPath, "PAIRING_CODE="+code, "PAIRING_IDENTITY=telegram:4242")
 	output, err := cmd.CombinedOutput()
 	t.Logf("e2e.mjs output:\n%s", output)
 	if err != nil {
 		t.Fatalf("e2e.mjs failed: %v (screenshots in %s)", err, out)
 	}
-	for _, f := range []string{"01-login.png", "02-chat.png", "04-form.png", "08-phone-chat-dark.png", "11-progress.png", "13-access.png", "14-nodes.png"} {
+	for _, f := range []string{"01-login.png", "02-chat.png", "04-form.png", "08-phone-chat-dark.png", "11-progress.png", "13-access.png", "14-nodes.png", "15-schedules.png", "16-history.png"} {
 		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("screenshot %s missing", f)
 		}

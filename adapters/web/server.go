@@ -109,6 +109,8 @@ type Server struct {
 
 	addr     atomic.Value // string
 	conns    atomic.Pointer[netlimit.Listener]
+	bound    net.Listener // the listener Listen opened, which Run serves
+	tlsConf  *tls.Config  // the certificate Listen loaded; nil without TLS
 	running  atomic.Bool
 	closing  chan struct{}
 	closeMu  sync.Once
@@ -245,8 +247,8 @@ func (s *Server) Token() string { return s.token }
 // Handler returns the whole HTTP handler: panel, API and mounted handlers.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Addr returns the address the server listens on once Run has started
-// listening, and "" before.
+// Addr returns the address the server listens on once Listen (or Run)
+// has opened the listener, and "" before.
 func (s *Server) Addr() string {
 	a, _ := s.addr.Load().(string)
 	return a
@@ -302,9 +304,33 @@ func (s *Server) Mount(pattern string, h http.Handler) {
 	s.mounted.Store(true)
 }
 
-// Run listens on the configured address (with TLS when configured) and
-// serves until ctx is done, then shuts down gracefully, waiting at most
-// ShutdownTimeout for requests in flight. SSE streams end at once.
+// Listen opens the listener on the configured address and loads the TLS
+// certificate, without serving: Run serves what it opened. Calling it
+// before anything is printed or started lets a taken port fail the start
+// at once. An address in use is an error wrapping syscall.EADDRINUSE.
+func (s *Server) Listen() error {
+	if s.bound != nil {
+		return nil
+	}
+	if s.cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load TLS certificate %s: %w", s.cfg.TLSCert, err)
+		}
+		s.tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	tcp, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return err
+	}
+	s.bound = tcp
+	s.addr.Store(tcp.Addr().String())
+	return nil
+}
+
+// Run serves on the listener Listen opened (opening it first when Listen
+// was not called) until ctx is done, then shuts down gracefully, waiting
+// at most ShutdownTimeout for requests in flight. SSE streams end at once.
 func (s *Server) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("web: Run called twice")
@@ -314,6 +340,10 @@ func (s *Server) Run(ctx context.Context) error {
 			s.reporter.Report(state, detail)
 		}
 	}
+	if err := s.Listen(); err != nil {
+		board(hub.StateStopped, err.Error())
+		return fmt.Errorf("web: %w", err)
+	}
 	// No ReadTimeout or WriteTimeout: both would cut long turns and the
 	// streams; netlimit bounds the body and the writes instead.
 	srv := &http.Server{
@@ -322,20 +352,9 @@ func (s *Server) Run(ctx context.Context) error {
 		IdleTimeout:       s.cfg.IdleTimeout.D(),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		MaxHeaderBytes:    64 << 10,
+		TLSConfig:         s.tlsConf,
 	}
-	if s.cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
-		if err != nil {
-			board(hub.StateStopped, "TLS certificate: "+err.Error())
-			return fmt.Errorf("web: load TLS certificate %s: %w", s.cfg.TLSCert, err)
-		}
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	tcp, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		board(hub.StateStopped, err.Error())
-		return fmt.Errorf("web: listen on %s: %w", s.cfg.Listen, err)
-	}
+	tcp := s.bound
 	ln := netlimit.NewListener(tcp, netlimit.Limits{
 		MaxConns: s.cfg.MaxConnections, MaxPerClient: s.cfg.MaxConnectionsPerClient,
 		OnRefuse: s.logRefused,

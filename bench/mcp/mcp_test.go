@@ -16,10 +16,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
-// serverScript is the MCP server's entry point, relative to this package's
-// directory (where go test runs), as `make bench-deps` installs it.
+// serverScript is the MCP server's entry point, relative to where `make
+// bench-deps` installs this package's npm packages (testkit.NPMDir).
 const serverScript = "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 
 // mcpProtocolVersion is the MCP revision the client asks for; the pinned
@@ -755,10 +757,11 @@ func mcpServer(b *testing.B) (node, script string) {
 	if err != nil {
 		b.Skip("node not installed")
 	}
-	script, err = filepath.Abs(serverScript)
+	dir, err := testkit.NPMDir(".")
 	if err != nil {
 		b.Fatal(err)
 	}
+	script = filepath.Join(dir, serverScript)
 	if _, err := os.Stat(script); err != nil {
 		b.Skip("@modelcontextprotocol/server-filesystem not installed: run make bench-deps")
 	}

@@ -28,6 +28,7 @@ var pairingRE = regexp.MustCompile(`pairing code is ([A-Z2-9]{4}-[A-Z2-9]{4})`)
 // broken file (with its line) while the hub keeps serving, and reports a
 // change that needs a restart.
 func TestPairingAndReloadEndToEnd(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	tg := telegramtest.NewServer()
 	t.Cleanup(tg.Close)
 	dc := discordtest.NewServer()

@@ -36,13 +36,50 @@ type adminClient struct {
 
 // openAdmin connects to a running hub's admin socket or opens the state.
 func openAdmin(cfg *config.Config) (*adminClient, error) {
-	sock := filepath.Join(cfg.StateDir, store.SocketFile)
-	if c, ok := dialSocket(sock); ok {
-		c.cfg = cfg
+	if c, ok := dialAdmin(cfg); ok {
 		return c, nil
 	}
 	// The admin API runs no verb: it needs the state, not the workspace,
 	// so it works while the workspace or a mount root is missing.
+	return openOffline(cfg, executor.New(executor.NewRegistry(), executor.Options{}))
+}
+
+// openAdminVerbs is openAdmin for a command whose answer depends on what
+// the verbs are (whether a schedule's identity may run its verb): without
+// a running hub, the in-process admin knows the verbs, none of which it
+// runs.
+func openAdminVerbs(cfg *config.Config) (*adminClient, error) {
+	if c, ok := dialAdmin(cfg); ok {
+		return c, nil
+	}
+	tc, err := registryOnly()
+	if err != nil {
+		return nil, err
+	}
+	c, err := openOffline(cfg, tc.exec)
+	if err != nil {
+		tc.Close()
+		return nil, err
+	}
+	closeState := c.close
+	c.close = func() error { return errors.Join(closeState(), tc.Close()) }
+	return c, nil
+}
+
+// dialAdmin connects to the admin socket of the hub running on cfg's
+// state, if one answers.
+func dialAdmin(cfg *config.Config) (*adminClient, bool) {
+	c, ok := dialSocket(filepath.Join(cfg.StateDir, store.SocketFile))
+	if ok {
+		c.cfg = cfg
+	}
+	return c, ok
+}
+
+// openOffline serves the admin API in process over the state directory,
+// with the executor x, while no hub runs.
+func openOffline(cfg *config.Config, x *executor.Executor) (*adminClient, error) {
+	sock := filepath.Join(cfg.StateDir, store.SocketFile)
 	st, err := store.Open(cfg.StateDir, store.Options{LockTimeout: 500 * time.Millisecond})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
@@ -50,7 +87,6 @@ func openAdmin(cfg *config.Config) (*adminClient, error) {
 		}
 		return nil, err
 	}
-	x := executor.New(executor.NewRegistry(), executor.Options{})
 	rt, err := hub.Open(cfg, st, x, hub.RuntimeOptions{Offline: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		st.Close()

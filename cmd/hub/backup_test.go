@@ -45,6 +45,7 @@ func postMessage(t *testing.T, url, text, id string) {
 // before it started (a turn, pending and delivered outbox entries, mirror
 // records, targets) and `hub serve` starts on it.
 func TestBackupSurvivesAKilledHub(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	dir := workspace(t)
 	cfg := filepath.Join(dir, "hub.yml")
 	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\n"), 0o600)

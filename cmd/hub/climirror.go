@@ -136,9 +136,11 @@ func (c *cliMirror) call(ctx context.Context, reg *executor.Registry, env execut
 
 // result mirrors the outcome of a mirrored call, as durably as its call.
 func (c *cliMirror) result(ctx context.Context, cc cliCall, o *executor.Outcome, verb, turnID string) error {
-	return c.append(ctx, store.DirectionOutbound, turnID, string(o.JSON()), map[string]string{
-		"verb": verb, "succeeded": strconv.FormatBool(o.Succeeded()),
-	}, cc.durable)
+	meta := map[string]string{store.MetaVerb: verb, "succeeded": strconv.FormatBool(o.Succeeded())}
+	if !o.Succeeded() {
+		meta[store.MetaErrorCode] = string(o.Err.Code)
+	}
+	return c.append(ctx, store.DirectionOutbound, turnID, string(o.JSON()), meta, cc.durable)
 }
 
 // open opens the state directory and starts the invocation's run in it,

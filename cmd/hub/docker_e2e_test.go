@@ -158,6 +158,7 @@ func (r *dockerRig) run(t *testing.T, exe string, args ...string) execResult {
 // processes reuse its container, and hub workspaces lists and resets it,
 // through a running hub and without one.
 func TestDockerWorkspaceEndToEnd(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	r := newDockerRig(t, "")
 
 	// A verb in default and a proc.run in box see the same files.
@@ -276,6 +277,7 @@ func TestDockerWorkspaceEndToEnd(t *testing.T) {
 // with the real runner say docker and why; in session mode proc.run runs
 // in box and each session sees only its own directory.
 func TestDockerUseWhereAndSessions(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	r := newDockerRig(t, "")
 	cfg, err := config.Load(filepath.Join(r.root, "hub.yml"))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/config"
@@ -18,9 +19,11 @@ const doctorUsage = `hub doctor [--config FILE] [--state DIR] [--workspace DIR]
 
 Checks the configuration, the state directory and its files, the database,
 the workspace, the configuration and secret files (which workspaces hold
-them, whether others may read them), the listen address and which platform
-tokens are set (their values are never printed). Exits 1 when something
-needs fixing.`
+them, whether others may read them), the schedules (their next and last
+runs, the roles of their identities), the listen address, each enabled
+platform's token (its shape, then whom the platform's API says it belongs
+to, within 5s; the values are never printed) and the MCP endpoint's
+agents. Exits 1 when something needs fixing.`
 
 type doctorReport struct {
 	problems int
@@ -85,8 +88,10 @@ func runDoctor(env *cliEnv, args []string) error {
 	doctorDestinations(r, cfg)
 	running := doctorState(r, cfg)
 	doctorTargets(r, cfg)
+	doctorSchedules(r, cfg)
 	doctorListen(r, cfg, running)
 	doctorTokens(r, cfg)
+	doctorMCP(r, cfg)
 	return r.finish()
 }
 
@@ -255,44 +260,22 @@ func doctorListen(r *doctorReport, cfg *config.Config, running bool) {
 	if !config.IsLoopback(host) {
 		exposure = "reachable from the network; the token is required"
 	}
+	if from := cfg.Web.ListenFrom; from != "" {
+		exposure += "; from " + from + ", over web.listen"
+	}
 	if running {
 		r.ok("listen", cfg.Web.Listen+" ("+exposure+"; used by the running hub)")
 		return
 	}
 	ln, err := net.Listen("tcp", cfg.Web.Listen)
-	if err != nil {
-		r.fail("listen", err.Error(), "stop what uses "+cfg.Web.Listen+" or set web.listen: to a free address")
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		r.fail("listen", addrInUse(cfg.Web.Listen), listenFix)
+		return
+	case err != nil:
+		r.fail("listen", err.Error(), "choose another address with `hub serve "+config.ListenFlag+" ADDR`, "+config.ListenEnv+"=ADDR or web.listen")
 		return
 	}
 	ln.Close()
 	r.ok("listen", cfg.Web.Listen+" is free ("+exposure+")")
-}
-
-func doctorTokens(r *doctorReport, cfg *config.Config) {
-	if cfg.Web.Token.IsSet() {
-		r.ok("web token", "set")
-	} else {
-		r.ok("web token", "not set: a new one is generated at each start and a login URL printed")
-	}
-	for _, p := range []struct {
-		name    string
-		enabled bool
-		token   config.Secret
-		env     string
-	}{
-		{"telegram", cfg.Telegram.Enabled, cfg.Telegram.Token, "TELEGRAM_BOT_TOKEN"},
-		{"discord", cfg.Discord.Enabled, cfg.Discord.Token, "DISCORD_BOT_TOKEN"},
-	} {
-		switch {
-		case !p.enabled:
-			r.ok(p.name, "disabled")
-		case p.token.IsSet():
-			r.ok(p.name, "enabled, token set")
-		default:
-			r.fail(p.name, "enabled but the token is empty", "export "+p.env+" and set token: ${"+p.env+"}")
-		}
-	}
-	if len(cfg.Access.Grants) == 0 && len(cfg.Access.DefaultRoles) == 0 {
-		r.warn("access", "no identity has a role: everyone is denied", `grant one under access.grants, e.g. "telegram:<your user id>": [admin] (send /whoami to the bot to learn it)`)
-	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/a6afc2ce/hermes-hub/config"
 )
 
 var errHelp = errors.New("help shown")
@@ -64,6 +66,7 @@ type commonFlags struct {
 	config    string
 	state     string
 	workspace string
+	listen    string // web.listen from the command line (hub serve)
 }
 
 func (c *commonFlags) register(f *flagSet, withWorkspace bool) {
@@ -72,4 +75,10 @@ func (c *commonFlags) register(f *flagSet, withWorkspace bool) {
 	if withWorkspace {
 		f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides workspace; default the working directory)")
 	}
+}
+
+// registerListen adds --listen, which moves the web panel whatever the
+// configuration and HUB_WEB_LISTEN say.
+func (c *commonFlags) registerListen(f *flagSet) {
+	f.StringVar(&c.listen, "listen", "", "the web panel's host:port (overrides "+config.ListenEnv+", which overrides web.listen; default 127.0.0.1:8080)")
 }

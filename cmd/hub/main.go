@@ -56,7 +56,8 @@ func commands() []command {
 		{"targets", "list, add, remove or clear delivery targets", runTargets},
 		{"channels", "list or rebuild the channel directory", runChannels},
 		{"outbox", "inspect the outbox: list, dead, show, retry, purge", runOutbox},
-		{"mirror", "show chat mirror records, or prune old runs", runMirror},
+		{"mirror", "show or search chat mirror records, or prune old runs", runMirror},
+		{"schedules", "list the schedules, or run one now", runSchedules},
 		{"access", "approve pairing codes, list and revoke grants", runAccess},
 		{"reload", "make the running hub read its configuration again", runReload},
 		{"workspaces", "list, show or reset the named workspaces and their destinations", runWorkspaces},
@@ -123,8 +124,13 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: hub <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	cmds := commands()
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run `hub <command> --help` for a command's flags.")

@@ -26,6 +26,7 @@ import (
 // nothing else is, and the process's peak resident memory stays far below
 // that.
 func TestMCPStdioPipelinedPingsKeepMemoryBounded(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	if testing.Short() {
 		t.Skip("200,000 pings through a hub process: skipped in -short mode")
 	}
@@ -99,9 +100,10 @@ func TestMCPStdioPipelinedPingsKeepMemoryBounded(t *testing.T) {
 			default:
 			}
 		}
-		// Pings taken, then answers written and not read yet, at most: in
-		// this order, answers the hub writes meanwhile count as waiting,
-		// never the pings it takes meanwhile as taken ahead of them.
+		// The pings taken, then the answers written and not read yet (at
+		// most): a ping the hub takes between the two looks is not
+		// counted, an answer it writes between them is, so a look delayed
+		// by the scheduler never counts more pings ahead than there are.
 		took := taken()
 		waiting := (unread(outFd) + p.out.Buffered()) / minAnswer
 		if ahead := took - answered - waiting; ahead > worst {

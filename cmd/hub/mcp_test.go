@@ -52,7 +52,13 @@ func startMCP(t *testing.T, extra string) *mcpProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		in.Close()
+		if t.Failed() {
+			cancel() // it may be stuck writing answers nobody reads
+		}
+		_ = cmd.Wait()
+	})
 	p := &mcpProc{cmd: cmd, in: in, stdout: out, out: bufio.NewReaderSize(out, 1<<20)}
 	p.send(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
 	if a := p.answer(t); a.ID != "init" || a.Error != nil {

@@ -15,10 +15,13 @@ func runMirror(env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "prune" {
 		return runMirrorPrune(env, args[1:])
 	}
+	if len(args) > 0 && args[0] == "search" {
+		return runMirrorSearch(env, args[1:])
+	}
 	var run, dir *string
 	var n *int
 	var follow, asJSON *bool
-	return withAdmin(env, "mirror", "hub mirror tail [--run ID] [--direction in|out] [-n N] [--follow] [--json]\n       hub mirror prune [--dry-run] [--json]\n\nShows the chat mirror records: every inbound message and every delivered or dead chunk.\nprune removes old runs by mirror.retention (see `hub mirror prune --help`).", args, func(f *flagSet) {
+	return withAdmin(env, "mirror", "hub mirror tail [--run ID] [--direction in|out] [-n N] [--follow] [--json]\n       hub mirror search [--identity ID] [--chat CHAT] [--verb VERB] [--outcome O] [--since T] [--until T] …\n       hub mirror prune [--dry-run] [--json]\n\nShows the chat mirror records: every inbound message and every delivered or dead chunk.\nsearch finds turns in every retained run by who, where, what and how it ended (see `hub mirror search --help`).\nprune removes old runs by mirror.retention (see `hub mirror prune --help`).", args, func(f *flagSet) {
 		run = f.String("run", "", "only this run (default: all runs)")
 		dir = f.String("direction", "", "in or out (default: both)")
 		n = f.count("n", 20, 0, admin.MaxTail, "the last N records")
@@ -26,7 +29,7 @@ func runMirror(env *cliEnv, args []string) error {
 		asJSON = f.Bool("json", false, "print the raw JSON lines")
 	}, func(c *adminClient, pos []string) error {
 		if len(pos) != 1 || pos[0] != "tail" {
-			return usagef("usage: hub mirror tail [flags], or hub mirror prune [--dry-run]")
+			return usagef("usage: hub mirror tail [flags], hub mirror search [filters], or hub mirror prune [--dry-run]")
 		}
 		q := url.Values{"n": {strconv.Itoa(*n)}}
 		if *run != "" {

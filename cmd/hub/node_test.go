@@ -76,6 +76,7 @@ func (r *nodeRig) online(name string) bool {
 }
 
 func TestNodeKilledMidCallIsNotRunAgain(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	r := newNodeRig(t, "db-1", nodes.HubOptions{AckWait: 2 * time.Second})
 	programsMayWrite(t, r.ws)
 	first := r.startNodeProcess(t)

@@ -48,17 +48,11 @@ func startTelegramEmulator(t *testing.T, token string) *tgEmulator {
 		t.Helper()
 		testkit.Unavailable(t, why)
 	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "adapters", "telegram", "e2e"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		unavailable("node not installed")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "telegram-test-api", "package.json")); err != nil {
-		unavailable("telegram-test-api not installed: run make e2e-deps")
-	}
+	script := testkit.NodeScript(t, filepath.Join("..", "..", "adapters", "telegram", "e2e"), "emulator.js")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +60,8 @@ func startTelegramEmulator(t *testing.T, token string) *tgEmulator {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 
-	cmd := exec.Command(node, "emulator.js", strconv.Itoa(port), token)
-	cmd.Dir = dir
+	cmd := exec.Command(node, script, strconv.Itoa(port), token)
+	cmd.Dir = filepath.Dir(script)
 	stderr := &syncWriter{}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
@@ -269,6 +263,7 @@ func editCodes(t *testing.T, stateDir string, edit func(*store.PairingCode) bool
 // aged code is refused as expired, a new stranger is told their identity
 // without a code, and the approved grant still holds.
 func TestPairingThroughTelegramEmulator(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	const token = "424242:pairing-emulator-token"
 	em := startTelegramEmulator(t, token)
 	dir := workspace(t)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -21,7 +22,8 @@ Makes the running hub read its configuration file again, as SIGHUP does:
 access (roles, grants, default roles, the workspaces a role may use), the
 Telegram rates, the session rules (sessions.mode, by_chat, by_role), the
 workspace rules (workspaces.by_chat, by_role) and log.level apply from the
-next turn; mirror retention (mirror.retention) from the next prune.
+next turn; mirror retention (mirror.retention) from the next prune; the
+schedules (added, changed and removed) from now.
 Prints what changed and what needs a restart (listen addresses, tokens,
 enabling a platform, the state and workspace directories, adding, removing
 or moving a named workspace, …), and a WARNING naming each way the reload
@@ -42,15 +44,14 @@ func runReload(env *cliEnv, args []string) error {
 		return usagef("unexpected argument %q", pos[0])
 	}
 	// Only the state directory is needed to find the socket; the hub reads
-	// the file itself, so a broken file is reported by the hub.
-	stateDir := cf.state
+	// the file itself, so a broken file is reported by the hub. With no hub
+	// to ask, the file's own problems are the answer.
+	stateDir, cfgErr := cf.state, error(nil)
 	if stateDir == "" {
 		cfg, err := loadConfig(cf)
 		if err != nil {
-			stateDir = ".hub"
-			if d := stateDirOf(cf); d != "" {
-				stateDir = d
-			}
+			cfgErr = err
+			stateDir = cmp.Or(config.StateDirOf(config.Discover(cf.config), os.LookupEnv), ".hub")
 		} else {
 			stateDir = cfg.StateDir
 		}
@@ -58,6 +59,9 @@ func runReload(env *cliEnv, args []string) error {
 	sock := filepath.Join(stateDir, store.SocketFile)
 	c, ok := dialSocket(sock)
 	if !ok {
+		if cfgErr != nil {
+			return fmt.Errorf("%w\nand no running hub answers on %s to reload it: fix the configuration, then start the hub with `hub serve`", cfgErr, sock)
+		}
 		return fmt.Errorf("no running hub answers on %s: the configuration is read when `hub serve` starts", sock)
 	}
 	defer c.Close()
@@ -67,25 +71,6 @@ func runReload(env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "Reloaded %s: %s\n", rep.File, rep.String())
 	return nil
-}
-
-// stateDirOf reads state_dir from a configuration that does not load as a
-// whole (the hub reports why), so `hub reload` still finds the socket.
-func stateDirOf(cf commonFlags) string {
-	path := config.Discover(cf.config)
-	if path == "" {
-		return ""
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "state_dir:"); ok {
-			return strings.Trim(strings.TrimSpace(v), `"'`)
-		}
-	}
-	return ""
 }
 
 // liveConfig is what `hub serve` needs to reload its configuration: how to

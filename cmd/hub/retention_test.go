@@ -78,6 +78,7 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 // the defaults fifty, leave the previous `hub serve` run's chat mirror in
 // place when the next `hub serve` starts and prunes.
 func TestCLIWritesNeverPruneChatHistory(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	for _, tc := range []struct {
 		name   string
 		config string

@@ -28,11 +28,13 @@ import (
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
-const serveUsage = `hub serve [--config FILE] [--state DIR] [--workspace DIR]
+const serveUsage = `hub serve [--config FILE] [--state DIR] [--workspace DIR] [--listen ADDR]
 
 Runs the hub: the web panel and API, every configured platform adapter, the
 outbox dispatcher and the admin socket (<state>/hub.sock). With no
 configuration it serves the panel on 127.0.0.1:8080 and prints a login URL.
+The panel's address is --listen, else $HUB_WEB_LISTEN, else web.listen; an
+address in use stops the start before anything is served.
 SIGINT or SIGTERM stops it gracefully; a second signal stops it at once.
 SIGHUP (or ` + "`hub reload`" + `) reads the configuration again (docs/access.md).`
 
@@ -43,6 +45,7 @@ func runServe(env *cliEnv, args []string) error {
 	f := newFlags(env, "serve", serveUsage)
 	var cf commonFlags
 	cf.register(f, true)
+	cf.registerListen(f)
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
@@ -111,6 +114,10 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	if err != nil {
 		return err
 	}
+	if err := rt.Schedules.Check(cfg); err != nil {
+		rt.Close(context.Background())
+		return err
+	}
 	if err := mx.Watch(rt.Outbox, rt.Board); err != nil {
 		return err
 	}
@@ -151,6 +158,12 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}, logger)
 	if err != nil {
 		return err
+	}
+	if webSrv != nil {
+		// Before anything starts or is printed: a taken port stops here.
+		if err := webSrv.Listen(); err != nil {
+			return listenFailed(cfg.Web.Listen, err)
+		}
 	}
 	if webSrv != nil && cfg.MCP.Enabled {
 		closeMCP, err := mountMCP(cfg, rt, webSrv, logger)
@@ -193,17 +206,12 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer stopAdapters()
 	for _, p := range platforms {
 		wg.Add(1)
-		a := p.Adapter
-		rt.Board.Set(a.Name(), hub.StateStarting, "")
+		rt.Board.Set(p.Adapter.Name(), hub.StateStarting, "")
 		go func() {
 			defer wg.Done()
-			if err := a.Run(actx); err != nil && !errors.Is(err, context.Canceled) {
-				rt.Board.Set(a.Name(), hub.StateStopped, err.Error())
-				logger.Error("adapter stopped", "adapter", a.Name(), "err", err)
-				errs <- fmt.Errorf("%s: %w", a.Name(), err)
-				return
+			if err := runAdapter(actx, p, rt.Board, logger); err != nil {
+				errs <- err
 			}
-			rt.Board.Set(a.Name(), hub.StateStopped, "")
 		}()
 	}
 	names := make([]string, len(platforms))
@@ -212,7 +220,6 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	}
 	logger.Info("hub running", "run_id", rt.RunID, "state", rt.State.Dir(), "workspace", tc.set.Default().Dir(), "adapters", strings.Join(names, ","), "startup_ms", clk.Now().Sub(started).Milliseconds())
 	if webSrv != nil {
-		waitListening(ctx, webSrv)
 		printPanel(out, cfg.Web, webSrv)
 		fmt.Fprintln(out, panelAccess(cfg, rt.Hub.Access(), tc.exec.Registry()))
 	}
@@ -226,6 +233,27 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	wg.Wait() // intake is closed; no new turns
 	logger.Info("adapters stopped; closing the outbox and the state")
 	return runErr
+}
+
+// runAdapter runs one platform's adapter until ctx is done. An adapter
+// that stops for good (a token its platform rejects, say) is reported
+// stopped with its reason, for /readyz, GET /api/status and hub doctor,
+// and the hub goes on serving the others. Only the panel's end stops the
+// hub (its error, which names the adapter, is returned): its listener
+// carries the probes, the API and the admin views.
+func runAdapter(ctx context.Context, p hub.Platform, board *hub.StateBoard, logger *slog.Logger) error {
+	a := p.Adapter
+	err := a.Run(ctx)
+	if err == nil || errors.Is(err, context.Canceled) {
+		board.Set(a.Name(), hub.StateStopped, "")
+		return nil
+	}
+	board.Set(a.Name(), hub.StateStopped, err.Error())
+	if p.Name == chat.Web {
+		return err
+	}
+	logger.Error("adapter stopped; the hub serves on without it until restarted", "adapter", a.Name(), "err", err)
+	return nil
 }
 
 // printPanel prints where the panel is. A generated token (one per run, on
@@ -262,16 +290,6 @@ func adminServer(api *admin.API) *http.Server {
 		ReadHeaderTimeout: adminHeaderTimeout,
 		IdleTimeout:       adminIdleTimeout,
 		MaxHeaderBytes:    64 << 10,
-	}
-}
-
-// waitListening waits briefly for the web listener so the printed URL has
-// the real port.
-func waitListening(ctx context.Context, s *web.Server) {
-	clk := clock.Real{}
-	deadline := clk.Now().Add(5 * time.Second)
-	for s.Addr() == "" && clk.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

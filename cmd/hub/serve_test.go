@@ -20,9 +20,15 @@ import (
 // startServe runs `hub serve` in dir and returns the process and the login URL.
 func startServe(t *testing.T, dir string, args ...string) (*exec.Cmd, string, *syncWriter) {
 	t.Helper()
+	return startServeEnv(t, dir, nil, args...)
+}
+
+// startServeEnv is startServe with env added to the hub's environment.
+func startServeEnv(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, string, *syncWriter) {
+	t.Helper()
 	cmd := exec.Command(hubBin, append([]string{"serve"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HUB_CONFIG=", "HUB_TEST_SECRET_TOKEN=do-not-leak")
+	cmd.Env = append(append(os.Environ(), "HUB_CONFIG=", "HUB_WEB_LISTEN=", "HUB_TEST_SECRET_TOKEN=do-not-leak"), env...)
 	stdout, _ := cmd.StdoutPipe()
 	logs := &syncWriter{}
 	cmd.Stderr = logs
@@ -67,6 +73,7 @@ func (s *syncWriter) String() string {
 }
 
 func TestServeWithNoConfig(t *testing.T) {
+	t.Parallel() // its own directories and processes: it runs beside the package's other long tests
 	dir := workspace(t)
 	cfg := filepath.Join(dir, "hub.yml")
 	os.WriteFile(cfg, []byte("web:\n  listen: 127.0.0.1:0\n"), 0o600)

@@ -19,7 +19,7 @@ import (
 
 // loadConfig loads the configuration with the command-line overrides applied.
 func loadConfig(c commonFlags, overrides ...config.Override) (*config.Config, error) {
-	cfg, err := config.Load(config.Discover(c.config), overrides...)
+	cfg, err := config.Load(config.Discover(c.config), append([]config.Override{config.Listen(c.listen)}, overrides...)...)
 	if err != nil {
 		return nil, err
 	}

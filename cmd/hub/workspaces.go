@@ -53,6 +53,15 @@ func runWorkspaces(env *cliEnv, args []string) error {
 	asJSON := f.Bool("json", false, "print JSON")
 	chatKey := f.String("chat", "", "the chat key to resolve for (show), such as chat:telegram:-100123 (default web)")
 	session := f.String("session", "", "the session whose sandbox to remove (reset)")
+	switch sub {
+	case "list", "show", "reset":
+	case "-h", "-help", "--help", "help":
+		// The help needs no configuration: a broken one must not hide it.
+		_, err := f.parse([]string{"--help"})
+		return err
+	default:
+		return usagef("unknown subcommand %q (accepted: list, show, reset)", sub)
+	}
 	pos, err := f.parse(args)
 	if err != nil {
 		return err
@@ -60,11 +69,6 @@ func runWorkspaces(env *cliEnv, args []string) error {
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return err
-	}
-	switch sub {
-	case "list", "show", "reset":
-	default:
-		return usagef("unknown subcommand %q (accepted: list, show, reset)", sub)
 	}
 	if c, ok := dialSocket(filepath.Join(cfg.StateDir, store.SocketFile)); ok {
 		defer c.Close()

@@ -258,6 +258,7 @@ func goneDuringACall(t *testing.T, act func(cli *client.Client, id string) error
 }
 
 func TestWorkspaceDirectoryReplaced(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	spec := func(out *syncBuffer) verbs.RunSpec {

@@ -167,6 +167,7 @@ func (e *env) processes(id string) int {
 }
 
 func TestSameFilesAsFsVerbs(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	if _, err := e.set.WriteFile(ctx, verbs.FsWriteFileArgs{Path: "sub/in.txt", Content: "from fs\n"}); err != nil {
@@ -240,6 +241,7 @@ func TestConfinement(t *testing.T) {
 }
 
 func TestSameAsLocal(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	e := newEnv(t, nil)
 	write(t, filepath.Join(e.dir, "data.txt"), "not a program\n")
 	cases := []struct {
@@ -302,6 +304,7 @@ func TestTimeoutKillsTheTree(t *testing.T) {
 }
 
 func TestNothingOutlivesANormalExit(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	e := newEnv(t, nil)
 	if r := sh(t, e.set, detach); r.ExitCode != 0 || r.StdoutTail != "started\n" {
 		t.Fatalf("%+v", r)
@@ -312,6 +315,7 @@ func TestNothingOutlivesANormalExit(t *testing.T) {
 }
 
 func TestConcurrentCallsKeepTheirProcesses(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	e := newEnv(t, nil)
 	run(t, e.set, "true") // the container exists
 	var wg sync.WaitGroup
@@ -333,6 +337,7 @@ func TestConcurrentCallsKeepTheirProcesses(t *testing.T) {
 }
 
 func TestContainerLifecycle(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	e := newEnv(t, nil)
 	run(t, e.set, "true")
 	first := e.only()
@@ -389,6 +394,7 @@ func TestContainerLifecycle(t *testing.T) {
 }
 
 func TestIdleRemoval(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	fake := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	e := newEnv(t, func(c *docker.Config) { c.IdleTimeout = 10 * time.Minute })
 	e.r.Close()
@@ -414,6 +420,7 @@ func TestIdleRemoval(t *testing.T) {
 }
 
 func TestSessions(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	cli := dockertest.Client(t)
 	image := dockertest.BusyboxImage(t)
 	base := t.TempDir()
@@ -539,6 +546,7 @@ func TestOutOfMemory(t *testing.T) {
 }
 
 func TestCheckAndDescribe(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	e := newEnv(t, func(c *docker.Config) { c.Memory = 512 << 20; c.CPUs = 1; c.Pids = 256 })
 	if err := e.r.Check(context.Background()); err != nil {
 		t.Fatal(err)

@@ -47,6 +47,7 @@ func refused(t *testing.T, s *verbs.Set, script string, want ...string) string {
 // level is covered by a mount that no program in the container can move:
 // renaming it, or /workspace, fails, and the state stays hidden.
 func TestTopLevelMaskCannotBeMoved(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	e := newEnv(t, nil)
 	e.protect()
 	res := sh(t, e.set, "mv /workspace/.hub /workspace/moved; echo rc=$?; mv /workspace /w; echo rc=$?; ls -A /workspace/.hub /workspace/moved")
@@ -196,6 +197,7 @@ func TestMaskCheckedAtEachCall(t *testing.T) {
 // behind a link: New refuses the workspace, and a call refuses one moved
 // there later. Outside the workspace they change nothing.
 func TestProtectedFiles(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	cases := []struct {
 		name  string
 		place func(e *env) string // makes the file, returns the protected path

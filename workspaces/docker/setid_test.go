@@ -49,6 +49,7 @@ func asNobody(t *testing.T, bin string, args ...string) string {
 // in the container, the same calls without them work, and no file of the
 // workspace lets uid 65534 run as anyone else on the host.
 func TestNoSetIDFilesFromAContainer(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	for _, user := range []string{"0", ""} {
 		name := map[string]string{"0": "root named", "": "the owner"}[user]
 		t.Run(name, func(t *testing.T) {
@@ -118,6 +119,7 @@ func TestNoSetIDFilesFromAContainer(t *testing.T) {
 // ("0"); one owned by an unprivileged user runs as that user; a directory
 // the container's user cannot enter is refused with the fix.
 func TestContainerUser(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	cases := []struct {
 		name, user string
 		owner      int
@@ -173,6 +175,7 @@ func TestContainerUser(t *testing.T) {
 // (no-new-privileges), and a device node the host put there cannot be
 // opened, even by root named explicitly (the container's device rules).
 func TestSetIDAndDevicesInsideTheContainer(t *testing.T) {
+	t.Parallel() // containers of its own (its own hub label), no global switch
 	e := newEnv(t, func(c *docker.Config) { c.User = "" })
 	bin := buildSetid(t, e.dir)
 	if err := os.Chmod(bin, 0o4755); err != nil {

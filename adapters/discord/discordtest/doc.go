@@ -2,7 +2,7 @@
 // manner of net/http/httptest: NewServer starts it on a loopback port, and
 // APIBase is the discord.api_base to configure.
 //
-// REST: interaction callbacks (deferrals), edits and deletes of the
+// REST: the bot user (GET /users/@me, token checked), interaction callbacks (deferrals), edits and deletes of the
 // original response, follow-ups, channel messages with nonce and
 // enforce_nonce (a repeated nonce answers the message already created) and
 // their edits, buttons (components) on messages, and bulk overwrites of

@@ -136,7 +136,7 @@ func (s *Server) identify(c *gatewayConn, d json.RawMessage) bool {
 	wsURL := "ws" + strings.TrimPrefix(s.URL(), "http") + "/ws"
 	ready := frame(0, "READY", s.seq, map[string]any{
 		"v": 10, "session_id": s.SessionID, "resume_gateway_url": wsURL,
-		"user":        map[string]any{"id": s.BotID, "username": "hermes", "bot": true},
+		"user":        map[string]any{"id": s.BotID, "username": BotUsername, "bot": true},
 		"application": map[string]any{"id": s.AppID, "flags": 0},
 		"guilds":      []any{map[string]any{"id": s.GuildID, "unavailable": true}},
 	})

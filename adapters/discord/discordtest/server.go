@@ -27,6 +27,8 @@ const (
 	DefaultGuildID   = "900000000000000003"
 	DefaultChannelID = "900000000000000004"
 	DefaultSessionID = "fake-session-1"
+	// BotUsername is the bot user's name (READY, GET /users/@me).
+	BotUsername = "hermes"
 )
 
 // Server is a fake Discord (REST and gateway) on a loopback port. Its
@@ -164,14 +166,14 @@ func (s *Server) Close() {
 	s.net.Close()
 }
 
-// Token is the bot token the gateway accepts.
+// Token is the bot token the gateway and GET /users/@me accept.
 func (s *Server) Token() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.token
 }
 
-// SetToken changes the token the gateway accepts.
+// SetToken changes the token the gateway and GET /users/@me accept.
 func (s *Server) SetToken(token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -421,6 +423,8 @@ func (s *Server) rest(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && (path == "/gateway" || path == "/gateway/bot"):
 		writeJSON(w, 200, map[string]any{"url": "ws" + strings.TrimPrefix(s.URL(), "http") + "/ws", "shards": 1})
+	case r.Method == http.MethodGet && path == "/users/@me":
+		s.me(w, r.Header.Get("Authorization"))
 	case r.Method == http.MethodPost && len(seg) == 4 && seg[0] == "interactions" && seg[3] == "callback":
 		s.interactionCallback(w, seg[1], seg[2], req.Body)
 	case len(seg) == 5 && seg[0] == "webhooks" && seg[3] == "messages" && seg[4] == "@original":
@@ -441,6 +445,16 @@ func (s *Server) rest(w http.ResponseWriter, r *http.Request) {
 	default:
 		apiErr(w, 404, 0, "404: Not Found")
 	}
+}
+
+// me answers GET /users/@me: the bot user for the token the fake accepts
+// (Authorization: Bot <token>), else 401 as Discord answers a bad token.
+func (s *Server) me(w http.ResponseWriter, auth string) {
+	if auth != "Bot "+s.Token() {
+		apiErr(w, http.StatusUnauthorized, 0, "401: Unauthorized")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": s.BotID, "username": BotUsername, "discriminator": "0", "bot": true})
 }
 
 func fileNames(files map[string][]byte) []string {

@@ -373,6 +373,46 @@ try {
     await shot(page, '14-nodes.png');
   });
 
+  await check('the schedules view shows each schedule and runs one now', async () => {
+    await page.click('.tab[data-view="schedules"]');
+    const item = page.locator('#schedules-list .schedule-item[data-schedule="nightly"]');
+    await item.waitFor();
+    // The next time in the schedule's zone: 06:00 in Berlin.
+    await item.locator('.muted', { hasText: /0 6 \* \* \* \(Europe\/Berlin\) · next .*06:00 (GMT\+[12]|CES?T)/ }).waitFor();
+    await item.locator('.muted', { hasText: 'runs fs.lineCount as schedule:nightly (reader)' }).waitFor();
+    await item.locator('.muted', { hasText: 'delivers to local:pma/nightly.jsonl' }).waitFor();
+    await item.locator('.badge', { hasText: 'never run' }).waitFor();
+    await shot(page, '15-schedules.png');
+    await page.click('button[aria-label="Run nightly now"]');
+    await page.locator('#schedules-note', { hasText: 'Started nightly: turn schedule.nightly.manual.' }).waitFor();
+    const done = page.locator('#schedules-list .schedule-item[data-schedule="nightly"][data-outcome="succeeded"]');
+    for (let i = 0; i < 50 && await done.count() === 0; i++) {
+      await page.waitForTimeout(200);
+      await page.click('#schedules-refresh');
+    }
+    await done.locator('.last-run', { hasText: '(by hand): succeeded' }).waitFor();
+  });
+
+  await check('the history view finds turns by who, what and how they ended', async () => {
+    await page.click('.tab[data-view="history"]');
+    // By default the last day: this session's turns.
+    await page.locator('#history-list .turn-item', { hasText: 'fs.listDir · web' }).first().waitFor();
+    await page.fill('#history-verb', 'fs.readFile');
+    await page.selectOption('#history-outcome', 'forbidden');
+    await page.click('#history-form button[type=submit]');
+    const refused = page.locator('#history-list .turn-item[data-outcome="forbidden"]', { hasText: '../etc/passwd' });
+    await refused.waitFor();
+    await refused.locator('.badge', { hasText: 'forbidden (forbidden_path)' }).waitFor();
+    await page.locator('#history-note', { hasText: '1 turn.' }).waitFor();
+    if (await page.locator('#history-list .turn-item').count() !== 1) throw new Error('the filters let other turns through');
+    await shot(page, '16-history.png');
+    await page.fill('#history-verb', '');
+    await page.selectOption('#history-outcome', '');
+    await page.fill('#history-identity', 'schedule:nightly');
+    await page.click('#history-form button[type=submit]');
+    await page.locator('#history-list .turn-item[data-outcome="succeeded"]', { hasText: 'fs.lineCount · schedule:nightly' }).waitFor();
+  });
+
   await check('the status line shows the hub state', async () => {
     await page.locator('#status-text', { hasText: 'outbox' }).waitFor();
     await page.locator('#status-text', { hasText: 'web running' }).waitFor();
@@ -468,7 +508,7 @@ try {
         const who = await (await whoami).json();
         if (who.identity !== 'web' || (who.permissions || []).length !== 0) throw new Error(`whoami of a reader: ${JSON.stringify(who)}`);
         await rp.waitForTimeout(200);
-        for (const sel of ['.tab[data-view="channels"]', '.tab[data-view="targets"]', '.tab[data-view="outbox"]', '.tab[data-view="access"]', '.tab[data-view="nodes"]', '#target-form', '#channels-rebuild']) {
+        for (const sel of ['.tab[data-view="channels"]', '.tab[data-view="targets"]', '.tab[data-view="outbox"]', '.tab[data-view="access"]', '.tab[data-view="nodes"]', '.tab[data-view="schedules"]', '.tab[data-view="history"]', '#target-form', '#channels-rebuild']) {
           if (await rp.locator(sel).isVisible()) throw new Error(`${sel} shows to a reader`);
         }
         if (!await rp.locator('.tab[data-view="chat"]').isVisible()) throw new Error('the chat tab is hidden from a reader');

@@ -158,7 +158,7 @@
 
   // ---- Views -------------------------------------------------------------
 
-  const loaders = { channels: loadChannels, targets: loadTargets, outbox: loadOutbox, access: loadAccess, nodes: loadNodes };
+  const loaders = { channels: loadChannels, targets: loadTargets, outbox: loadOutbox, access: loadAccess, nodes: loadNodes, schedules: loadSchedules, history: loadHistory };
 
   function showView(name) {
     for (const b of document.querySelectorAll('.tab')) {
@@ -1032,6 +1032,159 @@
     }
   }
   $('nodes-refresh').addEventListener('click', () => loadNodes());
+
+  // ---- Schedules -----------------------------------------------------------
+  //
+  // GET /api/schedules: each schedule with its next run, its last run and
+  // the roles of its identity; Run now (admin.schedules) starts a run.
+
+  // fmtTime shows a schedule's time in its own zone, with the zone's name.
+  function fmtTime(ts, zone) {
+    const d = new Date(ts);
+    if (isNaN(d) || d.getFullYear() < 2000) return '';
+    const opts = { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short' };
+    try {
+      return d.toLocaleString([], { ...opts, timeZone: zone });
+    } catch (e) {
+      return d.toLocaleString([], opts); // a zone the browser does not know
+    }
+  }
+
+  function scheduleNotes(v) {
+    const notes = [];
+    if (!v.allowed) notes.push(v.identity + ' may not run ' + v.verb + ': its runs are refused (grant it a role that names ' + v.verb + ' under access.grants).');
+    const m = v.missed_runs;
+    if (m) notes.push(m.count + ' run' + (m.count === 1 ? '' : 's') + ' missed while the hub was down (' + fmtTime(m.first, v.time_zone) + ' to ' + fmtTime(m.last, v.time_zone) + '): ' + (m.policy === 'run_once' ? 'the latest ran.' : 'skipped.'));
+    const l = v.last;
+    if (l && l.detail && l.outcome !== 'succeeded') notes.push(l.detail);
+    return notes;
+  }
+
+  function scheduleItem(v) {
+    const l = v.last;
+    const outcome = v.running ? 'running' : (l ? l.outcome : 'never run');
+    return el('div', { class: 'item card schedule-item', dataset: { schedule: v.name, outcome: l ? l.outcome : '' } },
+      el('div', { class: 'item-head' },
+        el('span', { class: 'key', text: v.name }),
+        el('span', { class: 'badge ' + outcome, text: outcome })),
+      el('div', { class: 'muted', text: v.cron + ' (' + v.time_zone + ') · next ' + (fmtTime(v.next, v.time_zone) || 'none') }),
+      el('div', { class: 'muted', text: 'runs ' + v.verb + (v.workspace ? ' in ' + v.workspace : '') + ' as ' + v.identity + ' (' + ((v.roles || []).join(', ') || 'no role') + ')' }),
+      el('div', { class: 'muted', text: 'delivers to ' + ((v.deliver || []).join(', ') || 'no target: the mirror only') }),
+      l ? el('div', { class: 'muted last-run', text: 'last run ' + fmtTime(l.scheduled, v.time_zone) + (l.manual ? ' (by hand)' : '') + ': ' + l.outcome + (l.code && l.code !== l.outcome ? ' (' + l.code + ')' : '') }) : null,
+      ...scheduleNotes(v).map((n) => el('div', { class: 'last-error', text: n })),
+      can('admin.schedules') ? el('div', { class: 'row' }, el('button', { type: 'button', class: 'secondary small', text: 'Run now', 'aria-label': 'Run ' + v.name + ' now', onclick: () => runSchedule(v.name) })) : null);
+  }
+
+  // loadSchedules lists the schedules; note, when given, stays as the line
+  // above them (what Run now did).
+  async function loadSchedules(note) {
+    try {
+      const list = await api('GET', '/api/schedules');
+      $('schedules-note').textContent = list.length === 0
+        ? 'No schedules: add them under schedules: in the configuration (docs/chatops.md).'
+        : (note || list.length + ' schedule' + (list.length === 1 ? '' : 's') + '.');
+      $('schedules-list').replaceChildren(...list.map(scheduleItem));
+    } catch (e) {
+      $('schedules-note').textContent = '⚠ ' + e.message;
+      $('schedules-list').replaceChildren();
+    }
+  }
+  $('schedules-refresh').addEventListener('click', () => loadSchedules());
+
+  async function runSchedule(name) {
+    let note;
+    try {
+      const r = await api('POST', '/api/schedules/run', { name });
+      note = 'Started ' + name + ': turn ' + r.turn_id + '.';
+    } catch (e) {
+      note = '⚠ ' + e.message;
+    }
+    $('schedules-note').textContent = note;
+    setTimeout(() => loadSchedules(note), 500);
+  }
+
+  // ---- History -------------------------------------------------------------
+  //
+  // GET /api/mirror/search with the form's filters: the turns of every
+  // retained run, read as they stream (one JSON object a line).
+
+  const historyLimit = 200;
+  let historySearch = null;
+
+  function historyQuery() {
+    const q = new URLSearchParams();
+    for (const f of ['identity', 'chat', 'verb', 'workspace', 'outcome']) {
+      const v = $('history-' + f).value.trim();
+      if (v) q.set(f, v);
+    }
+    for (const f of ['since', 'until']) {
+      const v = $('history-' + f).value;
+      if (v) q.set(f, new Date(v).toISOString());
+    }
+    q.set('limit', String(historyLimit));
+    return q;
+  }
+
+  function historyItem(t) {
+    const outcome = t.outcome || 'no answer';
+    return el('div', { class: 'item card turn-item', dataset: { turn: t.turn_id, outcome: t.outcome || '' } },
+      el('div', { class: 'item-head' },
+        el('span', { class: 'key', text: (t.verb || t.kind) + ' · ' + t.identity }),
+        el('span', { class: 'badge ' + (t.outcome || ''), text: outcome + (t.error_code && t.error_code !== t.outcome ? ' (' + t.error_code + ')' : '') })),
+      el('div', { class: 'muted', text: [new Date(t.ts).toLocaleString(), t.chat, t.workspace ? 'workspace ' + t.workspace : '', 'turn ' + t.turn_id].filter(Boolean).join(' · ') }),
+      el('div', { class: 'text', text: t.request || '' }),
+      t.answer ? el('div', { class: 'muted answer', text: '→ ' + t.answer }) : null);
+  }
+
+  async function searchHistory() {
+    if (historySearch) historySearch.abort();
+    const ctl = new AbortController();
+    historySearch = ctl;
+    $('history-list').replaceChildren();
+    $('history-note').textContent = 'Searching…';
+    let n = 0;
+    const show = (line) => {
+      if (!line.trim()) return;
+      const t = JSON.parse(line);
+      if (t.error) throw new Error(t.error);
+      $('history-list').append(historyItem(t));
+      n++;
+    };
+    try {
+      const res = await fetch('/api/mirror/search?' + historyQuery(), { credentials: 'same-origin', signal: ctl.signal });
+      if (!res.ok) {
+        const data = await res.json().catch(() => ({}));
+        if (res.status === 401) showLogin('Your session has ended: log in again.');
+        throw new Error(data.error || res.statusText);
+      }
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        const lines = buf.split('\n');
+        buf = lines.pop();
+        lines.forEach(show);
+      }
+      show(buf);
+      $('history-note').textContent = n === 0 ? 'No turn matches.' : n + ' turn' + (n === 1 ? '' : 's') + (n >= historyLimit ? ' (the first ' + historyLimit + ' from since: narrow the filters)' : '') + '.';
+    } catch (e) {
+      if (e.name !== 'AbortError') $('history-note').textContent = '⚠ ' + e.message;
+    }
+  }
+
+  function loadHistory() {
+    if (!$('history-since').value) {
+      // By default the last day, in local time as the field shows it.
+      const d = new Date(Date.now() - 24 * 3600 * 1000);
+      d.setMinutes(d.getMinutes() - d.getTimezoneOffset());
+      $('history-since').value = d.toISOString().slice(0, 16);
+    }
+    searchHistory();
+  }
+  $('history-form').addEventListener('submit', (e) => { e.preventDefault(); searchHistory(); });
 
   // ---- Status line ---------------------------------------------------------
 
