@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -236,6 +237,12 @@ func testSubscribe(t *testing.T, version string) {
 	}
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "hub:///later/new.txt"}); err != nil {
 		t.Fatal(err)
+	}
+	// subscriptions/listen is answered before the hub has subscribed (the
+	// client does not wait for it): the subscriptions are in place once
+	// their watches' first fs.watch turns are mirrored.
+	for strings.Count(mirrored(t, env), `timeoutSeconds\":600`) < 2 {
+		time.Sleep(10 * time.Millisecond)
 	}
 	put(t, ws, "watched.txt", "two, longer")
 	if got := <-updated; got != "hub:///watched.txt" {
