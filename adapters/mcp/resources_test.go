@@ -122,7 +122,7 @@ func TestResources(t *testing.T) {
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: all[0].URI}); err != nil {
 		t.Errorf("read %s: %v", all[0].URI, err)
 	}
-	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "hub:///no/such.txt"}); rpcCode(err) != mcp.CodeResourceNotFound {
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "hub:///no/such.txt"}); rpcCode(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "Resource not found") {
 		t.Errorf("a missing file: %v", err)
 	}
 	for _, uri := range []string{"hub:///../etc/passwd", "hub:///.hub/hub.db", "hub:///a/../../x"} {
