@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,10 +49,17 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	err := s.srv.Run(ctx, stdioTransport{conn})
 	s.Close()
 	s.report(hub.StateStopped, "")
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || hungUp(err) {
 		return nil
 	}
 	return err
+}
+
+// hungUp reports whether err is a write to a client that has gone: an
+// answer still due when it closed the connection (the end of a
+// subscriptions/listen stream, say) finds the pipe closed.
+func hungUp(err error) bool {
+	return errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)
 }
 
 func (s *Server) report(state hub.State, detail string) {
