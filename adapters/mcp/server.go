@@ -229,6 +229,11 @@ func resultOf(out *executor.Outcome) *mcp.CallToolResult {
 	}
 }
 
+// badIDRune reports a character idPart replaces.
+func badIDRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-+=@", r))
+}
+
 // TurnID is the turn id of a tools/call: mcp.<session>.<request>, each part
 // reduced to the characters turn ids and proc.run's output directories
 // accept (letters, digits and . _ - + = @, no "..", no ':'). A part that
@@ -243,6 +248,9 @@ func TurnID(session, request string) string {
 
 func idPart(s string) string {
 	const maxLen = 64
+	if s != "" && len(s) <= maxLen && strings.IndexFunc(s, badIDRune) < 0 {
+		return s // the usual case: nothing to change
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
