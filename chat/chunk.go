@@ -1,7 +1,9 @@
 package chat
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode"
@@ -70,11 +72,43 @@ func ChunkOptionsFor(p Platform) ChunkOptions {
 	return o
 }
 
-// Attachment is a file sent along with a chunk.
+// Attachment is a file sent along with a chunk: its bytes are either in
+// Data (the overflow of a long text), or stored in the state under their
+// SHA-256 (a file reply, docs/uploads.md), and then read with Open.
 type Attachment struct {
 	Name string
 	MIME string
 	Data []byte
+	// SHA256 and Size describe a stored file; SHA256 is empty for bytes in
+	// Data.
+	SHA256 string
+	Size   int64
+	// Open reads a stored file, checking its SHA-256 as it goes; the outbox
+	// sets it for the send. Nil for bytes in Data.
+	Open func() (io.ReadCloser, error)
+}
+
+// Stored reports whether the attachment's bytes are a stored file rather
+// than Data.
+func (a *Attachment) Stored() bool { return a.SHA256 != "" }
+
+// Len is the attachment's size in bytes.
+func (a *Attachment) Len() int64 {
+	if a.Stored() {
+		return a.Size
+	}
+	return int64(len(a.Data))
+}
+
+// Reader opens the attachment's bytes: Data, or the stored file.
+func (a *Attachment) Reader() (io.ReadCloser, error) {
+	if !a.Stored() {
+		return io.NopCloser(bytes.NewReader(a.Data)), nil
+	}
+	if a.Open == nil {
+		return nil, fmt.Errorf("file %s (%s): no store to read it from", a.Name, a.SHA256)
+	}
+	return a.Open()
 }
 
 // Span is a byte range [Start, End) of the text given to SplitText.

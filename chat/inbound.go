@@ -32,6 +32,12 @@ type Inbound struct {
 	Text       string
 	Edited     bool
 	Time       time.Time
+	// Upload is the file that came with the message (a document, a photo,
+	// an attachment, a file dropped in the panel); nil when none did.
+	Upload *Upload
+	// ExtraFiles counts the files beyond Upload that came with the
+	// message: the hub saves one file per message and refuses the others.
+	ExtraFiles int
 	// Meta carries small, display-only platform extras that the mirrors
 	// record.
 	Meta map[string]string
@@ -39,6 +45,24 @@ type Inbound struct {
 	// message (the message to reply to, an interaction's token). It is copied
 	// onto the reply's outbox entries and never mirrored.
 	ReplyMeta map[string]string
+}
+
+// Upload describes a file a person sent with a message, as the platform
+// announced it: the hub fetches it through the platform's adapter when
+// the turn saves it (docs/uploads.md).
+type Upload struct {
+	// Name is the file's name as the sender's client gave it, untrusted:
+	// the verb that saves it cleans it.
+	Name string
+	// Size is the size the platform announced, in bytes; 0 when unknown.
+	// The file is never taken larger than announced.
+	Size int64
+	// MIME is the media type the platform announced, if any.
+	MIME string
+	// Ref is how the platform's adapter fetches the file: a Telegram
+	// file_id, a Discord attachment URL, the panel's id of the request
+	// that carries it. It is never mirrored.
+	Ref string
 }
 
 // Channel returns the channel-directory key of the chat the message came from.

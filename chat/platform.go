@@ -27,6 +27,14 @@ type Spec struct {
 	ChatForm string
 	// MaxUnits is the most UTF-16 code units one message may hold.
 	MaxUnits int
+	// MaxFileBytes is the largest file a bot may send to one of its chats
+	// by default (docs/uploads.md); the configuration may lower or raise it
+	// where the platform lets it vary (a Discord server's boost level).
+	MaxFileBytes int64
+	// MaxUploadBytes is the largest file a person may send the hub there
+	// that the platform lets a bot download; 0: the platform sets no limit
+	// of its own for bots (the person's own limit applies).
+	MaxUploadBytes int64
 	// parse fills c from the parts of a channel key after the platform
 	// name (at least one), saying what is wrong with them.
 	parse func(c *ChannelKey, parts []string) error
@@ -35,9 +43,19 @@ type Spec struct {
 // specs are the chat platforms, one row each, in the order errors and help
 // list them. The web panel is not one: its key is "web".
 var specs = []Spec{
-	{Name: Telegram, ChatForm: "<chat_id>[:<thread_id>]", MaxUnits: TelegramLimit, parse: parseTelegram},
-	{Name: Discord, ChatForm: "<channel_id>", MaxUnits: DiscordLimit, parse: parseDiscord},
+	{Name: Telegram, ChatForm: "<chat_id>[:<thread_id>]", MaxUnits: TelegramLimit, MaxFileBytes: TelegramFileLimit, MaxUploadBytes: TelegramDownloadLimit, parse: parseTelegram},
+	{Name: Discord, ChatForm: "<channel_id>", MaxUnits: DiscordLimit, MaxFileBytes: DiscordFileLimit, parse: parseDiscord},
 }
+
+// The platforms' limits on files (docs/uploads.md): Telegram's Bot API sends
+// documents of up to 50 MB and lets a bot download files of up to 20 MB;
+// Discord takes attachments of up to 10 MiB in a server without boosts
+// (more in boosted ones: discord.max_file_bytes).
+const (
+	TelegramFileLimit     = 50 << 20
+	TelegramDownloadLimit = 20 << 20
+	DiscordFileLimit      = 10 << 20
+)
 
 // Accepted spellings, derived from specs and shown in every parse error.
 var (

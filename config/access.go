@@ -5,6 +5,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Access maps identities to roles and roles to verbs. Deny by default.
@@ -18,9 +19,56 @@ type Access struct {
 	Grants map[string][]string `yaml:"grants"`
 	// DefaultRoles are granted to everyone; empty by default (deny).
 	DefaultRoles []string `yaml:"default_roles"`
+	// Chats are rules that hold in one chat only (keys: ChatScope forms
+	// such as telegram:chat:-100123 or discord:guild:<id>): grants held
+	// there and a ceiling on every role there (docs/access.md).
+	Chats map[string]ChatRule `yaml:"chats"`
+	// ConfirmTTL is how long a call held for confirmation (a role's
+	// confirm) waits for its Run before it expires (default 10m).
+	ConfirmTTL Duration `yaml:"confirm_ttl"`
 	// Defaulted is set when the configuration has no access section: the
 	// grants above are the defaults (applyDefaults).
 	Defaulted bool `yaml:"-"`
+}
+
+// ChatRule is what holds in one chat scope, under access.chats.
+type ChatRule struct {
+	// Grants maps identities to roles they hold in this scope only.
+	Grants map[string][]string `yaml:"grants"`
+	// MaxRoles is the ceiling of the scope: there, an identity may do
+	// only what one of these roles also grants, whatever its roles
+	// (nil: no ceiling).
+	MaxRoles []string `yaml:"max_roles"`
+}
+
+// The kinds of chat scope under access.chats.
+const (
+	ScopeTelegramChat   = "telegram:chat:"   // telegram:chat:<chat_id>[:<topic_id>]
+	ScopeDiscordChannel = "discord:channel:" // discord:channel:<channel_id>
+	ScopeDiscordGuild   = "discord:guild:"   // discord:guild:<guild_id>
+)
+
+// chatScopeAccepted says what a key of access.chats may be, for errors.
+const chatScopeAccepted = "telegram:chat:<chat_id>, telegram:chat:<chat_id>:<topic_id>, discord:channel:<channel_id> or discord:guild:<guild_id>"
+
+// ValidChatScope checks a key of access.chats.
+func ValidChatScope(s string) error {
+	switch {
+	case strings.HasPrefix(s, ScopeTelegramChat):
+		chatID, topic, hasTopic := strings.Cut(strings.TrimPrefix(s, ScopeTelegramChat), ":")
+		if isInt(chatID) && (!hasTopic || isSnowflake(topic)) {
+			return nil
+		}
+	case strings.HasPrefix(s, ScopeDiscordChannel):
+		if isSnowflake(strings.TrimPrefix(s, ScopeDiscordChannel)) {
+			return nil
+		}
+	case strings.HasPrefix(s, ScopeDiscordGuild):
+		if isSnowflake(strings.TrimPrefix(s, ScopeDiscordGuild)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not a chat scope (accepted: %s)", s, chatScopeAccepted)
 }
 
 // Role is a named set of verb patterns and admin permissions.
@@ -34,7 +82,16 @@ type Role struct {
 	// ("dev-*", "*" for all). Without the key a role may use only the
 	// default workspace.
 	Workspaces []string `yaml:"workspaces"`
+	// Confirm are the verbs (names or globs, as in Verbs) a holder of the
+	// role runs only after pressing Run on the exact call.
+	Confirm []string `yaml:"confirm"`
+	// Approvers are roles one of whose holders, someone other than the
+	// caller, must approve a call Confirm holds, after the caller's Run.
+	Approvers []string `yaml:"approvers"`
 }
+
+// DefaultConfirmTTL is access.confirm_ttl's default.
+const DefaultConfirmTTL = Duration(10 * time.Minute)
 
 // The admin permissions: what a role must name for its identity (the web
 // token holder) to use the admin API beyond GET /api/status.
@@ -87,7 +144,8 @@ const OperatorRole = "operator"
 // default: the panel may read (the built-in reader), nothing more. Chat
 // identities and agents stay denied until granted.
 func (a *Access) applyDefaults(c *Config) {
-	if a.Roles != nil || a.Grants != nil || a.DefaultRoles != nil {
+	setDefault(&a.ConfirmTTL, DefaultConfirmTTL)
+	if a.Roles != nil || a.Grants != nil || a.DefaultRoles != nil || a.Chats != nil {
 		return
 	}
 	a.Defaulted = true
@@ -121,6 +179,40 @@ func (a *Access) validate(c *Config, v *validator) {
 			v.badAt(item("access.default_roles", i), "access.default_roles", ": role %q is not defined", r)
 		}
 	}
+	for _, scope := range sortedKeys(a.Chats) {
+		a.validateChat(c, v, scope)
+	}
+	if a.ConfirmTTL != 0 && (a.ConfirmTTL < Duration(time.Minute) || a.ConfirmTTL > Duration(7*24*time.Hour)) {
+		v.bad("access.confirm_ttl", ": %s is out of range (accepted: from 1m to 168h)", a.ConfirmTTL)
+	}
+}
+
+// validateChat checks one chat scope: its key, its grants' identities and
+// roles, and its ceiling's roles.
+func (a *Access) validateChat(c *Config, v *validator, scope string) {
+	key, rule := "access.chats."+scope, a.Chats[scope]
+	if err := ValidChatScope(scope); err != nil {
+		v.badAt(key, "access.chats", ": %v", err)
+	}
+	for _, id := range sortedKeys(rule.Grants) {
+		gk := key + ".grants." + id
+		if err := ValidIdentity(id); err != nil {
+			v.badAt(gk, key+".grants", ": %v", err)
+		}
+		for i, r := range rule.Grants[id] {
+			if !c.roleKnown(r) {
+				v.badAt(item(gk, i), gk, ": role %q is not defined (define it under access.roles, or use the built-in reader)", r)
+			}
+		}
+	}
+	if rule.MaxRoles != nil && len(rule.MaxRoles) == 0 {
+		v.bad(key+".max_roles", " is empty, which would let no one do anything here (accepted: the roles whose permissions are the most anyone has in this chat, such as [reader])")
+	}
+	for i, r := range rule.MaxRoles {
+		if !c.roleKnown(r) {
+			v.badAt(item(key+".max_roles", i), key+".max_roles", ": role %q is not defined (define it under access.roles, or use the built-in reader)", r)
+		}
+	}
 }
 
 // validateRole checks one role: its verb patterns and admin permissions,
@@ -139,6 +231,19 @@ func (a *Access) validateRole(c *Config, v *validator, name string) {
 		if strings.HasPrefix(strings.ToLower(p), AdminPrefix) && !matchesAdminPermission(p) {
 			v.badAt(at, key+".verbs", ": %q is not an admin permission (accepted: %s, or admin.* for all of them)", p, strings.Join(AdminPermissions, ", "))
 		}
+	}
+	for i, p := range r.Confirm {
+		if _, err := filepath.Match(strings.ToLower(p), "x"); err != nil || p == "" || strings.HasPrefix(strings.ToLower(p), AdminPrefix) {
+			v.badAt(item(key+".confirm", i), key+".confirm", ": %q is not a verb pattern (accepted: a verb name or a glob such as fs.delete*, proc.run or cmd.deploy)", p)
+		}
+	}
+	for i, ap := range r.Approvers {
+		if !c.roleKnown(ap) {
+			v.badAt(item(key+".approvers", i), key+".approvers", ": role %q is not defined (accepted: a role under access.roles, or reader)", ap)
+		}
+	}
+	if len(r.Approvers) > 0 && len(r.Confirm) == 0 {
+		v.bad(key+".approvers", ": approvers approve the calls confirm holds, and confirm is empty (accepted: confirm: [the verbs to hold] beside approvers)")
 	}
 	names := strings.Join(c.WorkspaceNames(), ", ")
 	for i, p := range r.Workspaces {

@@ -55,6 +55,7 @@ func TestDefaultAccess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			c.want.ConfirmTTL = DefaultConfirmTTL
 			if !reflect.DeepEqual(cfg.Access, c.want) {
 				t.Fatalf("access = %+v, want %+v", cfg.Access, c.want)
 			}

@@ -31,8 +31,12 @@ type Config struct {
 	// NATS and Nodes configure remote nodes (see nats.go, nodes.go).
 	NATS  NATS                 `yaml:"nats"`
 	Nodes map[string]NodeEntry `yaml:"nodes"`
+	// Uploads configures the files sent with messages (uploads.go).
+	Uploads Uploads `yaml:"uploads"`
 	// Schedules are the calls the hub makes on its own (see schedules.go).
 	Schedules Schedules `yaml:"schedules"`
+	// Commands are the named commands, verbs cmd.<name> (see commands.go).
+	Commands Commands `yaml:"commands"`
 
 	// Path is the file the configuration came from; empty for defaults.
 	Path string `yaml:"-"`
@@ -54,7 +58,7 @@ type section interface {
 func (c *Config) sections() []section {
 	return []section{
 		&c.Workspaces, topLevel{}, &c.Log, &c.Web, &c.Telegram, &c.Discord, &c.MCP, &c.Metrics,
-		&c.Access, &c.Verbs, &c.Sessions, &c.Outbox, &c.Mirror, &c.NATS, nodesSection{}, &c.Schedules,
+		&c.Access, &c.Verbs, &c.Sessions, &c.Outbox, &c.Mirror, &c.NATS, nodesSection{}, &c.Commands, &c.Schedules, &c.Uploads,
 	}
 }
 

@@ -100,7 +100,7 @@ func TestStrictErrors(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"unknown top key", "workspace: .\nwebb:\n  listen: x\n", `line 2: unknown key "webb" in the top level: did you mean web? (accepted: workspace, state_dir, log, web,`},
 		{"unknown nested key", "web:\n  listen: 127.0.0.1:1\n  lisen: x\n", `line 3: unknown key "lisen" in web: did you mean listen? (accepted: enabled, listen,`},
-		{"unknown role key", "access:\n  roles:\n    admin:\n      verb: ['*']\n", `line 4: unknown key "verb" in access.roles.admin: did you mean verbs? (accepted: verbs, workspaces)`},
+		{"unknown role key", "access:\n  roles:\n    admin:\n      verb: ['*']\n", `line 4: unknown key "verb" in access.roles.admin: did you mean verbs? (accepted: verbs, workspaces, confirm, approvers)`},
 		{"bad type", "outbox:\n  concurrency: lots\n", `line 2: outbox.concurrency: "lots" is not a whole number (accepted: a whole number such as 64, without quotes)`},
 		{"bad duration", "outbox:\n  retention: 7 days\n", `line 2: outbox.retention: "7 days" is not a duration`},
 		{"bad size", "verbs:\n  max_read_bytes: 4 megs\n", `"4 megs" is not a size`},

@@ -1,5 +1,10 @@
 package config
 
+import (
+	"net/url"
+	"strings"
+)
+
 // Discord configures the Discord adapter.
 type Discord struct {
 	Enabled         bool     `yaml:"enabled"`
@@ -12,15 +17,30 @@ type Discord struct {
 	Mention         *bool    `yaml:"mention"`
 	AllowedGuilds   []string `yaml:"allowed_guilds"`
 	AllowedChannels []string `yaml:"allowed_channels"`
+	// MaxFileBytes is the largest file the hub attaches to a message:
+	// Discord's limit for the servers it serves (10MiB without boosts;
+	// more in boosted servers). Larger files are offered in parts.
+	MaxFileBytes Size `yaml:"max_file_bytes"`
+	// CDNBase is the scheme and host of Discord's CDN: the files people
+	// attach are fetched from there and from nowhere else.
+	CDNBase string `yaml:"cdn_base"`
 }
 
 func (d *Discord) applyDefaults(*Config) {
 	setDefault(&d.APIBase, "https://discord.com/api/v10")
 	defaultTrue(&d.Mention)
+	setDefault(&d.MaxFileBytes, Size(10<<20))
+	setDefault(&d.CDNBase, "https://cdn.discordapp.com")
 }
 
 // validate checks the adapter's settings; nothing when it is off.
 func (d *Discord) validate(_ *Config, v *validator) {
+	if d.MaxFileBytes < 1 || d.MaxFileBytes > 500<<20 {
+		v.bad("discord.max_file_bytes", ": %d is out of range (accepted: 1 byte to 500MiB; Discord's limit for your servers, 10MiB without boosts)", d.MaxFileBytes)
+	}
+	if u, err := url.Parse(d.CDNBase); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+		v.bad("discord.cdn_base", ": %q is not a scheme and host (accepted: an http or https URL without path, such as https://cdn.discordapp.com)", d.CDNBase)
+	}
 	if !d.Enabled {
 		return
 	}

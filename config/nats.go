@@ -32,6 +32,61 @@ type NATS struct {
 	// NodeLimits bound what one node may make the hub's NATS store and the
 	// hub read (Limits gives them with their defaults).
 	NodeLimits NodeLimits `yaml:"node_limits"`
+
+	// CAFile verifies the certificates of the servers at URL (tls://) when
+	// the system does not trust them.
+	CAFile string `yaml:"ca_file"`
+	// Replicas is how many servers of the cluster at URL keep each stream
+	// and the liveness bucket (1 to 5, default 1; 3 on a three-server
+	// cluster survives one server failing). The embedded server is one
+	// server: 1.
+	Replicas int `yaml:"replicas"`
+	// AckWait is how long a node may hold a call without a sign of life
+	// before the server hands it out again (default 30s; a node renews it
+	// every third of it while the call runs).
+	AckWait Duration `yaml:"ack_wait"`
+}
+
+// Defaults of nats.replicas and nats.ack_wait. An ack wait of 30s is
+// three times the longest leader election of a NATS cluster (9s), so a
+// call running through a failover is renewed before it runs out; it is
+// also how long a call whose node died waits before its restarted node
+// answers it "may or may not have completed".
+const (
+	DefaultReplicas = 1
+	DefaultAckWait  = 30 * time.Second
+)
+
+// ReplicaCount is Replicas or its default.
+func (n NATS) ReplicaCount() int {
+	if n.Replicas <= 0 {
+		return DefaultReplicas
+	}
+	return n.Replicas
+}
+
+// AckWaitTime is AckWait or its default.
+func (n NATS) AckWaitTime() time.Duration {
+	if n.AckWait <= 0 {
+		return DefaultAckWait
+	}
+	return n.AckWait.D()
+}
+
+// validateCluster checks the keys of an existing server or cluster:
+// ca_file and replicas need url; the ack wait's range.
+func (n *NATS) validateCluster(v *validator) {
+	if n.CAFile != "" && n.URL == "" {
+		v.bad("nats.ca_file", ": applies to nats.url (the servers' certificates); the embedded server's clients verify nats.cert_file")
+	}
+	if r := n.Replicas; r < 0 || r > 5 {
+		v.bad("nats.replicas", ": %d is out of range (accepted: 1 to 5, at most the servers of the cluster; default 1)", r)
+	} else if r > 1 && n.URL == "" {
+		v.bad("nats.replicas", ": %d needs nats.url (a cluster of at least %d servers): the embedded server is one server", r, r)
+	}
+	if w := n.AckWait; w < 0 || w != 0 && (w.D() < 2*time.Second || w.D() > time.Hour) {
+		v.bad("nats.ack_wait", ": %s is out of range (accepted: 2s to 1h; default 30s)", w)
+	}
 }
 
 // Defaults of nats.node_limits.
@@ -130,6 +185,7 @@ func (n *NATS) validate(_ *Config, v *validator) {
 		v.bad("nats.call_timeout", ": %s is out of range (accepted: 1s to 24h; default 10m)", t)
 	}
 	n.validateNodeLimits(v)
+	n.validateCluster(v)
 	if (n.CertFile == "") != (n.KeyFile == "") {
 		v.bad("nats.cert_file", " and nats.key_file must be set together")
 	}
@@ -153,5 +209,5 @@ func (n *NATS) validate(_ *Config, v *validator) {
 }
 
 func (n *NATS) secretFiles() []secretFile {
-	return []secretFile{{key: "nats.cert_file", path: n.CertFile}, {key: "nats.key_file", path: n.KeyFile}}
+	return []secretFile{{key: "nats.cert_file", path: n.CertFile}, {key: "nats.key_file", path: n.KeyFile}, {key: "nats.ca_file", path: n.CAFile}}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const testNKey = "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4"
@@ -34,6 +35,12 @@ func TestNodesValidation(t *testing.T) {
 		{"few subscriptions", "nats: {embedded: true, node_limits: {max_subscriptions: 2}}\n", "nats.node_limits.max_subscriptions: 2 is out of range (accepted: 16 to 100000"},
 		{"limits set", "nats: {embedded: true, node_limits: {max_result_bytes: 1MiB, max_stream_bytes: 16MiB, max_stream_messages: 500, max_connections: 2, max_subscriptions: 50}}\n", ""},
 		{"unknown limit", "nats: {embedded: true, node_limits: {max_bytes: 1MiB}}\n", `unknown key "max_bytes"`},
+		{"cluster", "nats: {url: 'tls://a:4222,tls://b:4222,tls://c:4222', ca_file: ca.pem, replicas: 3, ack_wait: 10s}\n", ""},
+		{"ca_file without url", "nats: {embedded: true, ca_file: ca.pem}\n", "nats.ca_file: applies to nats.url"},
+		{"replicas without url", "nats: {embedded: true, replicas: 3}\n", "nats.replicas: 3 needs nats.url"},
+		{"too many replicas", "nats: {url: nats://a:4222, replicas: 7}\n", "nats.replicas: 7 is out of range (accepted: 1 to 5"},
+		{"short ack wait", "nats: {embedded: true, ack_wait: 500ms}\n", "nats.ack_wait: 500ms is out of range (accepted: 2s to 1h; default 30s)"},
+		{"long ack wait", "nats: {embedded: true, ack_wait: 2h}\n", "nats.ack_wait: 2h0m0s is out of range"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,6 +53,9 @@ func TestNodesValidation(t *testing.T) {
 				}
 				if cfg.NATS.Timeout() != DefaultCallTimeout {
 					t.Fatalf("timeout %s", cfg.NATS.Timeout())
+				}
+				if r, w := cfg.NATS.ReplicaCount(), cfg.NATS.AckWaitTime(); cfg.NATS.URL == "" && (r != 1 || w != DefaultAckWait) || cfg.NATS.URL != "" && (r != 3 || w != 10*time.Second) {
+					t.Fatalf("replicas %d, ack wait %s", r, w)
 				}
 				if l := cfg.NATS.Limits(); l.MaxResultBytes == 0 || l.MaxStreamBytes == 0 || l.MaxStreamMessages == 0 || l.MaxConnections == 0 || l.MaxSubscriptions == 0 {
 					t.Fatalf("limits without defaults: %+v", l)

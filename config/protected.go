@@ -30,8 +30,8 @@ const (
 // file its keys name that holds or checks a secret (each section lists its
 // own with secretFiles): web.token_file, web.tls_cert, web.tls_key,
 // telegram.token_file, telegram.webhook.secret_token_file,
-// discord.token_file, mcp.agents.<name>.token_file, nats.cert_file and
-// nats.key_file. The state directory, which holds the hub's own keys, is
+// discord.token_file, mcp.agents.<name>.token_file, nats.cert_file,
+// nats.key_file and nats.ca_file. The state directory, which holds the hub's own keys, is
 // protected on its own.
 func (c *Config) ProtectedFiles() []ProtectedFile {
 	out := protectedList{}

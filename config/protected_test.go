@@ -40,6 +40,15 @@ func TestProtectedFiles(t *testing.T) {
 	if got := Default().ProtectedFiles(); len(got) != 0 {
 		t.Fatalf("defaults protect %v", got)
 	}
+	// A cluster's CA decides whom the hub trusts as its NATS: no verb may
+	// replace it.
+	os.WriteFile(cfgFile, []byte("nats: {url: 'tls://a:4222', ca_file: /etc/n/ca.pem}\n"), 0o600)
+	if cfg, err = LoadWith(cfgFile, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.ProtectedFiles(); !slices.Equal(got, []ProtectedFile{{WhatConfigFile, cfgFile}, {"nats.ca_file", "/etc/n/ca.pem"}}) {
+		t.Fatalf("ProtectedFiles with nats.ca_file: %v", got)
+	}
 	nf := &NodeFile{Path: "node.yml", Node: NodeSection{NKeyFile: "/k/seed.nk", CAFile: "ca.pem"}}
 	if got := nf.ProtectedFiles(); !slices.Equal(got, []ProtectedFile{
 		{WhatNodeConfigFile, filepath.Join(wd, "node.yml")}, {"node.nkey_file", "/k/seed.nk"}, {"node.ca_file", filepath.Join(wd, "ca.pem")},

@@ -40,9 +40,8 @@ type Schedule struct {
 	Missed string `yaml:"missed"`
 }
 
-// ScheduleRun is the call of a schedule: a verb and its arguments, in a
-// workspace. Command and Params are the form of a named command; named
-// commands are not available yet, so they are refused.
+// ScheduleRun is the call of a schedule: a verb and its arguments, or a
+// named command (commands.<name>) and its parameters, in a workspace.
 type ScheduleRun struct {
 	Verb      string    `yaml:"verb"`
 	Arguments Arguments `yaml:"arguments"`
@@ -156,14 +155,19 @@ func (s *Schedules) validate(c *Config, v *validator) {
 	}
 }
 
-// validate checks a schedule's call: a verb (named commands are not
-// available yet), arguments that make JSON, a configured workspace.
+// validate checks a schedule's call: a verb with arguments that make
+// JSON, or a named command (commands.<name>) with parameters it accepts;
+// a configured workspace.
 func (r ScheduleRun) validate(c *Config, v *validator, key string) {
 	switch {
-	case r.Command != "" || r.Params != nil:
-		v.bad(key+".command", ": named commands are not available yet (accepted: verb: NAME with its arguments: …)")
+	case r.Command != "" && (r.Verb != "" || r.Arguments != nil):
+		v.bad(key+".command", ": name a verb with its arguments, or a command with its params, not both")
+	case r.Command != "":
+		r.validateCommand(c, v, key)
+	case r.Params != nil:
+		v.bad(key+".params", ": params are a named command's (accepted: command: NAME with its params, or verb: NAME with its arguments)")
 	case strings.TrimSpace(r.Verb) == "":
-		v.bad(key+".verb", " is empty (accepted: the verb the schedule runs, such as sys.machineInfo, with its arguments: below)")
+		v.bad(key+".verb", " is empty (accepted: the verb the schedule runs, such as sys.machineInfo, with its arguments: below, or command: NAME with its params)")
 	}
 	if _, err := r.Arguments.JSON(); err != nil {
 		v.bad(key+".arguments", ": %v (accepted: a mapping of the verb's arguments)", err)
@@ -172,6 +176,23 @@ func (r ScheduleRun) validate(c *Config, v *validator, key string) {
 		if _, ok := c.WorkspaceByName(r.Workspace); !ok {
 			v.bad(key+".workspace", ": workspace %q is not configured (accepted: %s)", r.Workspace, strings.Join(c.WorkspaceNames(), ", "))
 		}
+	}
+}
+
+// validateCommand checks a schedule's named command: one the commands
+// section defines, with parameters its types accept.
+func (r ScheduleRun) validateCommand(c *Config, v *validator, key string) {
+	cmd, ok := c.Commands[r.Command]
+	if !ok {
+		v.bad(key+".command", ": %q is not a command of the commands section (accepted: %s)", r.Command, strings.Join(append([]string{}, sortedKeys(c.Commands)...), ", "))
+		return
+	}
+	params, err := r.Params.JSON()
+	if err == nil {
+		_, err = cmd.Values(params)
+	}
+	if err != nil {
+		v.bad(key+".params", ": %v", err)
 	}
 }
 

@@ -41,7 +41,11 @@ type Outcome struct {
 	Err *Error
 	// Notes are remarks for people the verb made besides its result (see
 	// Note); RenderText shows them, the result JSON does not carry them.
-	Notes    []string
+	Notes []string
+	// Files are the files the verb sent as files (SendFile), for the
+	// surface to deliver after the reply's text; the result JSON does not
+	// carry them.
+	Files    []SentFile
 	Duration time.Duration
 }
 
@@ -257,6 +261,9 @@ func (x *Executor) plainVerb(raw []byte) string {
 // exactly the declared keys (case-sensitive), every required key present and
 // non-null, and values of the right types.
 func (reg *registration) decodeArgs(raw json.RawMessage) (any, error) {
+	if reg.alias != nil {
+		return reg.decodeAlias(raw)
+	}
 	ptr := reflect.New(reg.argsType)
 	fields, known := reg.argFields, reg.argKnown
 	raw = bytes.TrimSpace(raw)

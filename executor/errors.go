@@ -26,8 +26,11 @@ const (
 	CodeTimeout          ErrorCode = "timeout"
 	CodeCanceled         ErrorCode = "cancelled"
 	CodeForbidden        ErrorCode = "forbidden"
-	CodeIOError          ErrorCode = "io_error"
-	CodeInternal         ErrorCode = "internal"
+	// CodeConfirmationRequired: the caller's role holds the verb for
+	// confirmation, which this surface cannot ask for.
+	CodeConfirmationRequired ErrorCode = "confirmation_required"
+	CodeIOError              ErrorCode = "io_error"
+	CodeInternal             ErrorCode = "internal"
 )
 
 // codes are the error codes a result may carry.
@@ -35,7 +38,7 @@ var codes = []ErrorCode{
 	CodeUnknownVerb, CodeInvalidEnvelope, CodeInvalidArguments,
 	CodeNotFound, CodeAlreadyExists, CodeConflict, CodeNotADirectory,
 	CodeIsADirectory, CodeForbiddenPath,
-	CodeTooLarge, CodeTimeout, CodeCanceled, CodeForbidden,
+	CodeTooLarge, CodeTimeout, CodeCanceled, CodeForbidden, CodeConfirmationRequired,
 	CodeIOError, CodeInternal,
 }
 

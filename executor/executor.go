@@ -79,6 +79,10 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 		out.Err = ErrorFrom(err)
 		return out
 	}
+	if a, ok := args.(*aliasArgs); ok {
+		a.call.ID, a.call.Workspace = env.ID, env.Workspace
+		return x.runAlias(ctx, a)
+	}
 	out.Args = args
 	if env.Workspace != "" {
 		// The caller resolves the workspace into the Call; an envelope that
@@ -100,6 +104,8 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 	val, err := x.call(&rc.notes, reg, args)
 	out.Notes = rc.notes.n.take()
 	if err != nil {
+		// A file sent by a call that then failed is not delivered; the
+		// store's sweep removes its bytes.
 		out.Err = ErrorFrom(err)
 		return out
 	}
@@ -108,6 +114,7 @@ func (x *Executor) Run(ctx context.Context, env Envelope) (out *Outcome) {
 	val.(resultHolder).verbResult().ErrorCode = ""
 	fillNilLists(reflect.ValueOf(val))
 	out.Value = val
+	out.Files = rc.notes.n.takeFiles()
 	return out
 }
 

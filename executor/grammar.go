@@ -579,7 +579,11 @@ func (x *Executor) withUsage(reg *registration, err error) error {
 	if !strings.HasPrefix(msg, prefix) {
 		msg = prefix + msg
 	}
-	return &Error{Code: CodeInvalidArguments, Message: msg + "\nUsage: " + s.Usage() + "\n" + IDL(reg.argsType)}
+	idl := IDL(reg.argsType)
+	if reg.alias != nil {
+		idl = typeIDL(s.Arguments)
+	}
+	return &Error{Code: CodeInvalidArguments, Message: msg + "\nUsage: " + s.Usage() + "\n" + idl}
 }
 
 // positionalFields returns the required fields and the fields positionals

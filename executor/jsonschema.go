@@ -48,6 +48,9 @@ func (r *Registry) JSONSchemas(name string) (args, result JSONSchema, ok bool) {
 		types[ts.Name] = ts
 	}
 	args = JSONSchemaOf(b.types[reg.argsType], types, SchemaOptions{})
+	if reg.alias != nil {
+		args = JSONSchemaOf(reg.aliasSchema(), types, SchemaOptions{})
+	}
 	result = JSONSchemaOf(b.types[reg.resultType], types, SchemaOptions{Output: true})
 	if req, _ := result["required"].([]string); len(req) > 0 {
 		result["required"] = []string{"succeeded"}

@@ -10,8 +10,9 @@ type notesKey struct{}
 
 // notes collects what a verb wants people to know besides its result.
 type notes struct {
-	mu   sync.Mutex
-	list []string
+	mu    sync.Mutex
+	list  []string
+	files []SentFile // SendFile's
 }
 
 // Note attaches a remark for people to the call running in ctx, such as
@@ -46,4 +47,10 @@ func (n *notes) take() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.list
+}
+
+func (n *notes) takeFiles() []SentFile {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.files
 }

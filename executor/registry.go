@@ -44,6 +44,19 @@ type Info struct {
 	Summary string
 	// ReadOnly verbs have no side effects; the built-in reader role may run them.
 	ReadOnly bool
+	// Permission, when set, is the verb whose grant this one needs
+	// instead of its own (fs.upload is allowed where fs.writeFile is).
+	Permission string
+	// TakesFile says the verb saves the file sent with the message
+	// (UploadFrom).
+	TakesFile bool
+	// ChatOnly says the verb needs what only a chat conversation gives (a
+	// file sent with the message, files sent back): surfaces that have
+	// none leave it out (MCP's tools, the agents' instructions).
+	ChatOnly bool
+	// Aliases are other names the chat grammar accepts for the verb, such
+	// as upload for /upload; lower-case letters, not a built-in's name.
+	Aliases []string
 }
 
 // Registry maps verb names, case-insensitively, to typed handlers. It is safe
@@ -51,10 +64,20 @@ type Info struct {
 type Registry struct {
 	mu    sync.RWMutex
 	verbs map[string]*registration // keyed by lower-cased name
+	// chatNames are the other names the chat grammar accepts for a verb
+	// (Info.Aliases: upload for fs.upload).
+	chatNames map[string]*registration
+	// aliasPrefixes are the prefixes of aliases (ReplaceAliases): a name
+	// without a dot is also looked up under them (deploy: cmd.deploy).
+	aliasPrefixes map[string]bool
+	watchers      map[int]func() // Watch: called after a change of the aliases
+	nextWatch     int
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{verbs: map[string]*registration{}} }
+func NewRegistry() *Registry {
+	return &Registry{verbs: map[string]*registration{}, chatNames: map[string]*registration{}}
+}
 
 type registration struct {
 	info       Info
@@ -63,6 +86,9 @@ type registration struct {
 	argKnown   map[string]bool // the names of argFields
 	resultType reflect.Type
 	run        func(ctx context.Context, args any) (any, error)
+	// alias is set for an alias (alias.go), which has no argsType and no
+	// run of its own.
+	alias *Alias
 
 	schemaOnce sync.Once
 	cached     VerbSchema
@@ -72,6 +98,9 @@ type registration struct {
 // R must embed Result. Registering a name twice, ignoring case, is an error.
 func Register[A, R any](r *Registry, info Info, v Verb[A, R]) error {
 	if err := validName(info.Name); err != nil {
+		return err
+	}
+	if err := validAliases(info); err != nil {
 		return err
 	}
 	at := reflect.TypeFor[A]()
@@ -110,7 +139,18 @@ func Register[A, R any](r *Registry, info Info, v Verb[A, R]) error {
 	if old, ok := r.verbs[key]; ok {
 		return fmt.Errorf("register %s: verb %q is already registered", info.Name, old.info.Name)
 	}
+	for _, a := range info.Aliases {
+		if old, ok := r.chatNames[a]; ok {
+			return fmt.Errorf("register %s: alias %q is %s's already", info.Name, a, old.info.Name)
+		}
+		if old, ok := r.verbs[a]; ok {
+			return fmt.Errorf("register %s: alias %q is the name of %s", info.Name, a, old.info.Name)
+		}
+	}
 	r.verbs[key] = reg
+	for _, a := range info.Aliases {
+		r.chatNames[a] = reg
+	}
 	return nil
 }
 
@@ -153,8 +193,31 @@ func (r *Registry) lookup(name string) (*registration, bool) {
 	key := strings.ToLower(strings.ReplaceAll(name, "_", "."))
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	reg, ok = r.verbs[key]
-	return reg, ok
+	if reg, ok = r.verbs[key]; ok {
+		return reg, true
+	}
+	if reg, ok = r.chatNames[key]; ok {
+		return reg, true
+	}
+	if !strings.Contains(key, ".") {
+		for p := range r.aliasPrefixes {
+			if reg, ok = r.verbs[p+key]; ok && reg.alias != nil {
+				return reg, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Uploader returns the verb that saves the file sent with a message
+// (Info.TakesFile); ok is false when none is registered.
+func (r *Registry) Uploader() (Info, bool) {
+	for _, v := range r.Verbs() {
+		if v.TakesFile {
+			return v, true
+		}
+	}
+	return Info{}, false
 }
 
 // Lookup returns the verb's Info, ignoring case (and treating _ as .).

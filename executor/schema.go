@@ -56,9 +56,12 @@ type TypeSchema struct {
 // VerbSchema describes a verb: its structured argument and result types and
 // their IDL, derived from the Go types by reflection.
 type VerbSchema struct {
-	Name      string     `json:"name"`
-	Summary   string     `json:"summary"`
-	ReadOnly  bool       `json:"readOnly"`
+	Name     string `json:"name"`
+	Summary  string `json:"summary"`
+	ReadOnly bool   `json:"readOnly"`
+	// TakesFile and ChatOnly are the verb's Info.
+	TakesFile bool       `json:"takesFile,omitempty"`
+	ChatOnly  bool       `json:"chatOnly,omitempty"`
 	Arguments TypeSchema `json:"arguments"`
 	Result    TypeSchema `json:"result"`
 	IDL       string     `json:"idl"` // arguments then result, each type once
@@ -96,9 +99,15 @@ func (reg *registration) schema() VerbSchema {
 			Name:      reg.info.Name,
 			Summary:   reg.info.Summary,
 			ReadOnly:  reg.info.ReadOnly,
+			TakesFile: reg.info.TakesFile,
+			ChatOnly:  reg.info.ChatOnly,
 			Arguments: b.types[reg.argsType],
 			Result:    b.types[reg.resultType],
 			IDL:       b.String(),
+		}
+		if reg.alias != nil {
+			reg.cached.Arguments = reg.aliasSchema()
+			reg.cached.IDL = typeIDL(reg.cached.Arguments) + reg.cached.IDL
 		}
 	})
 	return reg.cached
@@ -200,6 +209,9 @@ func elemKind(b *idlBuilder, t reflect.Type) Kind {
 
 // add registers struct type t (once) and the structs it references.
 func (b *idlBuilder) add(t reflect.Type) {
+	if t == nil {
+		return // an alias's arguments have no Go type
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -257,31 +269,41 @@ func (b *idlBuilder) fields(t reflect.Type) []Field {
 func (b *idlBuilder) String() string {
 	var sb strings.Builder
 	for _, t := range b.order {
-		ts := b.types[t]
-		if ts.Description != "" {
-			sb.WriteString("// " + ts.Description + "\n")
-		}
-		sb.WriteString("type " + ts.Name + "\n{\n")
-		for _, f := range ts.Fields {
-			if f.Description != "" || f.Default != "" {
-				d := f.Description
-				if f.Default != "" {
-					if d != "" {
-						d += " "
-					}
-					d += "(default: " + f.Default + ")"
-				}
-				sb.WriteString("  // " + d + "\n")
-			}
-			name := f.Name
-			if !f.Required {
-				name += "?"
-			}
-			sb.WriteString("  " + name + ": " + f.Type + "\n")
-		}
-		sb.WriteString("}\n")
+		writeType(&sb, b.types[t])
 	}
 	return sb.String()
+}
+
+// typeIDL is one type in the schema IDL.
+func typeIDL(ts TypeSchema) string {
+	var sb strings.Builder
+	writeType(&sb, ts)
+	return sb.String()
+}
+
+func writeType(sb *strings.Builder, ts TypeSchema) {
+	if ts.Description != "" {
+		sb.WriteString("// " + ts.Description + "\n")
+	}
+	sb.WriteString("type " + ts.Name + "\n{\n")
+	for _, f := range ts.Fields {
+		if f.Description != "" || f.Default != "" {
+			d := f.Description
+			if f.Default != "" {
+				if d != "" {
+					d += " "
+				}
+				d += "(default: " + f.Default + ")"
+			}
+			sb.WriteString("  // " + d + "\n")
+		}
+		name := f.Name
+		if !f.Required {
+			name += "?"
+		}
+		sb.WriteString("  " + name + ": " + f.Type + "\n")
+	}
+	sb.WriteString("}\n")
 }
 
 // structField is a JSON-visible field with its resolved name and requiredness.

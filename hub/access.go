@@ -6,7 +6,9 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/store"
@@ -38,6 +40,10 @@ type accessPolicy struct {
 	defined  map[string]bool     // every configured role, even one without verbs
 	grants   map[string][]string // identity → roles
 	defaults []string
+	chats    map[string]config.ChatRule // access.chats: scope → grants and ceiling
+	confirm  map[string]confirmRole     // role → its confirm patterns (lower case) and approvers
+	// confirmTTL is how long a held call waits (access.confirm_ttl).
+	confirmTTL time.Duration
 }
 
 // NewAccess builds the access policy from configuration. reg supplies the
@@ -62,6 +68,19 @@ func (a *Access) Replace(cfg config.Access) {
 		p.grants[id] = append([]string(nil), roles...)
 	}
 	p.defaults = append([]string(nil), cfg.DefaultRoles...)
+	p.confirm = map[string]confirmRole{}
+	for name, r := range cfg.Roles {
+		c := confirmRole{approvers: append([]string(nil), r.Approvers...)}
+		for _, pat := range r.Confirm {
+			c.verbs = append(c.verbs, strings.ToLower(pat))
+		}
+		p.confirm[name] = c
+	}
+	p.confirmTTL = confirmTTL(cfg)
+	p.chats = map[string]config.ChatRule{}
+	for scope, rule := range cfg.Chats {
+		p.chats[scope] = rule
+	}
 	a.p.Store(p)
 }
 
@@ -118,32 +137,121 @@ func (a *Access) ConfigGrants() map[string][]string {
 
 // RolesOf returns the roles held by any of the identities, sorted. An
 // approved grant whose role the configuration no longer defines counts for
-// nothing.
-func (a *Access) RolesOf(ids []string) []string {
+// nothing. Roles granted in a chat only (access.chats) are not among them:
+// see StandingIn.
+func (a *Access) RolesOf(ids []string) []string { return a.StandingIn(ids, nil).Roles }
+
+// Standing is what access holds for identities in one place: their roles,
+// why each holds, and the ceilings of the place (access.chats.<scope>.
+// max_roles), each of which caps what the roles grant there.
+type Standing struct {
+	Roles []string
+	// Why names, for each role, the configuration that grants it.
+	Why      map[string][]string
+	Ceilings []Ceiling
+}
+
+// Ceiling is one chat scope's max_roles.
+type Ceiling struct {
+	Scope string
+	Roles []string
+}
+
+// ChatScopes lists the keys of access.chats that apply to a message of in,
+// most general first: a Discord server, then its channel; a Telegram chat,
+// then its topic. None for a message from no chat (nil: the API, MCP, a
+// schedule).
+func ChatScopes(in *chat.Inbound) []string {
+	if in == nil {
+		return nil
+	}
+	switch in.Platform {
+	case chat.Telegram:
+		out := []string{config.ScopeTelegramChat + in.ChatID}
+		if in.ThreadID != "" {
+			out = append(out, config.ScopeTelegramChat+in.ChatID+":"+in.ThreadID)
+		}
+		return out
+	case chat.Discord:
+		var out []string
+		if in.GuildID != "" {
+			out = append(out, config.ScopeDiscordGuild+in.GuildID)
+		}
+		return append(out, config.ScopeDiscordChannel+in.ChatID)
+	}
+	return nil
+}
+
+// StandingIn is the standing of the identities in the chat of in (nil:
+// in no chat): the roles the configuration, the approved grants and the
+// grants of the chat's scopes give them, and the chat's ceilings.
+func (a *Access) StandingIn(ids []string, in *chat.Inbound) Standing {
 	p := a.p.Load()
-	set := map[string]bool{}
+	why := map[string][]string{}
+	add := func(r, reason string) { why[r] = append(why[r], reason) }
 	for _, r := range p.defaults {
-		set[r] = true
+		add(r, "access.default_roles")
 	}
 	var approved map[string][]string
 	if m := a.approved.Load(); m != nil {
 		approved = *m
 	}
+	scopes := ChatScopes(in)
 	for _, id := range ids {
 		for _, r := range p.grants[id] {
-			set[r] = true
+			add(r, fmt.Sprintf("access.grants[%q]", id))
 		}
 		for _, r := range approved[id] {
 			if r == ReaderRole || p.defined[r] {
-				set[r] = true
+				add(r, fmt.Sprintf("approved for %s (hub access)", id))
+			}
+		}
+		for _, sc := range scopes {
+			for _, r := range p.chats[sc].Grants[id] {
+				add(r, fmt.Sprintf("access.chats[%q].grants[%q]", sc, id))
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
-	for r := range set {
-		out = append(out, r)
+	st := Standing{Roles: make([]string, 0, len(why)), Why: why}
+	for r := range why {
+		st.Roles = append(st.Roles, r)
 	}
-	sort.Strings(out)
+	sort.Strings(st.Roles)
+	for _, sc := range scopes {
+		if max := p.chats[sc].MaxRoles; max != nil {
+			st.Ceilings = append(st.Ceilings, Ceiling{Scope: sc, Roles: append([]string(nil), max...)})
+		}
+	}
+	return st
+}
+
+// permits reports whether the standing grants verb: one of its roles
+// grants it, and one role of each ceiling grants it too.
+func (a *Access) permits(st Standing, verb executor.Info) bool {
+	if !a.grants(st.Roles, verb) {
+		return false
+	}
+	return a.capping(st, verb) == nil
+}
+
+// capping is the first ceiling of st that does not grant verb, or nil.
+func (a *Access) capping(st Standing, verb executor.Info) *Ceiling {
+	for i, c := range st.Ceilings {
+		if !a.grants(c.Roles, verb) {
+			return &st.Ceilings[i]
+		}
+	}
+	return nil
+}
+
+// verbsIn lists the verbs the standing permits, sorted by name.
+func (a *Access) verbsIn(st Standing) []executor.Info {
+	var out []executor.Info
+	for _, v := range a.reg.Verbs() {
+		if a.permits(st, v) {
+			out = append(out, v)
+		}
+	}
 	return out
 }
 
@@ -168,6 +276,16 @@ func (a *Access) grants(roles []string, verb executor.Info) bool {
 }
 
 func (a *Access) roleAllows(p *accessPolicy, role string, verb executor.Info) bool {
+	if verb.Permission != "" {
+		// The verb needs another's grant (fs.upload: fs.writeFile's).
+		perm := executor.Info{Name: verb.Permission}
+		if a.reg != nil {
+			if info, ok := a.reg.Lookup(verb.Permission); ok {
+				perm = info
+			}
+		}
+		verb = perm
+	}
 	lv := strings.ToLower(verb.Name)
 	admin := strings.HasPrefix(lv, config.AdminPrefix)
 	if role == ReaderRole && p.roles[ReaderRole] == nil {
@@ -177,6 +295,17 @@ func (a *Access) roleAllows(p *accessPolicy, role string, verb executor.Info) bo
 		if admin && !strings.HasPrefix(pat, config.AdminPrefix) {
 			continue // a verb glob such as * grants no admin permission
 		}
+		if ok, _ := path.Match(pat, lv); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// matchAny reports whether verb matches one of the lower-cased patterns.
+func matchAny(patterns []string, verb string) bool {
+	lv := strings.ToLower(verb)
+	for _, pat := range patterns {
 		if ok, _ := path.Match(pat, lv); ok {
 			return true
 		}
@@ -251,6 +380,15 @@ func (a *Access) WorkspaceHint(identity, workspace string) string {
 func allowHint(block string) string {
 	return "To allow it, the operator adds this to the configuration (merged into its access section, if it has one) and runs hub reload:\n" +
 		executor.Fence(block, "yaml")
+}
+
+// grantText names a verb for a refusal, with the verb whose grant it needs
+// when that is another's: "fs.upload (it needs fs.writeFile)".
+func grantText(info executor.Info) string {
+	if info.Permission == "" {
+		return info.Name
+	}
+	return fmt.Sprintf("%s (it needs %s)", info.Name, info.Permission)
 }
 
 // rolesText lists roles for a refusal: "none" when there are none.

@@ -10,15 +10,16 @@ import (
 
 // builtin answers /help [verb], /verbs, /whoami, /start, /use [NAME],
 // /where, /nodes and /cancel [turn].
-func (h *Hub) builtin(cmd executor.Command, in *chat.Inbound, ids, roles []string) string {
+func (h *Hub) builtin(cmd executor.Command, in *chat.Inbound, ids []string, d *decision) string {
+	roles := d.roles
 	switch cmd.Builtin {
 	case "whoami":
-		return fmt.Sprintf("You are %s.\nIdentities: %s\nRoles: %s", in.Identity(), strings.Join(ids, ", "), strings.Join(roles, ", "))
+		return whoami(in, ids, d)
 	case "verbs":
-		return h.verbList(ids)
+		return verbList(d)
 	case "help":
 		if cmd.BuiltinArg != "" {
-			return h.verbHelp(cmd.BuiltinArg, ids)
+			return h.verbHelp(cmd.BuiltinArg, d)
 		}
 		return h.help(ids)
 	case "use":
@@ -26,7 +27,7 @@ func (h *Hub) builtin(cmd executor.Command, in *chat.Inbound, ids, roles []strin
 	case "where":
 		return h.where(in, roles)
 	case "nodes":
-		return h.nodes(ids, roles)
+		return h.nodes(ids, d)
 	case "cancel":
 		return h.Cancel(CancelRequest{Chat: in.ReplyKey(), TurnID: cmd.BuiltinArg, Identities: ids}).Text
 	case "start":
@@ -46,8 +47,27 @@ func (h *Hub) help(ids []string) string {
 	return b.String()
 }
 
-func (h *Hub) verbList(ids []string) string {
-	verbs := h.opts.Access.VerbsFor(ids)
+// whoami says who the asker is and what holds for them in this chat:
+// each role with the configuration that grants it, and the chat's
+// ceilings.
+func whoami(in *chat.Inbound, ids []string, d *decision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are %s.\nIdentities: %s\nRoles: %s", in.Identity(), strings.Join(ids, ", "), rolesText(d.roles))
+	scopes := ChatScopes(in)
+	if len(scopes) > 0 {
+		fmt.Fprintf(&b, "\nIn this chat (%s):", strings.Join(scopes, ", "))
+	}
+	for _, r := range d.roles {
+		fmt.Fprintf(&b, "\n- %s, from %s", r, strings.Join(d.standing.Why[r], "; "))
+	}
+	for _, c := range d.standing.Ceilings {
+		fmt.Fprintf(&b, "\n- capped here at what %s may do (access.chats[%q].max_roles)", strings.Join(c.Roles, ", "), c.Scope)
+	}
+	return b.String()
+}
+
+func verbList(d *decision) string {
+	verbs := d.acc.verbsIn(d.standing)
 	if len(verbs) == 0 {
 		return "You may not run any verb yet."
 	}
@@ -59,7 +79,7 @@ func (h *Hub) verbList(ids []string) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func (h *Hub) verbHelp(name string, ids []string) string {
+func (h *Hub) verbHelp(name string, d *decision) string {
 	name = strings.TrimPrefix(name, "/")
 	s, ok := h.x.Registry().Schema(name)
 	if !ok {
@@ -71,8 +91,8 @@ func (h *Hub) verbHelp(name string, ids []string) string {
 	}
 	usage, _ := h.x.Usage(s.Name)
 	allowed := ""
-	if !h.opts.Access.Allowed(ids, s.Name) {
-		allowed = "\n(You may not run it.)"
+	if info, _ := h.x.Registry().Lookup(s.Name); !d.acc.permits(d.standing, info) {
+		allowed = "\n(You may not run it here.)"
 	}
 	return fmt.Sprintf("%s — %s%s\nUsage: %s\n%s", s.Name, s.Summary, allowed, usage, executor.Fence(s.IDL, ""))
 }

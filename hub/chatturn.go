@@ -25,10 +25,19 @@ func chatTurn(in *chat.Inbound) turn {
 	return turn{id: in.TurnID, identity: in.Identity(), ids: Identities(in), in: in}
 }
 
-// parseChat reads a chat turn's command. Parsing is pure: the command is
-// known before the turn is mirrored, so the mirror records the workspace a
-// verb acts in.
+// parseChat reads a chat turn's command, or what a file that came with
+// it asks (parseUpload). Parsing is pure: the command is known before the
+// turn is mirrored, so the mirror records the workspace a verb acts in.
 func (h *Hub) parseChat(t *turn) {
+	if t.in.Upload != nil {
+		h.parseUpload(t)
+		return
+	}
+	h.parseCommand(t)
+}
+
+// parseCommand reads a chat turn's text by the chat grammar.
+func (h *Hub) parseCommand(t *turn) {
 	t.cmd, t.err = h.x.ParseCommand(t.in.Text)
 	if t.err == nil && t.cmd.Verb != "" {
 		t.env = t.cmd.Envelope()
@@ -107,9 +116,11 @@ func chatKind(in *chat.Inbound, roles []string) string {
 // chatReply is a chat turn's answer, before it is chunked.
 type chatReply struct {
 	text, code string
+	meta       map[string]string // more meta of its entries (a held call's buttons)
 	private    bool
 	progress   bool // the call's progress was shown (MetaProgress)
 	by         answeredBy
+	files      []chat.Attachment // sent by the call, after the text
 }
 
 // answer answers a chat turn from a known identity: /approve, a message
@@ -120,7 +131,7 @@ func (h *Hub) answer(ctx context.Context, t *turn, d *decision, res *TurnResult)
 	in := t.in
 	if args, approve := approveCommand(in.Text); approve {
 		res.Status = StatusBuiltin
-		r.text, r.private = h.approveFromChat(ctx, d.acc, t.ids, args, in)
+		r.text, r.private = h.approveFromChat(ctx, d, args, in)
 		return r, true
 	}
 	switch {
@@ -137,7 +148,7 @@ func (h *Hub) answer(ctx context.Context, t *turn, d *decision, res *TurnResult)
 		r.text, r.code, r.private = executor.RenderError(e), string(e.Code), true
 	case t.cmd.Builtin != "":
 		res.Status = StatusBuiltin
-		r.text = h.builtin(t.cmd, in, t.ids, d.roles)
+		r.text = h.builtin(t.cmd, in, t.ids, d)
 	default:
 		return h.answerCall(ctx, t, d, res), true
 	}
@@ -151,14 +162,19 @@ func (h *Hub) answerCall(ctx context.Context, t *turn, d *decision, res *TurnRes
 	switch d.verdict {
 	case verdictForbidden:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
-			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run. %s", t.info.Name, rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Name))}
+			text: fmt.Sprintf("⚠ You may not run %s (forbidden). Your roles: %s. Send /verbs for what you may run. %s", grantText(t.info), rolesText(d.roles), forbiddenWhy(t, d))}
 	case verdictWorkspace:
 		return chatReply{code: string(executor.CodeForbidden), private: true,
 			text: fmt.Sprintf("⚠ %s was not run: %s. Send /use for the workspaces you may use.%s", t.env.Verb, upperFirst(d.werr.Error()), workspaceHint(t, d))}
+	case verdictConfirm:
+		return h.holdChat(t, d)
 	}
 	out, note, by, shown := h.runTracked(ctx, t, d)
 	res.Outcome = out
-	r := chatReply{text: executor.RenderText(out, t.cmd.JSON), by: by, progress: shown}
+	if t.upload != nil {
+		h.mirrorSaved(ctx, t.in, t.upload.Saved)
+	}
+	r := chatReply{text: executor.RenderText(out, t.cmd.JSON), by: by, progress: shown, files: sentFiles(out)}
 	if note != "" && !t.cmd.JSON {
 		r.text += "\n" + note
 	}
@@ -180,7 +196,10 @@ func (h *Hub) deliverReply(ctx context.Context, in *chat.Inbound, r chatReply, r
 	if r.code != "" {
 		meta[store.MetaErrorCode] = r.code
 	}
-	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(r.text, h.chunkOptions(in.ReplyKey())), meta)
+	for k, v := range r.meta {
+		meta[k] = v
+	}
+	entries := outbox.NewEntries(outbox.KindReply, in.TurnID, in.ReplyKey(), chat.SplitText(r.text, h.chunkOptions(in.ReplyKey())), meta, r.files...)
 	now := h.opts.Clock.Now()
 	added, finished, err := h.enqueueAndFinish(context.WithoutCancel(ctx), in.TurnID, entries, store.TurnDone, r.code, now)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,20 @@ type Exchange struct {
 	OutboxID string
 	Text     string
 	TS       time.Time
+	// File is the stored file a delivered chunk carried (a file reply,
+	// docs/uploads.md); nil for text.
+	File *ExchangeFile
+	// Confirm names the held call a chunk is the prompt of (its buttons:
+	// ConfirmStage), "" for any other.
+	Confirm, ConfirmStage string
+}
+
+// ExchangeFile is a file a conversation was sent: its name, size and the
+// SHA-256 under which the state's files/ keeps it (Hub.OpenFile).
+type ExchangeFile struct {
+	Name   string
+	Size   int64
+	SHA256 string
 }
 
 // Conversations is the one source of truth of what a platform's
@@ -133,7 +148,11 @@ func exchangeOf(p chat.Platform, rec store.MirrorRecord) (Exchange, bool) {
 	}
 	x := Exchange{Kind: rec.Kind, TurnID: rec.Meta["turn_id"], Text: rec.Text, TS: rec.TS}
 	if rec.Direction == store.DirectionInbound {
-		if rec.Meta["duplicate"] != "" || strings.TrimSpace(rec.Text) == "" {
+		if rec.Kind == store.KindFile && rec.Meta[MetaFilePath] != "" {
+			// A file the person sent, saved: shown by its name.
+			x.Text = fmt.Sprintf("📎 %s (%s bytes)", rec.Meta[MetaFileName], rec.Meta[MetaFileSize])
+		}
+		if rec.Meta["duplicate"] != "" || strings.TrimSpace(x.Text) == "" {
 			return Exchange{}, false
 		}
 		x.Inbound = true
@@ -143,5 +162,10 @@ func exchangeOf(p chat.Platform, rec store.MirrorRecord) (Exchange, bool) {
 		return Exchange{}, false
 	}
 	x.OutboxID = rec.Meta[store.MetaOutboxID]
+	if sha := rec.Meta[MetaFileSHA256]; sha != "" {
+		size, _ := strconv.ParseInt(rec.Meta[MetaFileSize], 10, 64)
+		x.File = &ExchangeFile{Name: rec.Meta[MetaAttachment], Size: size, SHA256: sha}
+	}
+	x.Confirm, x.ConfirmStage = rec.Meta[MetaConfirm], rec.Meta[MetaConfirmStage]
 	return x, true
 }

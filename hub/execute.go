@@ -38,6 +38,10 @@ type APIRequest struct {
 	// that envelope would be.
 	Verb      executor.Info
 	Arguments json.RawMessage
+	// Confirmed says the surface asked the caller to confirm this exact
+	// call and the caller did (MCP elicitation): a call a role's confirm
+	// holds runs instead of being refused with confirmation_required.
+	Confirmed bool
 }
 
 // Execute runs one call for an API caller: the stable protocol for
@@ -81,7 +85,7 @@ func (h *Hub) apiTurn(req APIRequest) (t turn, text []byte, err error) {
 	if req.TurnID == "" {
 		req.TurnID = NewTurnID("api", h.opts.Clock.Now())
 	}
-	t = turn{id: req.TurnID, identity: req.Identity, ids: []string{req.Identity}, asked: req.Workspace, session: req.Session}
+	t = turn{id: req.TurnID, identity: req.Identity, ids: []string{req.Identity}, asked: req.Workspace, session: req.Session, confirmed: req.Confirmed}
 	switch {
 	case req.Verb.Name == "":
 		t.env, t.err = h.x.DecodeEnvelope(req.Input)
@@ -105,9 +109,11 @@ func (h *Hub) apiOutcome(ctx context.Context, t *turn, d *decision) (*executor.O
 		return &executor.Outcome{Err: executor.ErrorFrom(d.err), ID: t.env.ID}, answeredBy{}
 	case verdictForbidden:
 		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: executor.Errorf(executor.CodeForbidden,
-			"%s may not run %s (forbidden; roles: %s). %s", t.identity, t.info.Name, rolesText(d.roles), d.acc.ForbiddenHint(t.identity, t.info.Name))}, answeredBy{}
+			"%s may not run %s (forbidden; roles: %s). %s", t.identity, t.info.Name, rolesText(d.roles), forbiddenWhy(t, d))}, answeredBy{}
 	case verdictWorkspace:
 		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: executor.Errorf(executor.CodeForbidden, "%s was not run: %s.%s", t.info.Name, d.werr.Error(), workspaceHint(t, d))}, answeredBy{}
+	case verdictConfirm:
+		return &executor.Outcome{Verb: t.info.Name, ID: t.env.ID, Err: confirmError(t, d)}, answeredBy{}
 	}
 	return h.run(ctx, t, d)
 }
@@ -131,6 +137,9 @@ func apiInbound(t *turn, d *decision, text []byte) store.MirrorRecord {
 	}
 	if ws != "" {
 		meta[MetaWorkspace] = ws
+	}
+	if t.call.Verb != "" {
+		meta[MetaCall] = callText(t.call)
 	}
 	return store.MirrorRecord{Direction: store.DirectionInbound, Platform: "api", Actor: t.identity, Kind: "execute", Text: string(text), Meta: meta}
 }

@@ -71,16 +71,25 @@ type Options struct {
 	// AccessState keeps pairing codes and approved grants (pairing.go);
 	// nil: strangers are shown the configuration line instead of a code.
 	AccessState AccessState
-	// Commands resolves the named commands schedules name; nil: none are
-	// available (schedule.go).
-	Commands Commands
+	// Files keeps the files a chat turn's call sends until they are
+	// delivered (files.go); nil: chat turns send no files. FileLimits
+	// overrides a platform's largest file (chat.Spec.MaxFileBytes), as
+	// discord.max_file_bytes does.
+	Files      FileStore
+	FileLimits map[chat.Platform]int64
+	// Commands are the named commands (cmd.<name> verbs); nil: none.
+	Commands *Commands
+	// Confirmations keeps the calls held for confirmation (confirm.go);
+	// nil: such calls are refused with confirmation_required.
+	Confirmations *store.Confirmations
 }
 
 // Hub routes turns. It is safe for concurrent use by every adapter.
 type Hub struct {
-	opts Options
-	x    *executor.Executor
-	log  *slog.Logger
+	opts     Options
+	commands *Commands
+	x        *executor.Executor
+	log      *slog.Logger
 
 	mu       sync.Mutex
 	inFlight map[string]bool
@@ -90,6 +99,7 @@ type Hub struct {
 	heldTurns map[string]string
 	calls     map[string]*runningCall // verb calls from chat, by turn id
 	views     map[chat.Platform]ProgressView
+	sources   map[chat.Platform]FileSource // by platform (SetFileSource)
 	dir       atomic.Pointer[store.Directory]
 	ws        atomic.Pointer[policy.Policy] // the workspace policy in force (reloaded)
 }
@@ -114,7 +124,10 @@ func New(opts Options) (*Hub, error) {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = DefaultProgressEvery
 	}
-	h := &Hub{opts: opts, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}, calls: map[string]*runningCall{},
+	if opts.Commands == nil {
+		opts.Commands = NewCommands(opts.Executor.Registry())
+	}
+	h := &Hub{opts: opts, commands: opts.Commands, x: opts.Executor, log: opts.Logger, inFlight: map[string]bool{}, calls: map[string]*runningCall{},
 		held: map[string]*heldChat{}, heldTurns: map[string]string{}}
 	if opts.Directory != nil {
 		h.dir.Store(opts.Directory)
@@ -210,6 +223,13 @@ func (h *Hub) Handle(ctx context.Context, in *chat.Inbound) (*TurnResult, error)
 // handle is Handle without the wait for held turns: the chat surface's
 // turn (chatturn.go) on the path every surface shares (turn.go).
 func (h *Hub) handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, err error) {
+	return h.handleTurn(ctx, in, nil)
+}
+
+// handleTurn is handle for a message, or (cf set) for the run of the call
+// held from it, which its caller confirmed: not held again, in the
+// workspace its prompt named.
+func (h *Hub) handleTurn(ctx context.Context, in *chat.Inbound, cf *store.Confirmation) (res *TurnResult, err error) {
 	if err := validInbound(in); err != nil {
 		return nil, err
 	}
@@ -220,6 +240,9 @@ func (h *Hub) handle(ctx context.Context, in *chat.Inbound) (res *TurnResult, er
 	}
 	defer h.release(in.TurnID)
 	t := chatTurn(in)
+	if cf != nil {
+		t.confirmed, t.asked = true, cf.Workspace
+	}
 	d := h.identify(&t)
 	now := h.opts.Clock.Now()
 	accepted, done, err := h.beginTurn(ctx, in, now)

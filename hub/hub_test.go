@@ -270,7 +270,8 @@ func TestRenderedReplies(t *testing.T) {
 		t.Errorf("usage error: %q", s)
 	}
 	os.WriteFile(filepath.Join(e.ws, "logo.bin"), []byte{0x89, 'P', 'N', 'G', 0, 1, 2}, 0o644)
-	if s := do(8, "/fs.readFile logo.bin"); !strings.Contains(s, "is binary (7 bytes)") {
+	// A binary file comes back as a file.
+	if s := do(8, "/fs.readFile logo.bin"); !strings.Contains(s, "`logo.bin` (7 bytes) is sent as the file logo.bin.") {
 		t.Errorf("binary readFile: %q", s)
 	}
 	if s := do(6, "/sys.machineInfo"); !strings.Contains(s, "cpus") || !strings.Contains(s, "memory") {
@@ -287,7 +288,7 @@ func TestRenderedReplies(t *testing.T) {
 		t.Fatalf("overflow: want head + attachment, got %v", res.Outbox)
 	}
 	var att *outbox.Entry
-	for _, c := range e.rec.Wait(t, "chat:telegram:100", 9) {
+	for _, c := range e.rec.Wait(t, "chat:telegram:100", 10) {
 		if c.TurnID == "telegram.100.7" && c.Index == 1 {
 			att = c
 		}

@@ -321,9 +321,10 @@ func approveCommand(text string) (args []string, ok bool) {
 }
 
 // approveFromChat answers /approve CODE ROLE from an identity whose roles
-// name admin.access.
-func (h *Hub) approveFromChat(ctx context.Context, acc *Access, ids []string, args []string, in *chat.Inbound) (text string, private bool) {
-	if !acc.Allowed(ids, config.AdminAccess) {
+// name admin.access, in this chat (its ceilings apply).
+func (h *Hub) approveFromChat(ctx context.Context, d *decision, args []string, in *chat.Inbound) (text string, private bool) {
+	acc := d.acc
+	if !acc.permits(d.standing, executor.Info{Name: config.AdminAccess}) {
 		return fmt.Sprintf("⚠ You may not approve access: none of your roles grants %s. %s", config.AdminAccess, acc.ForbiddenHint(in.Identity(), config.AdminAccess)), true
 	}
 	if len(args) != 2 {

@@ -27,6 +27,9 @@ type Platform struct {
 	// Progress shows the progress of long calls from the platform; nil
 	// shows none.
 	Progress ProgressView
+	// Files fetches the files people send on the platform (files.go); nil:
+	// a file that comes with a message cannot be saved.
+	Files FileSource
 }
 
 // acceptedPlatforms lists the names Attach takes, for its errors.
@@ -77,6 +80,9 @@ func (rt *Runtime) Attach(p Platform) error {
 	}
 	if p.Progress != nil {
 		rt.Hub.SetProgressView(p.Name, p.Progress)
+	}
+	if p.Files != nil {
+		rt.Hub.SetFileSource(p.Name, p.Files)
 	}
 	rt.platforms = append(rt.platforms, p)
 	return nil

@@ -133,7 +133,7 @@ func (r *Reloader) Reload() (ReloadReport, error) {
 		r.log.Error("reload refused: the running configuration is kept", "err", err)
 		return ReloadReport{}, fmt.Errorf("reload refused, the running configuration is kept: %w", err)
 	}
-	rep := ReloadReport{File: cfg.Path, Applied: []string{}, Changed: []string{}, Restart: []string{}, Widened: AccessWidening(r.current.Access, cfg.Access)}
+	rep := ReloadReport{File: cfg.Path, Applied: []string{}, Changed: []string{}, Restart: []string{}, Widened: append(AccessWidening(r.current.Access, cfg.Access), CommandsWidening(r.current.Commands, cfg.Commands)...)}
 	covered := func(k string) bool {
 		for _, p := range r.parts {
 			if coversKey(p.Keys, k) {
@@ -300,6 +300,9 @@ var (
 	WorkspaceKeys = []string{"workspaces." + config.WorkspacesByChat, "workspaces." + config.WorkspacesByRole}
 	// ScheduleKeys: every schedule, added, changed or removed.
 	ScheduleKeys = []string{"schedules"}
+	// CommandKeys: every named command, added, changed or removed (the
+	// registry's cmd.* verbs replaced at once).
+	CommandKeys = []string{"commands"}
 )
 
 // workspacePolicy is the workspace policy of a reloaded configuration: its
@@ -320,7 +323,7 @@ func SessionsReloadable(s *SessionSwitch) Reloadable {
 
 // EnableReload makes the runtime reloadable with load (see Reloader) and
 // registers the runtime's own parts (the access policy, the workspace
-// rules, mirror retention, the schedules, which a reload refuses when this
+// rules, mirror retention, the named commands and the schedules, which a reload refuses when this
 // hub cannot run them); the composition registers more parts on the
 // Reloader returned.
 func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
@@ -339,6 +342,12 @@ func (rt *Runtime) EnableReload(load func() (*config.Config, error)) *Reloader {
 		}
 	}})
 	r.Register(rt.RetentionReloadable())
+	r.Refresh("check the commands", rt.Hub.commands.Check)
+	r.Register(Reloadable{Name: "commands", Keys: CommandKeys, Apply: func(cfg *config.Config) {
+		if err := rt.Hub.commands.Replace(cfg.Commands); err != nil {
+			rt.log.Error("reload the commands", "err", err)
+		}
+	}})
 	r.Refresh("check the schedules", rt.Schedules.Check)
 	r.Register(Reloadable{Name: "schedules", Keys: ScheduleKeys, Apply: func(cfg *config.Config) {
 		if err := rt.Schedules.Replace(cfg); err != nil {

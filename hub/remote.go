@@ -159,9 +159,9 @@ func (h *Hub) liveness(workspace string) string {
 
 // nodes answers /nodes: every node's liveness, for roles that name
 // admin.read.
-func (h *Hub) nodes(ids, roles []string) string {
-	if !h.opts.Access.Allowed(ids, config.AdminRead) {
-		return fmt.Sprintf("⚠ You may not run /nodes (forbidden): it needs a role with %s. Your roles: %s. %s", config.AdminRead, rolesText(roles), h.opts.Access.ForbiddenHint(ids[0], config.AdminRead))
+func (h *Hub) nodes(ids []string, d *decision) string {
+	if !d.acc.permits(d.standing, executor.Info{Name: config.AdminRead}) {
+		return fmt.Sprintf("⚠ You may not run /nodes (forbidden): it needs a role with %s. Your roles: %s. %s", config.AdminRead, rolesText(d.roles), h.opts.Access.ForbiddenHint(ids[0], config.AdminRead))
 	}
 	if h.opts.Remote == nil {
 		return "This hub has no remote nodes (nats: is not configured; see docs/nodes.md)."

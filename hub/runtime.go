@@ -87,8 +87,6 @@ type RuntimeOptions struct {
 	// OutboxEvents hears what happens to outbox entries besides the
 	// mirror (metrics); nil: no one.
 	OutboxEvents outbox.Events
-	// Commands resolves the named commands schedules name (Options.Commands).
-	Commands Commands
 }
 
 // Open wires a Runtime around x over the state root st, which the caller
@@ -179,8 +177,18 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Clock:       opts.Clock,
 		Events:      events,
 		Logger:      opts.Logger,
+		Files:       st.Files(),
 	})
+	commands := NewCommands(x.Registry())
+	if err := commands.Replace(cfg.Commands); err != nil {
+		return nil, err
+	}
+	confirmations, err := store.OpenConfirmations(st.Database())
+	if err != nil {
+		return nil, err
+	}
 	rt.Hub, err = New(Options{
+		Confirmations:  confirmations,
 		Executor:       x,
 		Access:         NewAccess(cfg.Access, x.Registry()),
 		Ledger:         rt.Ledger,
@@ -204,7 +212,9 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Clock:          opts.Clock,
 		Logger:         opts.Logger,
 		AccessState:    accessState,
-		Commands:       opts.Commands,
+		Files:          st.Files(),
+		FileLimits:     fileLimits(cfg),
+		Commands:       commands,
 	})
 	if err != nil {
 		return nil, err
@@ -245,11 +255,17 @@ func (rt *Runtime) Start(ctx context.Context) error {
 	go func() { rt.dispatchDone <- rt.Outbox.Run(dctx) }()
 	rt.running.Store(true)
 	rt.Schedules.Start()
-	if len(pending) > 0 {
+	confirmed, err := rt.Hub.confirmedNotDone()
+	if err != nil {
+		rt.log.Warn("held calls confirmed before the last stop", "err", err)
+	}
+	if len(pending) > 0 || len(confirmed) > 0 {
 		// Turns accepted before the last stop and never run: run them now,
 		// in the order they arrived, until the runtime closes. The new turns
 		// of their chats wait for them, from before the adapters start.
-		rt.log.Info("running turns accepted before the last stop", "turns", len(pending))
+		// Then the held calls confirmed before the last stop whose run had
+		// not begun.
+		rt.log.Info("running turns accepted before the last stop", "turns", len(pending), "confirmed", len(confirmed))
 		rt.Hub.hold(pending)
 		rctx, stop := context.WithCancel(context.Background())
 		rt.stopPending = stop
@@ -257,6 +273,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		go func() {
 			defer close(rt.pendingDone)
 			rt.Hub.runHeld(rctx, pending)
+			rt.Hub.resumeConfirmed(rctx, confirmed)
 		}()
 	}
 	return nil
@@ -274,6 +291,11 @@ func (rt *Runtime) pruneLedger() {
 		rt.log.Warn("turn ledger", "err", err)
 	} else if turns+denials > 0 {
 		rt.log.Info("turn ledger: forgot old turns", "turns", turns, "denials", denials, "finished_before", cutoff.UTC().Format(time.RFC3339))
+	}
+	if n, err := rt.Hub.PruneConfirmations(cutoff); err != nil {
+		rt.log.Warn("held calls", "err", err)
+	} else if n > 0 {
+		rt.log.Info("held calls: forgot old ones", "calls", n, "decided_before", cutoff.UTC().Format(time.RFC3339))
 	}
 	p := &rt.prune
 	p.mu.Lock()
@@ -417,11 +439,17 @@ func (m *mirrorEvents) record(e *outbox.Entry, kind, msgID string) store.MirrorR
 	if c := e.Meta[store.MetaErrorCode]; c != "" {
 		meta[store.MetaErrorCode] = c
 	}
+	if id := e.Meta[MetaConfirm]; id != "" {
+		meta[MetaConfirm], meta[MetaConfirmStage] = id, e.Meta[MetaConfirmStage]
+	}
 	if msgID != "" {
 		meta[store.MetaPlatformMessageID] = msgID
 	}
-	if e.Attachment != nil {
-		meta["attachment"] = e.Attachment.Name
+	if a := e.Attachment; a != nil {
+		meta[MetaAttachment] = a.Name
+		if a.Stored() {
+			meta[MetaFileSHA256], meta[MetaFileSize] = a.SHA256, strconv.FormatInt(a.Size, 10)
+		}
 	}
 	if e.LastError != "" && kind == store.KindDead {
 		meta["last_error"] = e.LastError
@@ -476,9 +504,10 @@ func (m *mirrorEvents) append(e *outbox.Entry, rec store.MirrorRecord) {
 
 // feed gives the record of a chunk to the conversations feed.
 func (m *mirrorEvents) feed(e *outbox.Entry, rec store.MirrorRecord) {
-	if e.Attachment != nil {
-		// A conversation shows an overflow attachment inline.
-		rec.Text += "\n" + executor.Fence(string(e.Attachment.Data), "")
+	if a := e.Attachment; a != nil && !a.Stored() {
+		// A conversation shows an overflow attachment inline (a stored
+		// file is a download: its record names it).
+		rec.Text += "\n" + executor.Fence(string(a.Data), "")
 	}
 	m.conv.record(rec)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
@@ -46,7 +47,7 @@ type ScheduledCall struct {
 	// Identity makes the call (schedule:<name>), with its roles.
 	Identity string
 	// Verb and Arguments are the call; or Command and Params, a named
-	// command that Options.Commands resolves to one.
+	// command (the verb cmd.<Command> with Params as its arguments).
 	Verb      string
 	Arguments json.RawMessage
 	Command   string
@@ -60,13 +61,6 @@ type ScheduledCall struct {
 	// it was asked for (hub schedules run) rather than due.
 	At     time.Time
 	Manual bool
-}
-
-// Commands resolves a named command and its parameters to the verb call
-// it stands for. Nil in Options: named commands are not available, and a
-// schedule that names one is refused when it runs.
-type Commands interface {
-	Resolve(name string, params map[string]any) (verb string, arguments json.RawMessage, err error)
 }
 
 // ScheduleResult says what RunScheduled did: the turn's status
@@ -137,10 +131,9 @@ func (h *Hub) scheduleTurn(c ScheduledCall) (t turn, text []byte, err error) {
 	t = turn{id: c.TurnID, identity: c.Identity, ids: []string{c.Identity}, asked: c.Workspace, own: ScheduleIdentityOf(c.Schedule)}
 	verb, args := c.Verb, c.Arguments
 	if c.Command != "" {
-		verb, args, t.err = h.resolveCommand(c)
-		if t.err != nil {
-			text, err = json.Marshal(map[string]any{"command": c.Command, "params": c.Params})
-			return t, text, err
+		verb = config.CommandPrefix + c.Command
+		if args, err = json.Marshal(c.Params); err != nil {
+			return t, nil, fmt.Errorf("schedule %s, turn %s: the command's params: %w", c.Schedule, c.TurnID, err)
 		}
 	}
 	if args == nil {
@@ -152,18 +145,6 @@ func (h *Hub) scheduleTurn(c ScheduledCall) (t turn, text []byte, err error) {
 	}
 	t.env.Workspace = c.Workspace
 	return t, text, nil
-}
-
-// resolveCommand resolves a schedule's named command to its call.
-func (h *Hub) resolveCommand(c ScheduledCall) (string, json.RawMessage, error) {
-	if h.opts.Commands == nil {
-		return "", nil, executor.Errorf(executor.CodeInvalidEnvelope, "named commands are not available yet: schedule %s names the command %s; give it a verb and arguments", c.Schedule, c.Command)
-	}
-	verb, args, err := h.opts.Commands.Resolve(c.Command, c.Params)
-	if err != nil {
-		return "", nil, executor.ErrorFrom(err)
-	}
-	return verb, args, nil
 }
 
 // ScheduleIdentityOf is the conversation key, and the default identity,

@@ -15,7 +15,6 @@ import (
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
-	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
@@ -463,40 +462,51 @@ func TestScheduleRunNow(t *testing.T) {
 	}
 }
 
-// resolver resolves the command deploy to fs.lineCount of its param file.
-type resolver struct{}
-
-func (resolver) Resolve(name string, params map[string]any) (string, json.RawMessage, error) {
-	if name != "deploy" {
-		return "", nil, executor.Errorf(executor.CodeInvalidArguments, "no command %s", name)
+// lineCountCommand is the named command count: fs.lineCount of its path
+// parameter file.
+func lineCountCommand() config.Command {
+	return config.Command{
+		Description: "Count a file's lines",
+		Params:      config.CommandParams{Names: []string{"file"}, ByName: map[string]config.CommandParam{"file": {Type: config.ParamPath}}},
+		Run:         config.CommandRun{Verb: "fs.lineCount", Arguments: config.Arguments{"path": "{file}"}},
 	}
-	b, err := json.Marshal(map[string]any{"path": params["file"]})
-	return "fs.lineCount", b, err
 }
 
 // TestScheduledNamedCommand: a schedule's run may name a command instead
-// of a verb; the hub resolves it through Options.Commands, and without
-// them refuses it, saying named commands are not available, mirrored like
-// any refusal.
+// of a verb (run: {command: count, params: …}); it runs as the verb
+// cmd.count, so its identity needs the permission cmd.count (not the
+// fs.lineCount it stands for), and a parameter its type refuses is a
+// rejected run, mirrored like any refusal.
 func TestScheduledNamedCommand(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		commands hub.Commands
-		status   hub.Status
-		want     string
+		name   string
+		role   string
+		file   string
+		status hub.Status
+		want   string
 	}{
-		{"resolved", resolver{}, hub.StatusExecuted, `"lineCount":2`},
-		{"unavailable", nil, hub.StatusRejected, "named commands are not available yet"},
+		{"granted", "counter", "README.md", hub.StatusExecuted, `"lineCount":2`},
+		{"not granted", "reader", "README.md", hub.StatusForbidden, "cmd.count"},
+		{"refused parameter", "counter", "../README.md", hub.StatusRejected, "leaves the workspace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws, state := newSchedDirs(t)
-			// The schedule's identity holds reader; its own times are far.
-			grant := map[string]config.Schedule{"deployer": daily("deployer", "0 6 1 1 *", "UTC", config.MissedSkip)}
-			e := openSched(t, ws, state, time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC), "reader", grant, hub.RuntimeOptions{Commands: tc.commands})
-			at := e.clk.Now()
-			res, err := e.rt.Hub.RunScheduled(context.Background(), hub.ScheduledCall{
-				Schedule: "deployer", TurnID: turnOf("deployer", at), Identity: "schedule:deployer", Command: "deploy",
-				Params: map[string]any{"file": "README.md"}, Deliver: []chat.Key{{Kind: chat.KindLocal, Path: "pma/deployer.jsonl"}}, At: at,
+			cfg := testConfig(t, ws, state)
+			cfg.Commands = config.Commands{"count": lineCountCommand()}
+			cfg.Access.Roles["counter"] = config.Role{Verbs: []string{"cmd.count"}}
+			cfg.Access.Grants["schedule:deployer"] = []string{tc.role}
+			cfg.Schedules = config.Schedules{"deployer": daily("deployer", "0 6 1 1 *", "UTC", config.MissedSkip)}
+			cfg.ApplyDefaults()
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			clk := clock.NewFake(time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC))
+			he := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Clock: clk}})
+			he.Start(t)
+			at := clk.Now()
+			res, err := he.Runtime.Hub.RunScheduled(context.Background(), hub.ScheduledCall{
+				Schedule: "deployer", TurnID: turnOf("deployer", at), Identity: "schedule:deployer", Command: "count",
+				Params: map[string]any{"file": tc.file}, Deliver: []chat.Key{{Kind: chat.KindLocal, Path: "pma/deployer.jsonl"}}, At: at,
 			})
 			if err != nil || res.Status != tc.status {
 				t.Fatalf("run: %+v %v", res, err)
@@ -505,7 +515,7 @@ func TestScheduledNamedCommand(t *testing.T) {
 				t.Fatalf("outcome %s, want %s", got, tc.want)
 			}
 			recs := scheduleRecords(t, state, "deployer")
-			if len(recs) != 2 || !strings.Contains(recs[0].Text, "deploy") && !strings.Contains(recs[0].Text, "lineCount") {
+			if len(recs) != 2 || !strings.Contains(recs[0].Text, "cmd.count") {
 				t.Fatalf("mirror records %+v", recs)
 			}
 			waitLocal(t, state, "deployer", 1)

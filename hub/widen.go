@@ -2,6 +2,7 @@ package hub
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -39,9 +40,42 @@ func AccessWidening(a, b config.Access) []string {
 			out = append(out, fmt.Sprintf("access.roles.%s gained workspace %s", name, w))
 		}
 	}
+	for _, scope := range sortedKeys(b.Chats) {
+		old, nw := a.Chats[scope], b.Chats[scope]
+		for _, id := range sortedKeys(nw.Grants) {
+			for _, r := range added(old.Grants[id], nw.Grants[id]) {
+				out = append(out, fmt.Sprintf("access.chats[%q].grants[%q] gained %s", scope, id, r))
+			}
+		}
+		if old.MaxRoles != nil && (nw.MaxRoles == nil || len(added(old.MaxRoles, nw.MaxRoles)) > 0) {
+			out = append(out, fmt.Sprintf("access.chats[%q].max_roles was raised or removed", scope))
+		}
+	}
+	for _, scope := range sortedKeys(a.Chats) {
+		if _, kept := b.Chats[scope]; !kept && a.Chats[scope].MaxRoles != nil {
+			out = append(out, fmt.Sprintf("access.chats[%q] and its max_roles were removed", scope))
+		}
+	}
 	if _, was := a.Roles[ReaderRole]; was {
 		if _, is := b.Roles[ReaderRole]; !is {
 			out = append(out, "access.roles.reader is no longer configured: the built-in reader role (every read-only verb) applies again")
+		}
+	}
+	return out
+}
+
+// CommandsWidening names each named command a new commands section adds,
+// or changes (its call, parameters, workspace or timeout): whoever may run
+// it may now run something they could not, without a change to access.
+func CommandsWidening(a, b config.Commands) []string {
+	var out []string
+	for _, name := range sortedKeys(b) {
+		old, existed := a[name]
+		switch nw := b[name]; {
+		case !existed:
+			out = append(out, fmt.Sprintf("commands.%s was added: it runs %s", name, nw.Run.Verb))
+		case !reflect.DeepEqual(old.Run, nw.Run) || !reflect.DeepEqual(old.Params, nw.Params) || old.Workspace != nw.Workspace || old.Timeout != nw.Timeout:
+			out = append(out, fmt.Sprintf("commands.%s changed what it runs (%s)", name, nw.Run.Verb))
 		}
 	}
 	return out

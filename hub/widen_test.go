@@ -57,6 +57,45 @@ func TestAccessWidening(t *testing.T) {
 	}
 }
 
+// TestChatAccessWidening: a chat grant gained, and a ceiling raised or
+// removed, widen access; a ceiling added narrows it.
+func TestChatAccessWidening(t *testing.T) {
+	a := config.Access{Chats: map[string]config.ChatRule{
+		"telegram:chat:-1": {MaxRoles: []string{"reader"}},
+		"telegram:chat:-2": {MaxRoles: []string{"reader"}},
+		"telegram:chat:-3": {Grants: map[string][]string{"telegram:1": {"ops"}}},
+	}}
+	b := config.Access{Chats: map[string]config.ChatRule{
+		"telegram:chat:-1": {MaxRoles: []string{"reader", "ops"}},
+		"telegram:chat:-3": {Grants: map[string][]string{"telegram:1": {"ops", "admin"}}, MaxRoles: []string{"reader"}},
+	}}
+	want := []string{
+		`access.chats["telegram:chat:-1"].max_roles was raised or removed`,
+		`access.chats["telegram:chat:-3"].grants["telegram:1"] gained admin`,
+		`access.chats["telegram:chat:-2"] and its max_roles were removed`,
+	}
+	if got := hub.AccessWidening(a, b); !slices.Equal(got, want) {
+		t.Fatalf("widening:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestCommandsWidening: a named command added or changed widens what its
+// holders may run; one removed or left alone does not.
+func TestCommandsWidening(t *testing.T) {
+	count := config.Command{Run: config.CommandRun{Verb: "fs.lineCount", Arguments: config.Arguments{"path": "a"}}}
+	other := count
+	other.Run.Arguments = config.Arguments{"path": "b"}
+	a := config.Commands{"count": count, "gone": count, "same": count}
+	b := config.Commands{"count": other, "new": count, "same": count}
+	want := []string{"commands.count changed what it runs (fs.lineCount)", "commands.new was added: it runs fs.lineCount"}
+	if got := hub.CommandsWidening(a, b); !slices.Equal(got, want) {
+		t.Fatalf("widening:\n got %q\nwant %q", got, want)
+	}
+	if got := hub.CommandsWidening(b, a); !slices.Equal(got, []string{"commands.count changed what it runs (fs.lineCount)", "commands.gone was added: it runs fs.lineCount"}) {
+		t.Fatalf("the other way: %q", got)
+	}
+}
+
 // TestReloadWarnsWhenAccessWidens: a reload that grants everyone admin
 // applies, and its report and the log say so.
 func TestReloadWarnsWhenAccessWidens(t *testing.T) {

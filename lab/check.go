@@ -81,8 +81,10 @@ type Observation struct {
 	Telegram []telegramtest.Message
 	Discord  []discordtest.Receipt
 	Web      []WebEvent
-	// Files holds the workspace files the markers go to.
-	Files map[string]string
+	// Files holds the workspace files the markers go to; Uploads the files
+	// saved under up/ by path (files.go).
+	Files   map[string]string
+	Uploads map[string][]byte
 	// HubLogs are the output of every hub run, by run.
 	HubLogs []string
 	// Alive is empty when the hub answered the final admin request; else
@@ -92,6 +94,8 @@ type Observation struct {
 	// is what its local target received.
 	Schedule bool
 	Local    []localDelivery
+	// Confirms are the held calls of confirm steps (hub.confirm).
+	Confirms []ConfirmCall
 }
 
 // Violation is an invariant that does not hold.
@@ -115,9 +119,15 @@ type Figures struct {
 	SideEffects                            int
 	UnrecordedTelegram, UnrecordedDiscord  int
 	DuplicateSent                          int
+	// Uploads counts the files saved whole under up/; FileReplies the
+	// documents of blob.bin Telegram received.
+	Uploads, FileReplies int
 	// The schedule tick: runs mirrored, runs with a result, lines its
 	// program wrote, runs answered with a restart notice.
 	ScheduleRuns, ScheduleResults, ScheduleTicks, ScheduleNotices int
+	// The held calls: confirmed (ran once), confirmed but cut short by a
+	// kill before their program ran, cancelled (never ran).
+	ConfirmRuns, ConfirmInterrupted, ConfirmCancels int
 }
 
 // adapterNotices are texts the Discord adapter writes into an
@@ -151,7 +161,9 @@ func Check(o Observation) ([]Violation, Figures) {
 	c.checkAnswers()
 	c.checkMirrors()
 	c.checkSideEffects()
+	c.checkUploads()
 	c.checkSchedule()
+	c.checkConfirms()
 	c.checkAlive()
 	return c.v, c.fig
 }
@@ -793,6 +805,12 @@ func (f Figures) Summary() string {
 	s := fmt.Sprintf("turns=%d delivered=%d answered=%d chunks=%d dead=%d received=%d crash_window_duplicates=%d nonce_repeats=%d side_effects=%d mirror_gaps_fault=%d mirror_gaps_crash=%d inbound_gaps_fault=%d inbound_gaps_crash=%d discord_lost_in_crash=%d duplicate_inbounds_sent=%d",
 		f.Turns, f.TurnsDelivered, f.Answered, f.Chunks, f.Dead, f.Receipts, f.CrashDuplicates, f.NonceRepeats, f.SideEffects,
 		f.MirrorGapsInFault, f.MirrorGapsInCrash, f.InboundGapsInFault, f.InboundGapsInCrash, f.DiscordLostInCrash, f.DuplicateSent)
+	if f.Uploads > 0 || f.FileReplies > 0 {
+		s += fmt.Sprintf(" uploads=%d file_replies_telegram=%d", f.Uploads, f.FileReplies)
+	}
+	if f.ConfirmRuns+f.ConfirmInterrupted+f.ConfirmCancels > 0 {
+		s += fmt.Sprintf(" confirm_runs=%d confirm_interrupted=%d confirm_cancels=%d", f.ConfirmRuns, f.ConfirmInterrupted, f.ConfirmCancels)
+	}
 	if f.ScheduleRuns > 0 {
 		s += fmt.Sprintf(" schedule_runs=%d schedule_results=%d schedule_ticks=%d schedule_notices=%d", f.ScheduleRuns, f.ScheduleResults, f.ScheduleTicks, f.ScheduleNotices)
 	}

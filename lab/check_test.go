@@ -340,3 +340,40 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckUploads: the uploads invariant holds for uploads saved whole,
+// and fails for a file with other bytes, a file no turn sent, a leftover
+// temporary file and a reply saying saved with no file; documents of
+// blob.bin must hold its bytes.
+func TestCheckUploads(t *testing.T) {
+	build := func() *obsBuilder {
+		b := newObs()
+		b.telegram("-2001", 1, 1, "")
+		b.o.Turns[0].Action, b.o.Turns[0].Marker = "upload", "mk000001z"
+		b.o.Uploads = map[string][]byte{uploadPath("mk000001z"): uploadData("mk000001z")}
+		return b
+	}
+	if vs, fig := Check(build().o); len(vs) > 0 || fig.Uploads != 1 {
+		t.Fatalf("a whole upload: %v, %d uploads", vs, fig.Uploads)
+	}
+	for name, mutate := range map[string]func(*obsBuilder){
+		"other bytes":      func(b *obsBuilder) { b.o.Uploads[uploadPath("mk000001z")] = []byte("short") },
+		"no turn sent it":  func(b *obsBuilder) { b.o.Uploads["up/mk000099z.bin"] = uploadData("mk000099z") },
+		"a temporary file": func(b *obsBuilder) { b.o.Uploads["up/.mk000002z.bin.tmp-0123456789ab"] = nil },
+		"said saved, missing": func(b *obsBuilder) {
+			delete(b.o.Uploads, uploadPath("mk000001z"))
+			b.o.Outbound[0].Text = "Saved `" + uploadPath("mk000001z") + "` (6001 bytes)."
+		},
+		"a document with other bytes": func(b *obsBuilder) {
+			b.o.Telegram = append(b.o.Telegram, telegramtest.Message{Method: "sendDocument", ChatID: "-2001", DocName: blobName, Doc: []byte("x")})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := build()
+			mutate(b)
+			if vs, _ := Check(b.o); !has(vs, "uploads") {
+				t.Fatalf("want an uploads violation, got %v", vs)
+			}
+		})
+	}
+}

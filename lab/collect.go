@@ -186,6 +186,9 @@ func (w *world) finish() (Observation, error) {
 	if err := w.freeMirror(); err != nil {
 		return obs, err
 	}
+	if err := w.healCluster(); err != nil {
+		return obs, err
+	}
 	if err := w.healNodes(); err != nil {
 		return obs, err
 	}
@@ -204,6 +207,14 @@ func (w *world) finish() (Observation, error) {
 		s := &source{w: w, t: p, chat: 0, tgChat: probeChat, channel: w.dc.ChannelID}
 		if err := s.send("whoami", true); err != nil {
 			return obs, fmt.Errorf("final turn on %s: %w", p.Platform, err)
+		}
+	}
+	if w.sentUploads() {
+		// The next upload into up/ removes what saves cut short by a kill
+		// left there (docs/uploads.md): checkUploads finds none.
+		s := &source{w: w, t: TrafficStep{Platform: "web"}}
+		if err := s.send("upload", true); err != nil {
+			return obs, fmt.Errorf("final upload: %w", err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
@@ -257,6 +268,7 @@ func (w *world) finish() (Observation, error) {
 		return obs, fmt.Errorf("read the mirrors: %w", err)
 	}
 	obs.Schedule = w.sc.Hub.Schedule
+	obs.Confirms = append([]ConfirmCall(nil), w.confirms...)
 	if obs.Local, err = w.readLocal(); err != nil {
 		return obs, err
 	}
@@ -271,6 +283,7 @@ func (w *world) finish() (Observation, error) {
 			obs.Files[e.Name()] = string(data)
 		}
 	}
+	obs.Uploads = readUploads(w.ws)
 	for _, run := range w.hub.allRuns() {
 		data, _ := os.ReadFile(run.log)
 		obs.HubLogs = append(obs.HubLogs, string(data))

@@ -39,6 +39,9 @@
 //     changes);
 //   - at most once: a side-effecting turn's marker appears at most once in
 //     the workspace, and exactly once when the turn's reply says it ran;
+//   - uploads: a file saved from an upload turn holds exactly what it
+//     sent, once, and no save cut short by a kill leaves a temporary file
+//     once the next upload has run (files.go);
 //   - alive: the hub answers a final turn on every platform and its admin
 //     API, never panicked or reported a data race, and stops cleanly.
 package lab

@@ -98,8 +98,21 @@ func envSeed(t *testing.T) int64 {
 
 // TestScenarios runs every scenario's short version (LAB_FULL=1: as
 // written, but a soak scenario stays short: its long run is TestSoak's),
-// in parallel.
+// in parallel, but those on a NATS cluster: TestClusterScenarios runs
+// them.
 func TestScenarios(t *testing.T) {
+	runScenarios(t, func(sc *Scenario) bool { return sc.Hub.Cluster == 0 })
+}
+
+// TestClusterScenarios runs the scenarios whose hub uses a three-server
+// NATS cluster (hub.cluster) as TestScenarios runs the others, so that
+// `go test -run Cluster` runs them with the other tests on a cluster.
+func TestClusterScenarios(t *testing.T) {
+	runScenarios(t, func(sc *Scenario) bool { return sc.Hub.Cluster != 0 })
+}
+
+// runScenarios runs the scenarios pick chooses, in parallel.
+func runScenarios(t *testing.T, pick func(*Scenario) bool) {
 	full := os.Getenv("LAB_FULL") == "1"
 	bin := hubBinary(t)
 	// The scenarios spend their time waiting on hubs, nodes and platforms
@@ -107,7 +120,12 @@ func TestScenarios(t *testing.T) {
 	// once than go test's -parallel (the CPUs) allows.
 	slots := make(chan struct{}, labParallel(t))
 	var wg sync.WaitGroup
+	n := 0
 	for _, sc := range scenarioFiles(t) {
+		if !pick(sc) {
+			continue
+		}
+		n++
 		mode := Short
 		if full && sc.Soak == nil {
 			mode = Full
@@ -121,9 +139,13 @@ func TestScenarios(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if n == 0 {
+		t.Fatal("no scenario to run")
+	}
 }
 
-// labParallel is how many scenarios TestScenarios runs at once: LAB_PARALLEL,
+// labParallel is how many scenarios TestScenarios (and
+// TestClusterScenarios) runs at once: LAB_PARALLEL,
 // default 6.
 func labParallel(t *testing.T) int {
 	v := os.Getenv("LAB_PARALLEL")

@@ -28,6 +28,7 @@ const remoteFile = "remote.log"
 // Answers the checks look for.
 const (
 	answerOffline     = "offline"
+	answerUnsure      = "may or may not have completed"
 	expiredLogLine    = "expired request not run"
 	maxNodes          = 9
 	nodeStartDeadline = 60 * time.Second
@@ -82,6 +83,9 @@ func (sc *Scenario) validateNodes() error {
 	}
 	if h.CallTimeout != 0 && (h.Nodes == 0 || h.CallTimeout.D() < time.Second) {
 		return errors.New("hub.call_timeout needs hub.nodes and at least 1s")
+	}
+	if h.Cluster != 0 && (h.Cluster != clusterSize || h.Nodes == 0) {
+		return fmt.Errorf("hub.cluster %d is not accepted (accepted: %d, with hub.nodes)", h.Cluster, clusterSize)
 	}
 	return nil
 }
@@ -144,6 +148,7 @@ func (w *world) setupNodes() error {
 		return err
 	}
 	ln := &labNodes{port: port, procs: map[string]*hubProc{}, keys: map[string]string{}, down: map[string]bool{}, turns: map[string]*remoteTurn{}, triggered: map[string]bool{}}
+	w.nodes = ln
 	for k := 1; k <= count; k++ {
 		name := nodeName(k)
 		seed := filepath.Join(w.dir, name+".nk")
@@ -164,8 +169,8 @@ func (w *world) setupNodes() error {
 			return err
 		}
 		cfg := filepath.Join(w.dir, name+".yml")
-		data := fmt.Sprintf("node:\n  name: %s\n  nats_url: nats://127.0.0.1:%d\n  nkey_file: %q\n  heartbeat: 1s\nstate_dir: %q\nworkspaces:\n  lab:\n    path: %q\n",
-			name, port, seed, filepath.Join(w.dir, name+"-state"), dir)
+		data := fmt.Sprintf("node:\n  name: %s\n  nats_url: %q\n  nkey_file: %q\n  heartbeat: 1s\nstate_dir: %q\nworkspaces:\n  lab:\n    path: %q\n",
+			name, w.natsURL(), seed, filepath.Join(w.dir, name+"-state"), dir)
 		if err := os.WriteFile(cfg, []byte(data), 0o600); err != nil {
 			return err
 		}
@@ -182,7 +187,11 @@ func (w *world) nodesConfig() string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "nats:\n  embedded: true\n  listen: 127.0.0.1:%d\n", w.nodes.port)
+	if w.cluster != nil {
+		fmt.Fprintf(&b, "nats:\n  url: %q\n  replicas: %d\n", w.natsURL(), len(w.cluster.c.Servers))
+	} else {
+		fmt.Fprintf(&b, "nats:\n  embedded: true\n  listen: 127.0.0.1:%d\n", w.nodes.port)
+	}
 	if ct := w.sc.Hub.CallTimeout; ct > 0 {
 		fmt.Fprintf(&b, "  call_timeout: %s\n", ct.D())
 	}
@@ -521,13 +530,19 @@ func (w *world) checkNodes(o Observation) []Violation {
 	defer ln.mu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	faultFree := len(w.kills) == 0 && len(w.stops) == 0
+	faultFree := len(w.kills) == 0 && len(w.stops) == 0 && !w.clusterFaulted()
 	faulted := map[string]bool{}
 	for _, c := range ln.cuts {
 		faulted[ln.turns[c.turn.TurnID].node] = true
 	}
+	// The calls queued for a stopped node past the call timeout: their
+	// answer (offline) is checked below.
+	offlineChecked := map[string]bool{}
 	for _, q := range ln.queued {
 		faulted[q.node] = true
+		for _, t := range q.turns {
+			offlineChecked[t.TurnID] = q.want == answerOffline
+		}
 	}
 	ids := slices.Sorted(func(yield func(string) bool) {
 		for id := range ln.turns {
@@ -554,6 +569,11 @@ func (w *world) checkNodes(o Observation) []Violation {
 		}
 		if faultFree && !faulted[rt.node] && !finished {
 			fail("%s on node %s, which no fault touched, was not answered with its marker: %q", id, rt.node, preview(answer))
+		}
+		if w.cluster != nil && t.Delivered && !finished && !offlineChecked[id] && !strings.Contains(answer, answerUnsure) {
+			// On a cluster a call waits for its node through any server
+			// failing: it runs, or its fate is said to be unknown.
+			fail("%s was answered neither with its marker nor that it may or may not have completed: %q", id, preview(answer))
 		}
 	}
 	for _, c := range ln.cuts {

@@ -23,15 +23,24 @@ func TestCheckNodes(t *testing.T) {
 		file   string // n1/remote.log
 		answer map[string]string
 		want   string // "" for no violation
+		// cluster: the hub's NATS is a cluster; a remote turn not
+		// answered with its marker must be answered that it may or may
+		// not have completed.
+		cluster bool
 	}{
-		{"consistent", done + "\n" + cut + "\n", nil, ""},
-		{"ran twice", done + "\n" + done + "\n" + cut + "\n", nil, "appears 2 times"},
-		{"offline call ran", done + "\n" + offline + "\n" + cut + "\n", nil, "ran when node n1 came back"},
-		{"answered with its output, no side effect", cut + "\n", nil, "the marker is not in"},
-		{"cut answered otherwise", done + "\n" + cut + "\n", map[string]string{cut: "<pre>" + cut + "</pre>"}, "does not carry"},
+		{"consistent", done + "\n" + cut + "\n", nil, "", false},
+		{"consistent on a cluster", done + "\n" + cut + "\n", nil, "", true},
+		{"ran twice", done + "\n" + done + "\n" + cut + "\n", nil, "appears 2 times", false},
+		{"offline call ran", done + "\n" + offline + "\n" + cut + "\n", nil, "ran when node n1 came back", false},
+		{"answered with its output, no side effect", cut + "\n", nil, "the marker is not in", false},
+		{"cut answered otherwise", done + "\n" + cut + "\n", map[string]string{cut: "<pre>" + cut + "</pre>"}, "does not carry", false},
+		{"on a cluster, answered neither", done + "\n" + cut + "\n", map[string]string{done: "⚠ the call failed"}, "neither with its marker nor that it may or may not have completed", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &world{sc: &Scenario{Hub: HubSettings{Nodes: 1}}, ws: t.TempDir(), logf: func(string, ...any) {}}
+			if tc.cluster {
+				w.cluster = &labCluster{}
+			}
 			if err := os.MkdirAll(filepath.Join(w.ws, "n1"), 0o755); err != nil {
 				t.Fatal(err)
 			}

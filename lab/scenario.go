@@ -74,12 +74,22 @@ type HubSettings struct {
 	Nodes int `yaml:"nodes"`
 	// CallTimeout is the hub's nats.call_timeout (default 10m).
 	CallTimeout config.Duration `yaml:"call_timeout"`
+	// Cluster (3, with Nodes) runs the hub's NATS as a cluster of three
+	// nats-server processes instead of the embedded server, each
+	// configured with `hub nats config`: the hub uses them through
+	// nats.url with nats.replicas 3, the nodes connect to all three, and
+	// nats steps kill, stop and start them.
+	Cluster int `yaml:"cluster"`
 	// Schedule adds the schedule tick: every minute, as schedule:tick,
 	// proc.run appends a line to tick.log (after a second's sleep, a
 	// call to kill the hub in) and echoes it; its result goes to the
 	// Telegram chat scheduleChat and the local target pma/tick.jsonl;
 	// missed: run_once.
 	Schedule bool `yaml:"schedule"`
+	// Confirm adds the named command mark (appends its marker to
+	// confirm.log), which the admin role holds for confirmation: confirm
+	// steps send it and press its buttons.
+	Confirm bool `yaml:"confirm"`
 }
 
 // Limits cap a scenario's traffic (every traffic step's turns per chat and
@@ -122,6 +132,8 @@ type Step struct {
 	Repeat  *RepeatStep  `yaml:"repeat"`
 	Docker  *DockerStep  `yaml:"docker"`
 	Node    *NodeStep    `yaml:"node"`
+	Confirm *ConfirmStep `yaml:"confirm"`
+	NATS    *NATSStep    `yaml:"nats"`
 }
 
 // StartStep starts the hub and waits until it serves. With ExpectFailure
@@ -295,6 +307,21 @@ type NodeStep struct {
 	Queued string   `yaml:"queued"`
 }
 
+// NATSStep acts on the servers of a scenario with hub.cluster: Server is
+// s1, s2, s3, "leader" (the server leading node n1's queue, the stream
+// HUB_NODE_n1), "follower" (one that does not) or "all"; Action kill
+// (SIGKILL), stop (SIGTERM), start (the named servers that are down; all:
+// every one) or restart (SIGKILL, then start once each is current again).
+// With During "remote" a kill, stop or restart waits until a remote-long
+// turn runs on a node. After a step that stops or kills the leader or
+// every server, the lab measures the failover: how long until the first
+// remote turn sent after it is answered.
+type NATSStep struct {
+	Server string `yaml:"server"`
+	Action string `yaml:"action"`
+	During string `yaml:"during"`
+}
+
 // RepeatStep runs Steps Times times or, without Times, round after round
 // until every traffic step has sent its turns (at least once).
 type RepeatStep struct {
@@ -314,6 +341,8 @@ var knownActions = map[string]string{
 	"box-long":     "as box, sleeping 120 s before the echo: a call for a docker stop step to cut short",
 	"remote-write": "appends its marker to remote.log and echoes it with proc.run in a remote workspace rK, on node nK (telegram; hub.nodes)",
 	"remote-long":  "as remote-write, sleeping 4 s before the echo: a call to stop or kill a node, or the hub, in",
+	"upload":       "sends a file with its message, saved at up/<marker>.bin (a document, an attachment, /fs upload, a multipart panel message)",
+	"getfile":      "asks for blob.bin back as a file with /get (fs.send): a document, an attachment, a panel download",
 }
 
 // LoadScenario reads and checks a scenario file.
@@ -399,14 +428,15 @@ func (st Step) kind() (string, error) {
 		"start": st.Start != nil, "restart": st.Restart != nil, "stop": st.Stop != nil, "kill": st.Kill != nil,
 		"traffic": st.Traffic != nil, "fault": st.Fault != nil, "heal": st.Heal != nil, "wait": st.Wait != nil,
 		"corrupt": st.Corrupt != nil, "restore": st.Restore != nil, "mirror": st.Mirror != nil, "admin": st.Admin != nil,
-		"repeat": st.Repeat != nil, "docker": st.Docker != nil, "node": st.Node != nil,
+		"repeat": st.Repeat != nil, "docker": st.Docker != nil, "node": st.Node != nil, "confirm": st.Confirm != nil,
+		"nats": st.NATS != nil,
 	} {
 		if ok {
 			set = append(set, name)
 		}
 	}
 	if len(set) != 1 {
-		return "", fmt.Errorf("a step has exactly one of start, restart, stop, kill, traffic, fault, heal, wait, corrupt, restore, mirror, admin, repeat, docker, node (got %v)", set)
+		return "", fmt.Errorf("a step has exactly one of start, restart, stop, kill, traffic, fault, heal, wait, corrupt, restore, mirror, admin, repeat, docker, node, confirm, nats (got %v)", set)
 	}
 	return set[0], nil
 }
@@ -417,6 +447,13 @@ func (st Step) validate(sc *Scenario) error {
 		return err
 	}
 	switch kind {
+	case "confirm":
+		switch c := st.Confirm; {
+		case !sc.Hub.Confirm:
+			return errors.New("confirm needs hub.confirm: true")
+		case c.Calls < 0 || c.Cancel < 0 || c.Calls+c.Cancel == 0:
+			return fmt.Errorf("confirm: calls and cancel are counts, at least one of them above 0 (got %d and %d)", c.Calls, c.Cancel)
+		}
 	case "kill":
 		k := st.Kill
 		switch k.Signal {
@@ -446,6 +483,8 @@ func (st Step) validate(sc *Scenario) error {
 		return st.Traffic.validate()
 	case "node":
 		return st.Node.validate(sc)
+	case "nats":
+		return st.NATS.validate(sc)
 	case "docker":
 		d := st.Docker
 		switch {

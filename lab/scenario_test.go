@@ -38,7 +38,7 @@ func TestParseScenarioRefusesBadInput(t *testing.T) {
 		{"first step not start", head + "steps:\n  - wait: {for: 1s}\n", "first step must be start"},
 		{"two kinds in a step", head + "steps:\n  - start: {}\n    stop: {}\n", "exactly one of"},
 		{"unknown platform", head + "steps:\n  - start: {}\n  - traffic: {platform: irc, turns: 1, actions: [whoami]}\n", `traffic.platform "irc" is not accepted`},
-		{"unknown action", head + "steps:\n  - start: {}\n  - traffic: {platform: web, turns: 1, actions: [dance]}\n", `traffic action "dance" is not accepted (accepted: big, box, box-long, exists, insert, long, remote-long, remote-write, whoami, write)`},
+		{"unknown action", head + "steps:\n  - start: {}\n  - traffic: {platform: web, turns: 1, actions: [dance]}\n", `traffic action "dance" is not accepted (accepted: big, box, box-long, exists, getfile, insert, long, remote-long, remote-write, upload, whoami, write)`},
 		{"remote action without nodes", head + "steps:\n  - start: {}\n  - traffic: {platform: telegram, turns: 1, actions: [remote-write]}\n", "need hub.nodes and platform telegram"},
 		{"node step without nodes", head + "steps:\n  - start: {}\n  - node: {name: n1, action: start}\n", "a node step needs hub.nodes"},
 		{"unknown node", "name: x\ndescription: d\nhub: {nodes: 2}\nsteps:\n  - start: {}\n  - node: {name: n3, action: kill}\n", `node.name "n3" is not one of the scenario's nodes (n1 to n2)`},
@@ -62,6 +62,13 @@ func TestParseScenarioRefusesBadInput(t *testing.T) {
 		{"docker answer without during", head + "hub: {docker: true}\nsteps:\n  - start: {}\n  - docker: {stop: true, answer: [x]}\n", "docker.answer needs during: box"},
 		{"box without hub.docker", head + "steps:\n  - start: {}\n  - traffic: {platform: telegram, turns: 1, actions: [box]}\n", "need hub.docker and platform telegram"},
 		{"box on web", head + "hub: {docker: true}\nsteps:\n  - start: {}\n  - traffic: {platform: web, turns: 1, actions: [box-long]}\n", "need hub.docker and platform telegram"},
+		{"nats step without a cluster", "name: x\ndescription: d\nhub: {nodes: 1}\nsteps:\n  - start: {}\n  - nats: {server: leader, action: kill}\n", "a nats step needs hub.cluster"},
+		{"cluster without nodes", head + "hub: {cluster: 3}\nsteps:\n  - start: {}\n", "hub.cluster 3 is not accepted (accepted: 3, with hub.nodes)"},
+		{"cluster of five", "name: x\ndescription: d\nhub: {nodes: 1, cluster: 5}\nsteps:\n  - start: {}\n", "hub.cluster 5 is not accepted"},
+		{"unknown server", "name: x\ndescription: d\nhub: {nodes: 1, cluster: 3}\nsteps:\n  - start: {}\n  - nats: {server: s4, action: kill}\n", `nats.server "s4" is not accepted (accepted: leader, follower, all, s1, s2, s3)`},
+		{"unknown nats action", "name: x\ndescription: d\nhub: {nodes: 1, cluster: 3}\nsteps:\n  - start: {}\n  - nats: {server: s1, action: pause}\n", `nats.action "pause" is not accepted`},
+		{"start the leader", "name: x\ndescription: d\nhub: {nodes: 1, cluster: 3}\nsteps:\n  - start: {}\n  - nats: {server: leader, action: start}\n", "nats start names a server"},
+		{"nats during on start", "name: x\ndescription: d\nhub: {nodes: 1, cluster: 3}\nsteps:\n  - start: {}\n  - nats: {server: all, action: start, during: remote}\n", `nats.during "remote" is not accepted`},
 		{"nested repeat", head + "steps:\n  - start: {}\n  - repeat: {steps: [{repeat: {steps: [{wait: {for: 1s}}]}}]}\n", "cannot nest"},
 	}
 	for _, tc := range cases {

@@ -53,6 +53,12 @@ func commandFor(action, m string, chat int) command {
 	case "exists":
 		return command{text: "fs_exists " + m + ".txt", interaction: "fs",
 			options: []discordtest.Option{discordtest.Sub("exists", discordtest.Str("path", m+".txt"))}}
+	case "upload":
+		// The text is the caption of the file the message carries (files.go).
+		return command{text: uploadPath(m), raw: true}
+	case "getfile":
+		return command{text: "get " + blobName, interaction: "fs",
+			options: []discordtest.Option{discordtest.Sub("send", discordtest.Str("path", blobName))}}
 	case "big":
 		return command{text: "fs_readfile big.txt", interaction: "fs",
 			options: []discordtest.Option{discordtest.Sub("read-file", discordtest.Str("path", "big.txt"))}}
@@ -203,6 +209,9 @@ func (s *source) sendTelegram(action string, probe bool) error {
 	w.byTurnID[t.TurnID] = t
 	w.mu.Unlock()
 	u := telegramtest.TextUpdate(id, s.tgChat, user, msgID, t.Text)
+	if action == "upload" {
+		u = w.telegramUpload(id, s.tgChat, user, msgID, t.Marker)
+	}
 	if dup {
 		w.tg.Push(u, u) // the same update twice in one answer
 		return nil
@@ -276,8 +285,13 @@ func (s *source) sendInteraction(action string, probe bool) error {
 	w.mu.Lock()
 	w.byTurnID[t.TurnID] = t
 	w.mu.Unlock()
-	payload := w.dc.InteractionPayload(discordtest.Interaction{ID: id, Token: t.Token, Channel: s.channel, Guild: w.dc.GuildID,
-		User: user, Command: cmd.interaction, Options: cmd.options})
+	i := discordtest.Interaction{ID: id, Token: t.Token, Channel: s.channel, Guild: w.dc.GuildID,
+		User: user, Command: cmd.interaction, Options: cmd.options}
+	payload := w.dc.InteractionPayload(i)
+	if action == "upload" {
+		payload = w.discordUploadInteraction(i, t.Marker)
+		t.Text = "/fs upload"
+	}
 	return s.dispatchTurn("INTERACTION_CREATE", payload, t)
 }
 
@@ -298,7 +312,11 @@ func (s *source) sendDiscordMessage(action string, probe bool) error {
 	w.mu.Lock()
 	w.byTurnID[t.TurnID] = t
 	w.mu.Unlock()
-	payload := w.dc.MessagePayload(discordtest.ChannelMessage{ID: id, Channel: s.channel, Guild: w.dc.GuildID, User: user, Content: t.Text})
+	msg := discordtest.ChannelMessage{ID: id, Channel: s.channel, Guild: w.dc.GuildID, User: user, Content: t.Text}
+	payload := w.dc.MessagePayload(msg)
+	if action == "upload" {
+		payload = w.discordUploadMessage(msg, t.Marker)
+	}
 	return s.dispatchTurn("MESSAGE_CREATE", payload, t)
 }
 
@@ -356,7 +374,12 @@ func (w *world) sendWeb(action string, probe bool, dup float64) error {
 	w.byTurnID[t.TurnID] = t
 	w.mu.Unlock()
 	t.Sent = time.Now()
-	ok, err := w.web.post(w.ctx, t.Text, client, 2*time.Minute)
+	post := func() (bool, error) { return w.web.post(w.ctx, t.Text, client, 2*time.Minute) }
+	if action == "upload" {
+		t.Text = uploadPath(t.Marker)
+		post = func() (bool, error) { return w.web.postUpload(w.ctx, t.Marker, client, 2*time.Minute) }
+	}
+	ok, err := post()
 	if err != nil {
 		return err
 	}
@@ -367,7 +390,7 @@ func (w *world) sendWeb(action string, probe bool, dup float64) error {
 		w.mu.Lock()
 		t.Duplicated = true
 		w.mu.Unlock()
-		if _, err := w.web.post(w.ctx, t.Text, client, 2*time.Minute); err != nil {
+		if _, err := post(); err != nil {
 			return err
 		}
 	}
@@ -394,14 +417,19 @@ func newWebClient(base, token string) *webClient {
 // cannot be reached or fails; it reports false if it gave up at limit.
 func (c *webClient) post(ctx context.Context, text, clientID string, limit time.Duration) (bool, error) {
 	body, _ := json.Marshal(map[string]string{"text": text, "client_turn_id": clientID})
+	return c.send(ctx, func() io.Reader { return bytes.NewReader(body) }, "application/json", limit)
+}
+
+// send posts the body body makes to /api/messages as post does.
+func (c *webClient) send(ctx context.Context, body func() io.Reader, ctype string, limit time.Duration) (bool, error) {
 	deadline := time.Now().Add(limit)
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/api/messages", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/api/messages", body())
 		if err != nil {
 			return false, err
 		}
 		req.Header.Set("Authorization", "Bearer "+c.token)
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ctype)
 		resp, err := c.c.Do(req)
 		if err == nil {
 			raw, _ := io.ReadAll(resp.Body)

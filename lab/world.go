@@ -103,6 +103,10 @@ type Report struct {
 	Logs []string
 	// Err is why the scenario could not be carried out, if it could not.
 	Err string
+	// Failovers are, for each nats step that stopped or killed a leader
+	// or every server, how long until the first remote turn sent after it
+	// was answered.
+	Failovers []time.Duration
 }
 
 // Summary is the report in one line.
@@ -115,6 +119,13 @@ func (r *Report) Summary() string {
 	}
 	s := fmt.Sprintf("lab %s (%s, seed %d): %s in %s: runs=%d kills=%d %s", r.Scenario, r.Mode, r.Seed, status,
 		r.Elapsed.Round(100*time.Millisecond), r.Runs, r.Kills, r.Figures.Summary())
+	if len(r.Failovers) > 0 {
+		fo := make([]string, len(r.Failovers))
+		for i, d := range r.Failovers {
+			fo[i] = d.Round(100 * time.Millisecond).String()
+		}
+		s += " nats_failovers=" + strings.Join(fo, ",")
+	}
 	if r.RSSSamples > 0 {
 		s += fmt.Sprintf(" rss_min=%.1fMiB rss_max=%.1fMiB (longest run %s: %.1f-%.1fMiB)", float64(r.RSSMinKiB)/1024, float64(r.RSSMaxKiB)/1024,
 			r.LongestRun.Round(time.Second), float64(r.LongestMinKiB)/1024, float64(r.LongestMaxKiB)/1024)
@@ -172,8 +183,10 @@ type world struct {
 	boxCut       []boxCut          // box turns cut short by a daemon stop
 	boxStarted   time.Time         // when the daemon last started (zero: never by a step)
 	nodes        *labNodes         // the remote nodes (hub.nodes), nil without
+	cluster      *labCluster       // the NATS cluster (hub.cluster), nil without
 	port         int               // the web panel's
 	schedulesOff bool              // the schedule was removed at the end (stopSchedules)
+	confirms     []ConfirmCall     // the held calls of confirm steps
 
 	traffic    sync.WaitGroup
 	active     atomic.Int64 // background traffic steps and timers running
@@ -241,6 +254,7 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Report, error) {
 	rep.Violations, rep.Figures = Check(obs)
 	rep.Violations = append(rep.Violations, w.checkDocker()...)
 	rep.Violations = append(rep.Violations, w.checkNodes(obs)...)
+	rep.Failovers = w.failovers()
 	rep.Logs = append(rep.Logs, w.nodeLogs()...)
 	for _, r := range w.hub.allRuns() {
 		rep.Runs++
@@ -276,7 +290,7 @@ func (w *world) setup() error {
 	if w.sc.Hub.Docker && w.opt.Docker == nil {
 		return errors.New("the scenario needs a private Docker daemon (hub.docker): Options.Docker is nil")
 	}
-	files := map[string]string{"ran.log": "", "long.log": "", "box.log": "", tickFile: "", "big.txt": bigText(), "README.md": "# lab workspace\n"}
+	files := map[string]string{"ran.log": "", "long.log": "", "box.log": "", tickFile: "", "big.txt": bigText(), "README.md": "# lab workspace\n", blobName: string(blobData())}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(w.ws, name), []byte(content), 0o644); err != nil {
 			return err
@@ -310,6 +324,9 @@ func (w *world) setup() error {
 	}
 	w.port = port
 	w.webBase = "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := w.setupCluster(); err != nil {
+		return err
+	}
 	if err := w.setupNodes(); err != nil {
 		return err
 	}
@@ -318,6 +335,9 @@ func (w *world) setup() error {
 	}
 	cfg := filepath.Join(w.dir, "hub.yml")
 	if err := os.WriteFile(cfg, []byte(w.config(port)), 0o600); err != nil {
+		return err
+	}
+	if err := w.startCluster(cfg); err != nil {
 		return err
 	}
 	w.hub = &hubProc{bin: w.opt.HubBinary, config: cfg, logDir: w.dir, rssEvery: w.opt.RSSEvery}
@@ -341,6 +361,7 @@ func (w *world) teardown() {
 			}
 		}
 	}
+	w.closeCluster()
 	if w.web != nil {
 		w.web.wait()
 	}
@@ -409,6 +430,7 @@ discord:
   token: %q
   application_id: %q
   api_base: %q
+  cdn_base: %q
   command_guilds: [%q]
   prefix: "!"
   mention: true
@@ -417,7 +439,7 @@ access:
     admin:
       verbs: ["*", "admin.*"]
       workspaces: %s
-  grants:
+%s  grants:
     web: [admin]
     "telegram:%d": [admin]
     "discord:%s": [admin]
@@ -435,10 +457,10 @@ outbox:
   send_timeout: %s
 mirror:
   keep_runs: 1000
-%s%s%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.GuildID,
-		w.adminWorkspaces(), telegramUser, discordUser, w.scheduleGrant(), attempts,
+%s%s%s%s`, w.ws, w.state, port, webToken, w.tg.Token(), w.tg.URL(), w.dc.Token(), w.dc.AppID, w.dc.APIBase(), w.dc.CDNBase(), w.dc.GuildID,
+		w.adminWorkspaces(), w.confirmRole(), telegramUser, discordUser, w.scheduleGrant(), attempts,
 		durationOr(h.BackoffBase, 100*time.Millisecond), durationOr(h.BackoffMax, 2*time.Second), durationOr(h.SendTimeout, 5*time.Second),
-		w.workspacesConfig(), w.nodesConfig(), w.schedulesConfig())
+		w.workspacesConfig(), w.nodesConfig(), w.schedulesConfig(), w.commandsConfig())
 }
 
 // workspacesConfig is the named workspaces: box (hub.docker) and the
@@ -600,6 +622,10 @@ func (w *world) step(st Step) error {
 		return w.docker(*st.Docker)
 	case st.Node != nil:
 		return w.node(*st.Node)
+	case st.Confirm != nil:
+		return w.confirm(*st.Confirm)
+	case st.NATS != nil:
+		return w.natsStep(*st.NATS)
 	case st.Repeat != nil:
 		times := st.Repeat.Times
 		if l := w.limits().Rounds; l > 0 && times > l {

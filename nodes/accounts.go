@@ -2,11 +2,14 @@ package nodes
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 
 	"github.com/a6afc2ce/hermes-hub/config"
 )
@@ -82,6 +85,13 @@ type (
 		MaxSubscriptions int `json:"max_subscriptions"`
 		MaxPayload       int `json:"max_payload"`
 	}
+	// confJetStream is an account's JetStream and its limits.
+	confJetStream struct {
+		MaxMem       int64 `json:"max_mem"`
+		MaxFile      int64 `json:"max_file"`
+		MaxStreams   int   `json:"max_streams"`
+		MaxConsumers int   `json:"max_consumers"`
+	}
 	confExport struct {
 		Service      string   `json:"service"`
 		Accounts     []string `json:"accounts"`
@@ -95,11 +105,11 @@ type (
 		Service confRef `json:"service"`
 	}
 	confAccount struct {
-		Users     []confUser   `json:"users"`
-		JetStream string       `json:"jetstream,omitempty"`
-		Limits    *confLimits  `json:"limits,omitempty"`
-		Exports   []confExport `json:"exports,omitempty"`
-		Imports   []confImport `json:"imports,omitempty"`
+		Users     []confUser     `json:"users"`
+		JetStream *confJetStream `json:"jetstream,omitempty"`
+		Limits    *confLimits    `json:"limits,omitempty"`
+		Exports   []confExport   `json:"exports,omitempty"`
+		Imports   []confImport   `json:"imports,omitempty"`
 	}
 )
 
@@ -107,23 +117,57 @@ func user(key string, pub, sub []string) confUser {
 	return confUser{NKey: key, Permissions: confPermissions{Publish: confAllow{pub}, Subscribe: confAllow{sub}}}
 }
 
-// accountOptions are the embedded server's options with its accounts and
-// users: the hub's key in the hub's account, each node's in its own.
-func accountOptions(hubKey string, nodes map[string]string, l config.NodeLimits) (*server.Options, error) {
-	names := make([]string, 0, len(nodes))
-	for n := range nodes {
+// Accounts are what a NATS server must know of the hub and its nodes:
+// the embedded server's accounts, and those `hub nats config` prints for
+// each server of a cluster. The hub's key is in the hub's account, which
+// holds JetStream within limits (jetStreamLimits); each node's key in an
+// account of its own (nodeAccount).
+type Accounts struct {
+	// HubKey is the hub's public user nkey.
+	HubKey string
+	// Nodes maps each node's name to its public user nkey.
+	Nodes    map[string]string
+	Limits   config.NodeLimits
+	Replicas int
+}
+
+func (a Accounts) names() []string {
+	names := make([]string, 0, len(a.Nodes))
+	for n := range a.Nodes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	return names
+}
+
+// jetStreamLimits bound the hub's account: two streams and two consumers
+// per node and the status bucket, their bytes counted once per replica
+// (as the server counts an account's storage).
+func (a Accounts) jetStreamLimits() *confJetStream {
+	l, n := a.Limits.WithDefaults(), len(a.Nodes)
+	perReplica := 2*int64(n)*int64(l.MaxStreamBytes) + statusBucketBytes(n)
+	return &confJetStream{MaxMem: 0, MaxFile: int64(max(a.Replicas, 1)) * perReplica, MaxStreams: 2*n + 1, MaxConsumers: 2 * n}
+}
+
+// statusBucketBytes bounds the status bucket: one heartbeat per node,
+// twice over for the value being replaced.
+func statusBucketBytes(nodes int) int64 {
+	return 2 * int64(max(nodes, 1)) * (maxHeartbeatBytes + 1<<10)
+}
+
+// config is the accounts section: the hub's account and one per node.
+func (a Accounts) config() map[string]confAccount {
+	l := a.Limits.WithDefaults()
+	names := a.names()
 	hpub, hsub := hubPermissions(names)
-	hubAcc := confAccount{Users: []confUser{user(hubKey, hpub, hsub)}, JetStream: "enabled"}
+	hubAcc := confAccount{Users: []confUser{user(a.HubKey, hpub, hsub)}, JetStream: a.jetStreamLimits()}
 	accounts := map[string]confAccount{}
 	all := make([]string, 0, len(names))
 	for _, n := range names {
 		acc := nodeAccount(n)
 		all = append(all, acc)
 		pub, sub := nodePermissions(n)
-		na := confAccount{Users: []confUser{user(nodes[n], pub, sub)}, Limits: &confLimits{
+		na := confAccount{Users: []confUser{user(a.Nodes[n], pub, sub)}, Limits: &confLimits{
 			MaxConnections: l.MaxConnections, MaxSubscriptions: l.MaxSubscriptions, MaxPayload: nodePayload(l),
 		}}
 		for _, s := range nodeServices(n) {
@@ -142,16 +186,112 @@ func accountOptions(hubKey string, nodes map[string]string, l config.NodeLimits)
 		hubAcc.Exports = append(hubAcc.Exports, confExport{Service: jsAccountInfo, Accounts: all})
 	}
 	accounts[hubAccount] = hubAcc
-	// The server's parser knows no \u escapes: keep '>' as it is.
-	var data strings.Builder
-	enc := json.NewEncoder(&data)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(map[string]any{"accounts": accounts}); err != nil {
+	return accounts
+}
+
+// accountOptions are the embedded server's options with its accounts and
+// users: the hub's key in the hub's account, each node's in its own.
+func accountOptions(a Accounts) (*server.Options, error) {
+	data, err := confValue(map[string]any{"accounts": a.config()}, "")
+	if err != nil {
 		return nil, fmt.Errorf("nats accounts: %w", err)
 	}
 	opts := &server.Options{}
-	if err := opts.ProcessConfigString(data.String()); err != nil {
+	if err := opts.ProcessConfigString(data); err != nil {
 		return nil, fmt.Errorf("nats accounts: %w", err)
 	}
 	return opts, nil
+}
+
+// confValue writes v as the server reads it: JSON, indented by indent
+// when not empty. The server's parser knows no \u escapes: '>' stays as
+// it is.
+func confValue(v any, indent string) (string, error) {
+	var data strings.Builder
+	enc := json.NewEncoder(&data)
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(data.String(), "\n"), nil
+}
+
+// Server is one server of a NATS cluster, for ServerConfig. Every field
+// may be left empty: only what is set is written.
+type Server struct {
+	// Name is the server's name, unique in the cluster (JetStream needs
+	// one).
+	Name string
+	// Listen is the clients' address (host:port).
+	Listen string
+	// StoreDir is the server's JetStream storage.
+	StoreDir string
+	// ClusterName names the cluster; ClusterListen is this server's
+	// address for the others, Routes are theirs (nats://host:port).
+	ClusterName, ClusterListen string
+	Routes                     []string
+	// CertFile and KeyFile turn TLS on for clients.
+	CertFile, KeyFile string
+	// RouteCertFile, RouteKeyFile and RouteCAFile turn TLS on between the
+	// servers, both ways: each presents its certificate, and takes only
+	// a server whose certificate RouteCAFile signed.
+	RouteCertFile, RouteKeyFile, RouteCAFile string
+}
+
+// ServerConfig writes the configuration of a NATS server for the hub and
+// its nodes: its largest message, the accounts, their users by nkey with
+// their permissions, the hub account's JetStream limits and each node
+// account's limits; and, where s sets them, the server's name, client
+// address, JetStream storage, cluster and TLS. Every server of a cluster
+// takes the same accounts.
+func ServerConfig(w io.Writer, a Accounts, s Server) error {
+	if !nkeys.IsValidPublicUserKey(a.HubKey) {
+		return errors.New("nats config: the hub's key is not a public user nkey")
+	}
+	for _, n := range a.names() {
+		if err := config.ValidNodeName(n); err != nil {
+			return fmt.Errorf("nats config: %w", err)
+		}
+		if !nkeys.IsValidPublicUserKey(a.Nodes[n]) {
+			return fmt.Errorf("nats config: nodes.%s.nkey is not a public user nkey", n)
+		}
+	}
+	var lines []string
+	add := func(key string, v any, indent string) error {
+		text, err := confValue(v, indent)
+		if err == nil {
+			lines = append(lines, key+": "+text)
+		}
+		return err
+	}
+	set := func(key, v string) error {
+		if v == "" {
+			return nil
+		}
+		return add(key, v, "")
+	}
+	errs := []error{set("server_name", s.Name), set("listen", s.Listen)}
+	errs = append(errs, add("max_payload", serverPayload(a.Limits.WithDefaults()), ""))
+	if s.StoreDir != "" {
+		errs = append(errs, add("jetstream", map[string]string{"store_dir": s.StoreDir}, ""))
+	}
+	if s.ClusterName != "" || s.ClusterListen != "" || len(s.Routes) > 0 {
+		cluster := map[string]any{"name": s.ClusterName, "listen": s.ClusterListen, "routes": s.Routes}
+		if s.RouteCertFile != "" {
+			cluster["tls"] = map[string]any{"cert_file": s.RouteCertFile, "key_file": s.RouteKeyFile, "ca_file": s.RouteCAFile, "verify": true}
+		}
+		errs = append(errs, add("cluster", cluster, ""))
+	}
+	if s.CertFile != "" || s.KeyFile != "" {
+		errs = append(errs, add("tls", map[string]string{"cert_file": s.CertFile, "key_file": s.KeyFile}, ""))
+	}
+	errs = append(errs, add("accounts", a.config(), "  "))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("nats config: %w", err)
+	}
+	_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
+	return err
 }

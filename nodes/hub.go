@@ -33,9 +33,27 @@ const (
 	// stream's age limit only bounds the storage of a node that never
 	// comes back.
 	retentionGrace = time.Minute
-	maxDeliver     = 5
-	ackWait        = 30 * time.Second
+	// maxDeliver: the server hands a call out until it is acked, however
+	// often (-1). A limit would leave a call whose deliveries went to a
+	// dead node's pulls (a cluster serves them a while) in the queue, never
+	// delivered again and unanswered until the call timeout; a copy after
+	// the first is never run twice (the node's ledger answers it), and the
+	// call's deadline and the stream's age limit end it.
+	maxDeliver = -1
+	// resultsAckWait is how long the hub may hold a result before the
+	// server hands it out again.
+	resultsAckWait = 30 * time.Second
 	maxPayload     = 8 << 20
+	// pullHeartbeat is how often the server tells a waiting pull that it
+	// is still there; two missed, the client pulls again. On a cluster
+	// whose stream leader failed, that is how soon the consumers find the
+	// new leader (the library's default waits 15s).
+	pullHeartbeat = 2 * time.Second
+	// pullExpiry is how long a pull waits before the client pulls again
+	// (the library's default is 30s). A cluster's new leader may take
+	// over a pull it cannot serve while its heartbeats still arrive: the
+	// calls then wait until the pull expires.
+	pullExpiry = 5 * time.Second
 )
 
 // HubOptions configure the hub's end.
@@ -56,6 +74,9 @@ type HubOptions struct {
 	// URL is an existing server or cluster (when not Embedded); CAFile
 	// verifies its certificate.
 	URL, CAFile string
+	// Replicas is how many servers of the cluster at URL keep each stream
+	// and the status bucket (default 1; the embedded server is one).
+	Replicas int
 	// Nodes maps each node's name to its public user nkey.
 	Nodes map[string]string
 	// CallTimeout bounds the wait for an answer (default 10m).
@@ -64,8 +85,8 @@ type HubOptions struct {
 	// whose last beat is older is offline.
 	HeartbeatTTL time.Duration
 	// AckWait is how long a node may hold a request without a sign of
-	// life before the server redelivers it (default 30s; a running call
-	// extends it).
+	// life before the server redelivers it (default config.DefaultAckWait;
+	// a running call extends it).
 	AckWait time.Duration
 	// Limits bound each node (its answers, its streams, its account on
 	// the embedded server); zero fields take their defaults.
@@ -107,7 +128,10 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 		opts.HeartbeatTTL = DefaultHeartbeatTTL
 	}
 	if opts.AckWait <= 0 {
-		opts.AckWait = ackWait
+		opts.AckWait = config.DefaultAckWait
+	}
+	if opts.Replicas <= 0 || opts.Embedded {
+		opts.Replicas = 1
 	}
 	opts.Limits = opts.Limits.WithDefaults()
 	if opts.Clock == nil {
@@ -191,7 +215,7 @@ func (h *Hub) setup(ctx context.Context) error {
 		return fmt.Errorf("remove the shared results stream of an earlier version: %w", err)
 	}
 	for _, n := range h.names {
-		requests, results := streamConfigs(n, keep, h.opts.CallTimeout, h.opts.Limits)
+		requests, results := streamConfigs(n, keep, h.opts.CallTimeout, h.opts.Limits, h.opts.Replicas)
 		if _, err := js.CreateOrUpdateStream(ctx, requests); err != nil {
 			return fmt.Errorf("stream of node %s: %w", n, err)
 		}
@@ -212,7 +236,7 @@ func (h *Hub) setup(ctx context.Context) error {
 	}
 	h.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: statusBucket, TTL: h.opts.HeartbeatTTL, History: 1, Storage: jetstream.FileStorage,
-		MaxValueSize: maxHeartbeatBytes,
+		MaxValueSize: maxHeartbeatBytes, MaxBytes: statusBucketBytes(len(h.names)), Replicas: h.opts.Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("status bucket: %w", err)
@@ -225,18 +249,20 @@ func (h *Hub) setup(ctx context.Context) error {
 // beyond them (the node's own calls suffer, nobody else's). A result is
 // removed once the hub has read it, so the results stream holds only what
 // the hub has not read yet; a node cannot store an answer larger than
-// the result limit.
-func streamConfigs(node string, keep, dedupe time.Duration, l config.NodeLimits) (requests, results jetstream.StreamConfig) {
+// the result limit. Each is kept by replicas servers (its consumers
+// too).
+func streamConfigs(node string, keep, dedupe time.Duration, l config.NodeLimits, replicas int) (requests, results jetstream.StreamConfig) {
 	requests = jetstream.StreamConfig{
 		Name: nodeStream(node), Subjects: []string{requestSubject(node)}, Storage: jetstream.FileStorage,
 		Retention: jetstream.WorkQueuePolicy, MaxAge: keep, Duplicates: dedupe,
 		MaxBytes: int64(l.MaxStreamBytes), MaxMsgs: int64(l.MaxStreamMessages), Discard: jetstream.DiscardNew,
+		Replicas: replicas,
 	}
 	results = jetstream.StreamConfig{
 		Name: resultsStream(node), Subjects: []string{resultSubject(node)}, Storage: jetstream.FileStorage,
 		Retention: jetstream.InterestPolicy, MaxAge: keep, Duplicates: dedupe,
 		MaxBytes: int64(l.MaxStreamBytes), MaxMsgs: int64(l.MaxStreamMessages), Discard: jetstream.DiscardNew,
-		MaxMsgSize: int32(nodePayload(l)),
+		MaxMsgSize: int32(nodePayload(l)), Replicas: replicas,
 	}
 	return requests, results
 }
@@ -245,12 +271,12 @@ func streamConfigs(node string, keep, dedupe time.Duration, l config.NodeLimits)
 // bytes (two answers of the largest size), whatever the node publishes.
 func (h *Hub) consume(ctx context.Context, node string) (jetstream.ConsumeContext, error) {
 	cons, err := h.js.CreateOrUpdateConsumer(ctx, resultsStream(node), jetstream.ConsumerConfig{
-		Durable: resultsConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+		Durable: resultsConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: resultsAckWait,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("results consumer of node %s: %w", node, err)
 	}
-	cc, err := cons.Consume(h.onResult, jetstream.PullMaxBytes(2*nodePayload(h.opts.Limits)))
+	cc, err := cons.Consume(h.onResult, jetstream.PullMaxBytes(2*nodePayload(h.opts.Limits)), jetstream.PullHeartbeat(pullHeartbeat), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
 		return nil, fmt.Errorf("consume the results of node %s: %w", node, err)
 	}
@@ -471,8 +497,9 @@ type NodeStatus struct {
 // List reports every configured node's status.
 func (h *Hub) List(ctx context.Context) ([]NodeStatus, error) {
 	out := make([]NodeStatus, 0, len(h.names))
+	conns := h.connections()
 	for _, n := range h.names {
-		st, err := h.status(ctx, n)
+		st, err := h.statusWith(ctx, n, conns)
 		if err != nil {
 			return nil, err
 		}
@@ -482,14 +509,29 @@ func (h *Hub) List(ctx context.Context) ([]NodeStatus, error) {
 }
 
 func (h *Hub) status(ctx context.Context, node string) (NodeStatus, error) {
+	return h.statusWith(ctx, node, h.connections())
+}
+
+// statusWith is node's status; with the embedded server, conns are the
+// keys connected to it (nil: cannot tell, trust the heartbeat).
+func (h *Hub) statusWith(ctx context.Context, node string, conns map[string]bool) (NodeStatus, error) {
 	st, err := readStatus(ctx, h.kv, node)
-	if err != nil || !st.Online || h.srv == nil {
+	if err != nil || !st.Online || conns == nil {
 		return st, err
 	}
 	// With the embedded server a dead node's connection is gone at once,
 	// before its last heartbeat expires.
-	st.Online = h.srv.connected(h.opts.Nodes[node])
+	st.Online = conns[h.opts.Nodes[node]]
 	return st, nil
+}
+
+// connections are the keys connected to the embedded server, nil without
+// one or when it cannot tell.
+func (h *Hub) connections() map[string]bool {
+	if h.srv == nil {
+		return nil
+	}
+	return h.srv.connected()
 }
 
 func readStatus(ctx context.Context, kv jetstream.KeyValue, node string) (NodeStatus, error) {
@@ -592,7 +634,7 @@ func startEmbedded(o HubOptions, dir, hubKey string) (*embedded, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	sopts, err := accountOptions(hubKey, o.Nodes, o.Limits)
+	sopts, err := accountOptions(Accounts{HubKey: hubKey, Nodes: o.Nodes, Limits: o.Limits, Replicas: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -663,21 +705,21 @@ func (e *embedded) clientURL() string {
 	return fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(e.opts.Host, strconv.Itoa(e.opts.Port)))
 }
 
-func (e *embedded) connected(nkey string) bool {
+// connected are the keys of the clients connected now (nil: cannot tell).
+func (e *embedded) connected() map[string]bool {
 	s := e.current()
 	if s == nil {
-		return false
+		return map[string]bool{}
 	}
 	cz, err := s.Connz(&server.ConnzOptions{Username: true, Limit: 1 << 16})
 	if err != nil {
-		return true // cannot tell: trust the heartbeat
+		return nil
 	}
+	keys := make(map[string]bool, len(cz.Conns))
 	for _, c := range cz.Conns {
-		if c.AuthorizedUser == nkey {
-			return true
-		}
+		keys[c.AuthorizedUser] = true
 	}
-	return false
+	return keys
 }
 
 // after returns a channel closed after d on clk.

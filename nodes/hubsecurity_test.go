@@ -85,8 +85,9 @@ func TestForgedCallIDDoesNotShadowTheRealResult(t *testing.T) {
 	}
 }
 
-// writeTestCert writes a self-signed CA and a server certificate for
-// 127.0.0.1 signed by it; it returns the CA, certificate and key files.
+// writeTestCert writes a self-signed CA and a certificate for 127.0.0.1
+// signed by it, good for a server and for a client (as a cluster's routes
+// are both); it returns the CA, certificate and key files.
 func writeTestCert(t *testing.T, dir string) (ca, cert, key string) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -112,7 +113,7 @@ func writeTestCert(t *testing.T, dir string) (ca, cert, key string) {
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "hub"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {

@@ -134,3 +134,20 @@ func hubSeed(root *os.Root) (nkeys.KeyPair, error) {
 // HubSeedFile is where the hub keeps its own nkey seed under the state
 // directory.
 func HubSeedFile(stateDir string) string { return filepath.Join(stateDir, "nats", "hub.nk") }
+
+// HubKey is the public key of the hub's own nkey, kept in the state
+// directory stateDir (nats/hub.nk), which it creates on first use as the
+// hub does at its first start: the servers of a cluster must know the
+// key before the hub first connects (`hub nats config`).
+func HubKey(stateDir string) (string, error) {
+	st, err := openNATSState(HubOptions{StateDir: stateDir})
+	if err != nil {
+		return "", err
+	}
+	defer st.close()
+	kp, err := hubSeed(st.root)
+	if err != nil {
+		return "", err
+	}
+	return kp.PublicKey()
+}

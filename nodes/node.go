@@ -60,7 +60,27 @@ type Node struct {
 	ackWait time.Duration
 	running atomic.Int32
 	permErr atomic.Value // error: the last permissions violation
+
+	mu sync.Mutex
+	// inflight are the calls this process handles now, by call id.
+	inflight map[string]bool
+	// answering bounds the answers being published in the background
+	// (complete), answers waits for them.
+	answering chan struct{}
+	answers   sync.WaitGroup
+	// slots bound the calls that run at once (Concurrency).
+	slots chan struct{}
 }
+
+// takeAhead is how many calls a node takes and records per call it may
+// run at once: the records of the calls waiting for a slot share the
+// ledger's commits, so that a stream of quick calls pays a sync for many
+// rather than for Concurrency at most.
+const takeAhead = 4
+
+// finishEvery is how often the ledger writes the finished calls no
+// call's record has carried since (Ledger.FinishLater).
+const finishEvery = time.Second
 
 // ErrNotAllowed is returned when the server refuses the node's subjects:
 // its key is not the one the hub configured for its name.
@@ -90,7 +110,8 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock}
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock, inflight: map[string]bool{},
+		answering: make(chan struct{}, takeAhead*opts.Concurrency), slots: make(chan struct{}, opts.Concurrency)}
 	n.started = n.clk.Now()
 	db, err := openNodeDB(opts.StateDir)
 	if err != nil {
@@ -160,18 +181,20 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("node %s: its queue is not reachable (is it configured under the hub's nodes:?): %w", n.opts.Name, err)
 	}
-	n.ackWait = ackWait
+	n.ackWait = config.DefaultAckWait
 	if ci := cons.CachedInfo(); ci != nil && ci.Config.AckWait > 0 {
 		n.ackWait = ci.Config.AckWait
 	}
 	n.log.Info("node ready", "url", n.nc.ConnectedUrlRedacted(), "workspaces", n.workspaceNames())
 	var wg sync.WaitGroup
 	wg.Go(func() { n.beat(ctx) })
-	it, err := cons.Messages(jetstream.PullMaxMessages(n.opts.Concurrency))
+	wg.Go(func() { n.flushEvery(ctx) })
+	takers := takeAhead * n.opts.Concurrency
+	it, err := cons.Messages(jetstream.PullMaxMessages(takers), jetstream.PullHeartbeat(pullHeartbeat), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
-	for range n.opts.Concurrency {
+	for range takers {
 		wg.Go(func() {
 			for {
 				m, err := it.Next()
@@ -189,7 +212,47 @@ func (n *Node) Run(ctx context.Context) error {
 	<-ctx.Done()
 	it.Stop()
 	wg.Wait()
+	n.answers.Wait()
+	n.flush()
 	return nil
+}
+
+// flushEvery writes the ledger's finished calls at every finishEvery
+// until ctx ends: under load each call's record carries those before it,
+// and this writes the last ones.
+func (n *Node) flushEvery(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-after(n.clk, finishEvery):
+			n.flush()
+		}
+	}
+}
+
+func (n *Node) flush() {
+	if err := n.ledger.Flush(); err != nil {
+		n.log.Error("ledger", "err", err.Error())
+	}
+}
+
+// claim marks a call as handled by this process; false when it already
+// is (a redelivery of a call that runs now).
+func (n *Node) claim(id string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.inflight[id] {
+		return false
+	}
+	n.inflight[id] = true
+	return true
+}
+
+func (n *Node) release(id string) {
+	n.mu.Lock()
+	delete(n.inflight, id)
+	n.mu.Unlock()
 }
 
 func (n *Node) workspaceNames() []string {
@@ -201,7 +264,10 @@ func (n *Node) workspaceNames() []string {
 	return out
 }
 
-// handle runs one request at most once.
+// handle runs one request at most once. It returns once the call ran:
+// its answer is published in the background (complete), so that the
+// worker takes its next call meanwhile, and the ledger records of the
+// calls it takes share commits.
 func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 	var rq requestMsg
 	if err := json.Unmarshal(m.Data(), &rq); err != nil || rq.CallID == "" || rq.Node != n.opts.Name {
@@ -210,6 +276,32 @@ func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	log := n.log.With("call", rq.CallID)
+	if !n.claim(rq.CallID) {
+		// The server handed out again a call this process runs now: its
+		// renewals did not reach the server in time (a cluster failing
+		// over, a pause). The run answers it and acks; this copy only
+		// renews.
+		log.Info("redelivered request left to its run")
+		m.InProgress()
+		return
+	}
+	res, ran := n.take(ctx, m, rq, log)
+	if !ran {
+		n.release(rq.CallID)
+		return
+	}
+	n.answering <- struct{}{}
+	n.answers.Go(func() {
+		defer func() { <-n.answering }()
+		defer n.release(rq.CallID)
+		n.complete(ctx, m, rq, res)
+	})
+}
+
+// take records the call in the ledger and runs it, unless it expired or
+// the node took it before (both answered here). ran reports whether res
+// is the call's own answer, for complete.
+func (n *Node) take(ctx context.Context, m jetstream.Msg, rq requestMsg, log *slog.Logger) (res resultMsg, ran bool) {
 	now := n.clk.Now()
 	if !now.Before(rq.Deadline) {
 		// The hub has given up on it: running it now would act for
@@ -218,14 +310,14 @@ func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 		n.answer(ctx, rq, resultMsg{Status: StatusExpired, Result: failure(executor.CodeTimeout,
 			fmt.Sprintf("node %s received this call after its deadline (%s); it did not run", n.opts.Name, rq.Deadline.UTC().Format(time.RFC3339)))})
 		m.Term()
-		return
+		return res, false
 	}
 	env, derr := n.opts.Workspaces[n.opts.Default].DecodeEnvelope(rq.Envelope)
 	prev, began, _, err := n.ledger.Begin(store.TurnRecord{TurnID: rq.CallID, Verb: env.Verb, Identity: rq.Identity, Platform: "node", Started: now})
 	if err != nil {
 		log.Error("ledger", "err", err.Error())
 		m.NakWithDelay(time.Second)
-		return
+		return res, false
 	}
 	if !began {
 		// A redelivery: the node took this call before (and died, or its
@@ -236,42 +328,44 @@ func (n *Node) handle(ctx context.Context, m jetstream.Msg) {
 		n.answer(ctx, rq, resultMsg{Status: StatusInterrupted, Verb: prev.Verb, Result: failure(executor.CodeInternal,
 			fmt.Sprintf("node %s was interrupted while it ran this call; it may or may not have completed, and it is not run again", n.opts.Name))})
 		m.Ack()
-		return
+		return res, false
 	}
-	res := resultMsg{Status: StatusDone}
 	x, ok := n.opts.Workspaces[rq.Workspace]
 	if rq.Workspace == "" {
 		x, ok = n.opts.Workspaces[n.opts.Default], true
 	}
 	switch {
 	case !ok:
-		res = resultMsg{Status: StatusRejected, Result: failure(executor.CodeInvalidArguments,
-			fmt.Sprintf("node %s has no workspace %q (it has: %s)", n.opts.Name, rq.Workspace, strings.Join(n.workspaceNames(), ", ")))}
+		return resultMsg{Status: StatusRejected, Result: failure(executor.CodeInvalidArguments,
+			fmt.Sprintf("node %s has no workspace %q (it has: %s)", n.opts.Name, rq.Workspace, strings.Join(n.workspaceNames(), ", ")))}, true
 	case derr != nil:
-		out := &executor.Outcome{Err: executor.ErrorFrom(derr)}
-		res.Result = out.JSON()
-	default:
-		res = n.run(ctx, m, x, rq, env)
+		return resultMsg{Status: StatusDone, Result: (&executor.Outcome{Err: executor.ErrorFrom(derr)}).JSON()}, true
 	}
+	return n.run(ctx, m, x, rq, env), true
+}
+
+// complete publishes a call's answer, then acks the request and has the
+// ledger record the call finished. An answer that cannot be published
+// leaves the request unacked: the ledger answers its redelivery.
+func (n *Node) complete(ctx context.Context, m jetstream.Msg, rq requestMsg, res resultMsg) {
 	if !n.answer(ctx, rq, res) {
-		return // not acked: the ledger answers its redelivery
+		return
 	}
 	code := ""
 	var r executor.Result
 	if json.Unmarshal(res.Result, &r) == nil && !r.Succeeded {
 		code = string(r.ErrorCode)
 	}
-	if err := n.ledger.Finish(rq.CallID, store.TurnDone, code, nil, n.clk.Now()); err != nil {
-		log.Error("ledger", "err", err.Error())
-	}
+	// Only the record before the run guards "at most once"; this one is
+	// written with the next commit (the next call's, or flushEvery's).
+	n.ledger.FinishLater(rq.CallID, store.TurnDone, code, n.clk.Now())
 	m.Ack()
 }
 
-// run executes the envelope, bounded by the call's deadline, telling the
-// server the call is in progress so that it is not redelivered meanwhile.
+// run executes the envelope once a slot is free, bounded by the call's
+// deadline, telling the server the call is in progress (also while it
+// waits for its slot) so that it is not redelivered meanwhile.
 func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, rq requestMsg, env executor.Envelope) resultMsg {
-	n.running.Add(1)
-	defer n.running.Add(-1)
 	rctx, cancel := context.WithTimeout(ctx, rq.Deadline.Sub(n.clk.Now()))
 	defer cancel()
 	var mu sync.Mutex
@@ -290,6 +384,15 @@ func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, r
 	t = n.clk.AfterFunc(n.ackWait/3, tick)
 	mu.Unlock()
 	defer func() { mu.Lock(); t.Stop(); mu.Unlock() }()
+	select {
+	case n.slots <- struct{}{}:
+	case <-rctx.Done():
+		return resultMsg{Status: StatusExpired, Result: failure(executor.CodeTimeout,
+			fmt.Sprintf("node %s had no free slot for this call before its deadline or its stop; it did not run", n.opts.Name))}
+	}
+	defer func() { <-n.slots }()
+	n.running.Add(1)
+	defer n.running.Add(-1)
 	rctx = executor.WithCall(rctx, executor.Call{TurnID: rq.TurnID, Session: rq.Session, Identity: rq.Identity})
 	out := x.Run(rctx, env)
 	return resultMsg{Status: StatusDone, Verb: out.Verb, Result: out.JSON(), Notes: out.Notes, DurationMS: out.Duration.Milliseconds()}

@@ -39,9 +39,10 @@ type rig struct {
 	x    *executor.Executor
 	logs *logBuffer
 
-	mu   sync.Mutex
-	runs map[string]int
-	gate chan struct{}
+	mu    sync.Mutex
+	runs  map[string]int
+	gate  chan struct{}
+	holds map[string]chan struct{}
 }
 
 // logBuffer collects log lines safely.
@@ -64,7 +65,20 @@ func (l *logBuffer) String() string {
 
 func newRig(t *testing.T, names []string, mod func(*HubOptions)) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), keys: map[string]nkeys.KeyPair{}, runs: map[string]int{}, gate: make(chan struct{}), logs: &logBuffer{}}
+	r := newVerbRig(t, names)
+	opts := HubOptions{StateDir: r.dir, Embedded: true, Listen: "127.0.0.1:0", Nodes: r.publicKeys()}
+	if mod != nil {
+		mod(&opts)
+	}
+	r.open(opts)
+	return r
+}
+
+// newVerbRig is a rig without its hub yet: the test verbs (test.echo,
+// test.block, test.hold) and a key for each node.
+func newVerbRig(t *testing.T, names []string) *rig {
+	t.Helper()
+	r := &rig{t: t, dir: t.TempDir(), keys: map[string]nkeys.KeyPair{}, runs: map[string]int{}, gate: make(chan struct{}), holds: map[string]chan struct{}{}, logs: &logBuffer{}}
 	r.reg = executor.NewRegistry()
 	executor.MustRegister(r.reg, executor.Info{Name: "test.echo", ReadOnly: true}, executor.VerbFunc[echoArgs, echoResult](
 		func(ctx context.Context, a echoArgs) (echoResult, error) {
@@ -81,28 +95,64 @@ func newRig(t *testing.T, names []string, mod func(*HubOptions)) *rig {
 				return echoResult{}, ctx.Err()
 			}
 		}))
+	executor.MustRegister(r.reg, executor.Info{Name: "test.hold"}, executor.VerbFunc[blockArgs, echoResult](
+		func(ctx context.Context, a blockArgs) (echoResult, error) {
+			r.count(a.Key)
+			select {
+			case <-r.hold(a.Key):
+				return echoResult{Text: a.Key}, nil
+			case <-ctx.Done():
+				return echoResult{}, ctx.Err()
+			}
+		}))
 	r.x = executor.New(r.reg, executor.Options{Logger: testkit.Discard()})
-	pubs := map[string]string{}
 	for _, n := range names {
 		kp, err := nkeys.CreateUser()
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.keys[n] = kp
+	}
+	return r
+}
+
+func (r *rig) publicKeys() map[string]string {
+	pubs := map[string]string{}
+	for n, kp := range r.keys {
 		pubs[n], _ = kp.PublicKey()
 	}
-	opts := HubOptions{StateDir: r.dir, Embedded: true, Listen: "127.0.0.1:0", Nodes: pubs,
-		Logger: slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	if mod != nil {
-		mod(&opts)
-	}
-	h, err := OpenHub(t.Context(), opts)
+	return pubs
+}
+
+// open opens the rig's hub with opts, logging into r.logs.
+func (r *rig) open(opts HubOptions) {
+	r.t.Helper()
+	opts.Logger = slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h, err := OpenHub(r.t.Context(), opts)
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Close() })
+	r.t.Cleanup(func() { h.Close() })
 	r.hub = h
-	return r
+}
+
+// hold is the gate of test.hold calls with key: release opens it.
+func (r *rig) hold(key string) chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch, ok := r.holds[key]
+	if !ok {
+		ch = make(chan struct{})
+		r.holds[key] = ch
+	}
+	return ch
+}
+
+func (r *rig) release(key string) { close(r.hold(key)) }
+
+func holdEnv(key string) []byte {
+	b, _ := json.Marshal(map[string]any{"verb": "test.hold", "arguments": map[string]string{"key": key}})
+	return b
 }
 
 func (r *rig) count(key string) {

@@ -139,10 +139,14 @@ type record struct {
 	DeadAt        time.Time         `json:"dead_at,omitzero"`
 }
 
+// recordAttachment is an entry's file: its bytes in Data, or, for a
+// stored file (docs/uploads.md), its SHA-256 and size in the state's files/.
 type recordAttachment struct {
-	Name string `json:"name"`
-	MIME string `json:"mime"`
-	Data []byte `json:"data"`
+	Name   string `json:"name"`
+	MIME   string `json:"mime"`
+	Data   []byte `json:"data,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	Size   int64  `json:"size,omitempty"`
 }
 
 func encodeRecord(e *Entry) ([]byte, error) {
@@ -152,7 +156,7 @@ func encodeRecord(e *Entry) ([]byte, error) {
 		Attempts: e.Attempts, Throttled: e.Throttled, NextAttemptAt: e.NextAttemptAt, LastError: e.LastError,
 	}
 	if a := e.Attachment; a != nil {
-		r.Attachment = &recordAttachment{Name: a.Name, MIME: a.MIME, Data: a.Data}
+		r.Attachment = &recordAttachment{Name: a.Name, MIME: a.MIME, Data: a.Data, SHA256: a.SHA256, Size: a.Size}
 	}
 	if e.State == StateDead {
 		r.DeadAt = e.DeliveredAt
@@ -180,7 +184,7 @@ func decodeRecord(b []byte, state State) (Entry, error) {
 		State: state, DeliveredAt: r.DeadAt,
 	}
 	if a := r.Attachment; a != nil {
-		e.Attachment = &chat.Attachment{Name: a.Name, MIME: a.MIME, Data: a.Data}
+		e.Attachment = &chat.Attachment{Name: a.Name, MIME: a.MIME, Data: a.Data, SHA256: a.SHA256, Size: a.Size}
 	}
 	return e, nil
 }
@@ -1021,6 +1025,36 @@ func (s *BoltStore) Prune(ctx context.Context, before time.Time) (int, error) {
 		}
 		total += n
 	}
+}
+
+// fileRefs lists the stored files that pending entries and dead letters
+// carry: the files the outbox may still send (docs/uploads.md). Only records
+// that name a SHA-256 are decoded.
+func (s *BoltStore) fileRefs(ctx context.Context) (map[string]bool, error) {
+	refs := map[string]bool{}
+	marker := []byte(`"sha256":"`)
+	err := s.read(ctx, "list stored files", func(b buckets) error {
+		for _, bucket := range []*bolt.Bucket{b.queue, b.dead} {
+			err := bucket.ForEach(func(k, v []byte) error {
+				if len(k) == 0 || !bytes.Contains(v, marker) {
+					return nil
+				}
+				var r record
+				if err := json.Unmarshal(v, &r); err != nil {
+					return fmt.Errorf("decode outbox entry: %w", err)
+				}
+				if a := r.Attachment; a != nil && a.SHA256 != "" {
+					refs[a.SHA256] = true
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return refs, err
 }
 
 // Counts implements Store.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // Kind says why a chunk is sent; it is the first part of its outbox id.
@@ -141,10 +142,12 @@ type Entry struct {
 
 // NewEntries turns one split text for one target into entries: chunk i gets
 // index i; when the split carries an attachment, one more entry carries it
-// (its Text is the attachment's caption). Total is set on all of them, and
-// each entry gets its own copy of meta.
-func NewEntries(kind Kind, turnID string, target chat.Key, split chat.Split, meta map[string]string) []Entry {
-	total := len(split.Chunks)
+// (its Text is the attachment's caption); then one entry for each of files,
+// stored files a verb sent (docs/uploads.md), with its name and size as its
+// text. Total is set on all of them, and each entry gets its own copy of
+// meta.
+func NewEntries(kind Kind, turnID string, target chat.Key, split chat.Split, meta map[string]string, files ...chat.Attachment) []Entry {
+	total := len(split.Chunks) + len(files)
 	if split.Attachment != nil {
 		total++
 	}
@@ -165,7 +168,17 @@ func NewEntries(kind Kind, turnID string, target chat.Key, split chat.Split, met
 		att.Data = append([]byte(nil), a.Data...)
 		add(attachmentCaption(split), &att)
 	}
+	for _, f := range files {
+		f.Data, f.Open = nil, nil
+		add(fileCaption(&f), &f)
+	}
 	return out
+}
+
+// fileCaption is the text of the entry that carries a stored file: its
+// name and size, which platforms show beside the document.
+func fileCaption(a *chat.Attachment) string {
+	return fmt.Sprintf("%s (%d bytes)", a.Name, a.Size)
 }
 
 // validate checks an entry before it is stored: its parts are well formed and
@@ -185,6 +198,14 @@ func (e *Entry) validate() error {
 	}
 	if want := ID(e.Kind, e.TurnID, e.Target, e.Index); e.ID != want {
 		return fmt.Errorf("outbox entry %q: id does not match its parts (want %q)", e.ID, want)
+	}
+	if a := e.Attachment; a != nil && a.Stored() {
+		if err := store.ValidSHA256(a.SHA256); err != nil {
+			return fmt.Errorf("outbox entry %q: stored file: %w", e.ID, err)
+		}
+		if len(a.Data) > 0 || a.Size < 0 {
+			return fmt.Errorf("outbox entry %q: a stored file carries no bytes of its own and a size of at least 0", e.ID)
+		}
 	}
 	return nil
 }

@@ -166,6 +166,13 @@ type localLine struct {
 	Text        string `json:"text"`
 	OutboxID    string `json:"outbox_id,omitempty"`
 	Attachment  string `json:"attachment,omitempty"`
+	// File, SHA256 and Size describe a stored file the entry carries
+	// (docs/uploads.md): it is written beside the JSONL file, in
+	// <name>.files/, and File is its path relative to the JSONL file's
+	// directory.
+	File   string `json:"file,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	Size   int64  `json:"size,omitempty"`
 }
 
 func (s *LocalSender) lock(path string) *sync.Mutex {
@@ -213,8 +220,11 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 		TS: s.clk.Now().UTC().Format(time.RFC3339Nano), TurnID: e.TurnID, EventType: LocalEventType,
 		TextPreview: store.TextPreview(e.Text), TextBytes: len(e.Text), Text: e.Text, OutboxID: e.ID,
 	}
-	if e.Attachment != nil {
-		line.Attachment = e.Attachment.Name
+	if a := e.Attachment; a != nil {
+		line.Attachment = a.Name
+		if a.Stored() {
+			line.File, line.SHA256, line.Size = localFileName(pl.rel, a), a.SHA256, a.Size
+		}
 	}
 	b, err := json.Marshal(&line)
 	if err != nil {
@@ -255,6 +265,12 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 	if last != nil && lineID(last) == e.ID {
 		return Receipt{MessageID: strconv.FormatInt(off, 10)}, nil
 	}
+	if line.File != "" {
+		// The file first: a line never points at a file that is not there.
+		if err := writeLocalFile(root, filepath.Join(filepath.Dir(pl.rel), line.File), e.Attachment); err != nil {
+			return Receipt{}, fmt.Errorf("local delivery: %w", err)
+		}
+	}
 	if torn {
 		// The previous line was cut short; end it so ours parses.
 		b = append([]byte{'\n'}, b...)
@@ -276,6 +292,39 @@ func (s *LocalSender) Send(ctx context.Context, e *Entry) (Receipt, error) {
 		return Receipt{}, fmt.Errorf("local delivery: close %s: %w", path, err)
 	}
 	return Receipt{MessageID: strconv.FormatInt(at, 10)}, nil
+}
+
+// localFileName is where the stored file a of a local target's JSONL file
+// rel goes, relative to rel's directory: <rel's name>.files/<the first 16
+// digits of its SHA-256>-<its name>, the name reduced to its last element
+// and to printable ASCII.
+func localFileName(rel string, a *chat.Attachment) string {
+	base := strings.TrimSuffix(filepath.Base(rel), filepath.Ext(rel))
+	name := strings.Map(func(r rune) rune {
+		if r <= 0x20 || r >= 0x7f || r == '/' || r == '\\' {
+			return '_'
+		}
+		return r
+	}, filepath.Base(filepath.ToSlash(a.Name)))
+	return filepath.Join(base+".files", a.SHA256[:16]+"-"+strings.TrimLeft(name, "."))
+}
+
+// writeLocalFile writes the stored file a as name in root, through a
+// temporary file that is synced and renamed; a file already there with
+// a's size is the same file (its name holds the SHA-256), written before.
+func writeLocalFile(root *os.Root, name string, a *chat.Attachment) error {
+	if fi, err := root.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == a.Size {
+		return nil
+	}
+	if err := root.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+		return fmt.Errorf("create the directory of %s: %w", name, err)
+	}
+	r, err := a.Reader()
+	if err != nil {
+		return Permanent(fmt.Errorf("read %s: %w", a.Name, err))
+	}
+	defer r.Close()
+	return store.CopyFileAtomic(root, name, r, 0o600)
 }
 
 // openBase opens the directory a local target writes in: the state

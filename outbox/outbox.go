@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/store"
 )
 
 // Defaults for zero Options fields.
@@ -58,6 +61,19 @@ type Options struct {
 	Events Events
 	// Logger receives warnings and errors; default slog.Default().
 	Logger *slog.Logger
+	// Files holds the bytes of the stored files entries carry
+	// (docs/uploads.md): read when such an entry is sent, and swept of what
+	// no pending or dead entry names once the retention has passed. Nil:
+	// an entry with a stored file becomes a dead letter saying so.
+	Files FileStore
+}
+
+// FileStore is the store of the files entries carry: the state's files/
+// (store.Files).
+type FileStore interface {
+	Open(sha string) (io.ReadCloser, store.FileInfo, error)
+	Stat(sha string) (store.FileInfo, error)
+	Sweep(keep map[string]bool, before time.Time) (int, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -620,15 +636,63 @@ func (o *Outbox) head(t *target) (Entry, bool, error) {
 }
 
 func (o *Outbox) send(s Sender, e *Entry) (rc Receipt, err error) {
+	cp := *e
+	var changed *atomic.Bool
+	if a := cp.Attachment; a != nil && a.Stored() {
+		if cp.Attachment, changed, err = o.storedFile(a); err != nil {
+			return Receipt{}, Permanent(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(o.runCtx, o.opts.SendTimeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
 			err = Transient(fmt.Errorf("sender panicked: %v", p))
 		}
+		if err != nil && changed != nil && changed.Load() {
+			// The bytes are not those stored: no retry can mend that.
+			err = Permanent(fmt.Errorf("file %s: %w: %w", cp.Attachment.Name, store.ErrFileChanged, err))
+		}
 	}()
-	cp := *e
 	return s.Send(ctx, &cp)
+}
+
+// storedFile is a copy of the stored file a that its sender can read (Open
+// checks the bytes against their SHA-256 as they are read, and changed
+// turns true when they do not match), or why it cannot be sent: no store,
+// or the file is gone.
+func (o *Outbox) storedFile(a *chat.Attachment) (cp *chat.Attachment, changed *atomic.Bool, err error) {
+	files := o.opts.Files
+	if files == nil {
+		return nil, nil, fmt.Errorf("file %s: this outbox keeps no files", a.Name)
+	}
+	if _, err := files.Stat(a.SHA256); err != nil {
+		return nil, nil, fmt.Errorf("file %s is no longer in the state's files/ (%w): it cannot be sent", a.Name, err)
+	}
+	changed = new(atomic.Bool)
+	c := *a
+	c.Open = func() (io.ReadCloser, error) {
+		r, _, err := files.Open(a.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		return &watchedFile{ReadCloser: r, changed: changed}, nil
+	}
+	return &c, changed, nil
+}
+
+// watchedFile notes when a stored file's bytes fail their check.
+type watchedFile struct {
+	io.ReadCloser
+	changed *atomic.Bool
+}
+
+func (w *watchedFile) Read(p []byte) (int, error) {
+	n, err := w.ReadCloser.Read(p)
+	if errors.Is(err, store.ErrFileChanged) {
+		w.changed.Store(true)
+	}
+	return n, err
 }
 
 // settle records the outcome of a send. It reports whether the target may go
@@ -893,6 +957,7 @@ func (o *Outbox) pruner() {
 		} else if n > 0 {
 			o.log.Info("outbox: pruned delivered ids", "count", n, "before", before)
 		}
+		o.sweepFiles(before)
 		o.mu.Lock()
 		if o.state != stateRunning {
 			o.mu.Unlock()
@@ -910,6 +975,37 @@ func (o *Outbox) pruner() {
 			return
 		case <-o.pruneKick:
 		}
+	}
+}
+
+// fileRefs is a Store that lists the stored files its pending and dead
+// entries carry (BoltStore).
+type fileRefs interface {
+	fileRefs(ctx context.Context) (map[string]bool, error)
+}
+
+// sweepFiles removes the stored files that no pending or dead entry
+// carries and that were last stored before before: a delivered file is
+// kept for the retention, like its id (the panel's download link works
+// that long).
+func (o *Outbox) sweepFiles(before time.Time) {
+	fr, ok := o.st.(fileRefs)
+	if o.opts.Files == nil || !ok {
+		return
+	}
+	keep, err := fr.fileRefs(o.runCtx)
+	if err != nil {
+		if o.runCtx.Err() == nil {
+			o.log.Error("outbox: list the stored files entries carry", "err", err)
+		}
+		return
+	}
+	n, err := o.opts.Files.Sweep(keep, before)
+	if err != nil {
+		o.log.Error("outbox: remove stored files no entry needs", "err", err)
+	}
+	if n > 0 {
+		o.log.Info("outbox: removed stored files no entry needs", "count", n, "stored_before", before)
 	}
 }
 

@@ -20,7 +20,12 @@ import (
 // writes a temporary file in the same directory, fsyncs it, renames it over
 // name and fsyncs the directory, all through root. A symbolic link at name
 // is replaced, never followed. The directory must exist.
-func WriteFileAtomic(root *os.Root, name string, data []byte, perm os.FileMode) (err error) {
+func WriteFileAtomic(root *os.Root, name string, data []byte, perm os.FileMode) error {
+	return CopyFileAtomic(root, name, bytes.NewReader(data), perm)
+}
+
+// CopyFileAtomic is WriteFileAtomic with the content read from r.
+func CopyFileAtomic(root *os.Root, name string, r io.Reader, perm os.FileMode) (err error) {
 	path := filepath.Join(root.Name(), name)
 	dir, base := filepath.Split(name)
 	if dir == "" {
@@ -39,7 +44,7 @@ func WriteFileAtomic(root *os.Root, name string, data []byte, perm os.FileMode) 
 	if err := f.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {

@@ -104,6 +104,9 @@ func WriteBackup(ctx context.Context, w io.Writer, st *State, opts BackupOptions
 	if err := b.flows(); err != nil {
 		return err
 	}
+	if err := b.storedFiles(); err != nil {
+		return err
+	}
 	if opts.Proc {
 		if err := b.tree(ProcDir); err != nil {
 			return err
@@ -265,6 +268,33 @@ func (b *backupWriter) tree(dir string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", dir, err)
+	}
+	return nil
+}
+
+// storedFiles copies the files of files/ (the bytes of file replies the
+// outbox may still send), each under its SHA-256; a Put's temporary file
+// is left out.
+func (b *backupWriter) storedFiles() error {
+	ents, err := fs.ReadDir(b.root.FS(), FilesDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", FilesDir, err)
+	}
+	for _, e := range ents {
+		if ValidSHA256(e.Name()) != nil {
+			continue
+		}
+		name := path.Join(FilesDir, e.Name())
+		if !e.Type().IsRegular() {
+			b.m.Skipped = append(b.m.Skipped, name)
+			continue
+		}
+		if err := b.file(name, false); err != nil {
+			return err
+		}
 	}
 	return nil
 }

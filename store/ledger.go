@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -55,7 +56,19 @@ type TurnRecord struct {
 // twice and a turn cut short by a crash is noticed after restart. Its writes
 // go through a group commit (DB), shared with the database's other writers
 // when it was opened with OpenSharedLedger.
-type Ledger struct{ db *DB }
+type Ledger struct {
+	db *DB
+
+	mu sync.Mutex
+	// later are the finishes FinishLater holds until the next commit.
+	later []laterFinish
+}
+
+// laterFinish is a Finish waiting for the ledger's next commit.
+type laterFinish struct {
+	turnID, state, code string
+	at                  time.Time
+}
 
 // OpenLedger creates the ledger's buckets in db; its writes share commits
 // among themselves only. The hub opens it with OpenSharedLedger.
@@ -77,13 +90,68 @@ func OpenSharedLedger(db *DB) (*Ledger, error) {
 	return &Ledger{db: db}, nil
 }
 
+// update runs fn in a commit of the ledger's database, with the finishes
+// FinishLater holds written first in the same transaction. When the
+// commit fails they are kept for the next one.
+func (l *Ledger) update(fn func(*bolt.Tx) error) error {
+	l.mu.Lock()
+	later := l.later
+	l.later = nil
+	l.mu.Unlock()
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		for _, f := range later {
+			// A finish that fails writes nothing (its record is gone or
+			// corrupt): the turn stays as it was, and fn commits.
+			_ = finish(tx, f.turnID, f.state, f.code, nil, f.at)
+		}
+		return fn(tx)
+	})
+	if err != nil && len(later) > 0 {
+		l.mu.Lock()
+		l.later = append(later, l.later...)
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// FinishLater is Finish (without outbox ids) written with the ledger's
+// next commit, a Begin's or any other write's, or by Flush, instead of a
+// commit of its own: the record of a turn after it ran is bookkeeping,
+// which may wait, unlike Begin's record before it runs. Until then Get
+// and Unfinished see the turn as started, and a crash leaves it so; a
+// finish that cannot be made (its record gone) is dropped unreported.
+func (l *Ledger) FinishLater(turnID, state, code string, at time.Time) {
+	l.mu.Lock()
+	l.later = append(l.later, laterFinish{turnID: turnID, state: state, code: code, at: at})
+	l.mu.Unlock()
+}
+
+// Flush writes the finishes FinishLater holds, in one commit (none when
+// it holds none).
+func (l *Ledger) Flush() error {
+	l.mu.Lock()
+	n := len(l.later)
+	l.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	if err := l.update(func(*bolt.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("turn ledger: write finished turns: %w", err)
+	}
+	return nil
+}
+
+// Commits reports how many commits the ledger's database has made through
+// its group commit and how many writes they carried (DB.Commits).
+func (l *Ledger) Commits() (commits, ops int64) { return l.db.Commits() }
+
 // Begin records rec as started unless the turn is already known (a turn
 // received but never run counts as unknown: it starts now, and accepted
 // reports it). It returns the existing record and began=false for a turn
 // seen before. The record is on disk (fsynced) when Begin returns, before
 // anything runs.
 func (l *Ledger) Begin(rec TurnRecord) (prev *TurnRecord, began, accepted bool, err error) {
-	err = l.db.Update(func(tx *bolt.Tx) error {
+	err = l.update(func(tx *bolt.Tx) error {
 		prev, began, accepted = nil, false, false // the function may run twice
 		b := tx.Bucket([]byte(ledgerBucket))
 		if v := b.Get([]byte(rec.TurnID)); v != nil {
@@ -108,7 +176,7 @@ func (l *Ledger) Begin(rec TurnRecord) (prev *TurnRecord, began, accepted bool, 
 // Unstart returns a turn that started but did not run to the received
 // state with its inbound, so that a later start runs it.
 func (l *Ledger) Unstart(in *chat.Inbound) error {
-	return l.db.Update(func(tx *bolt.Tx) error {
+	return l.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(ledgerBucket))
 		v := b.Get([]byte(in.TurnID))
 		if v == nil {
@@ -132,7 +200,7 @@ func (l *Ledger) Unstart(in *chat.Inbound) error {
 // reports whether it was new.
 func (l *Ledger) Receive(rec TurnRecord) (bool, error) {
 	added := false
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.update(func(tx *bolt.Tx) error {
 		added = false // the function may run twice
 		b := tx.Bucket([]byte(ledgerBucket))
 		if b.Get([]byte(rec.TurnID)) != nil {
@@ -151,7 +219,7 @@ func (l *Ledger) Receive(rec TurnRecord) (bool, error) {
 
 // Finish moves a turn to state (done or interrupted) with its outbox ids.
 func (l *Ledger) Finish(turnID, state, code string, outboxIDs []string, at time.Time) error {
-	return l.db.Update(func(tx *bolt.Tx) error { return finish(tx, turnID, state, code, outboxIDs, at) })
+	return l.update(func(tx *bolt.Tx) error { return finish(tx, turnID, state, code, outboxIDs, at) })
 }
 
 // FinishWith returns ctx carrying the Finish of a turn (same arguments),
@@ -194,7 +262,7 @@ func finish(tx *bolt.Tx, turnID, state, code string, outboxIDs []string, at time
 
 // Forget removes a turn that never ran, so that its redelivery runs it.
 func (l *Ledger) Forget(turnID string) error {
-	return l.db.Update(func(tx *bolt.Tx) error {
+	return l.update(func(tx *bolt.Tx) error {
 		return tx.Bucket([]byte(ledgerBucket)).Delete([]byte(turnID))
 	})
 }
@@ -238,7 +306,7 @@ func (l *Ledger) Unfinished() ([]TurnRecord, error) {
 // The platforms never deliver a turn again after days, so a cutoff at the
 // outbox's retention keeps every duplicate answered.
 func (l *Ledger) Prune(cutoff time.Time) (turns, denials int, err error) {
-	err = l.db.Update(func(tx *bolt.Tx) error {
+	err = l.update(func(tx *bolt.Tx) error {
 		turns, denials = 0, 0
 		var old [][]byte
 		err := tx.Bucket([]byte(ledgerBucket)).ForEach(func(k, v []byte) error {
@@ -288,7 +356,7 @@ func (l *Ledger) Prune(cutoff time.Time) (turns, denials int, err error) {
 // at most once per interval, and records the time when it may.
 func (l *Ledger) ShouldNotifyDenial(identity string, now time.Time, interval time.Duration) (bool, error) {
 	ok := false
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err := l.update(func(tx *bolt.Tx) error {
 		ok = false // the function may run twice
 		b := tx.Bucket([]byte(denialBucket))
 		if v := b.Get([]byte(identity)); len(v) > 0 {

@@ -45,6 +45,7 @@ const (
 	KindCommand   = "command"   // inbound: a verb or built-in
 	KindEdited    = "edited"    // inbound: an edited message
 	KindDenied    = "denied"    // inbound: from someone not authorised
+	KindFile      = "file"      // inbound: a file sent with a message, as saved (name, path, size, SHA-256)
 	KindReply     = "reply"     // outbound: a reply chunk
 	KindNotice    = "notice"    // outbound: a hub notice
 	KindPMA       = "pma"       // outbound: a fan-out chunk to a delivery target
@@ -57,6 +58,14 @@ const (
 const (
 	MetaOutboxID          = "outbox_id"
 	MetaPlatformMessageID = "platform_message_id"
+)
+
+// Meta keys of an inbound message that came with a file: the name, size
+// and media type its platform announced (docs/uploads.md).
+const (
+	MetaUploadName = "upload_name"
+	MetaUploadSize = "upload_size"
+	MetaUploadMIME = "upload_mime"
 )
 
 // Meta keys of the records of a verb call: the verb's registered name (on
@@ -129,6 +138,11 @@ func InboundRecord(in *chat.Inbound, kind string) MirrorRecord {
 		if !strings.Contains(strings.ToLower(k), "token") {
 			meta[k] = v
 		}
+	}
+	if u := in.Upload; u != nil {
+		// What the platform announced; never the bytes, nor how to fetch
+		// them (a signed URL, a file id).
+		meta[MetaUploadName], meta[MetaUploadSize], meta[MetaUploadMIME] = u.Name, strconv.FormatInt(u.Size, 10), u.MIME
 	}
 	for k, v := range map[string]string{
 		MetaChatType: string(in.ChatType), MetaChatTitle: in.ChatTitle, MetaTopicTitle: in.TopicTitle,

@@ -267,13 +267,17 @@ func checkMemberName(name string) error {
 		if rest != "" {
 			return nil
 		}
+	case FilesDir:
+		if ValidSHA256(rest) == nil {
+			return nil
+		}
 	case FlowsDir:
 		run, file, _ := strings.Cut(rest, "/")
 		if _, err := ParseRunID(run); err == nil && file != "" {
 			return nil
 		}
 	}
-	return badBackup("member %q is not part of a hub's state (accepted: %s, %s, %s, pma/…, flows/<run_id>/…, proc/…)", name, DBFile, ChannelDirectory, NATSSeedFile)
+	return badBackup("member %q is not part of a hub's state (accepted: %s, %s, %s, pma/…, flows/<run_id>/…, files/<sha256>, proc/…)", name, DBFile, ChannelDirectory, NATSSeedFile)
 }
 
 // readManifest decodes the manifest member strictly.

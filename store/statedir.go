@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -18,7 +19,7 @@ const (
 )
 
 // layoutDirs are the directories OpenStateDir creates.
-var layoutDirs = []string{PMADir, ChatDir, FlowsDir, ProcDir}
+var layoutDirs = []string{PMADir, ChatDir, FlowsDir, ProcDir, FilesDir}
 
 // StateDir is the state directory, opened once and held open for as long
 // as the process uses it. Every file the hub keeps there is reached through
@@ -31,11 +32,15 @@ type StateDir struct {
 	root  *os.Root
 	flows *os.Root
 	pma   *os.Root
+	files *os.Root
+	// filesMu orders a Put that renews a stored file against a Sweep
+	// that would remove it.
+	filesMu sync.Mutex
 }
 
 // OpenStateDir creates the state directory dir with owner-only permissions
 // when it is missing, opens it, and creates its layout (pma/, chat/,
-// flows/, proc/) through it. A directory of the layout that is a symbolic
+// flows/, proc/, files/) through it. A directory of the layout that is a symbolic
 // link, or not a directory, is refused: the hub keeps its own directories
 // there.
 func OpenStateDir(dir string) (*StateDir, error) {
@@ -72,6 +77,9 @@ func (d *StateDir) openLayout() error {
 		return fmt.Errorf("open state: %w", err)
 	}
 	if d.pma, err = d.root.OpenRoot(PMADir); err != nil {
+		return fmt.Errorf("open state: %w", err)
+	}
+	if d.files, err = d.root.OpenRoot(FilesDir); err != nil {
 		return fmt.Errorf("open state: %w", err)
 	}
 	return nil
@@ -132,7 +140,7 @@ func (d *StateDir) PMA() *os.Root { return d.pma }
 // Close closes the directories.
 func (d *StateDir) Close() error {
 	var errs []error
-	for _, r := range []*os.Root{d.pma, d.flows, d.root} {
+	for _, r := range []*os.Root{d.files, d.pma, d.flows, d.root} {
 		if r != nil {
 			errs = append(errs, r.Close())
 		}

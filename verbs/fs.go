@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -175,6 +176,18 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 		return executor.Errorf(executor.CodeTooLarge,
 			"File %s is %d bytes; fs.readFile returns at most %d (use fs.lineCount and fs.readRange to read part of it)", l.Show(), size, limit)
 	})
+	if err != nil {
+		return res, err
+	}
+	// In a chat, a binary or long file reads better as the file itself
+	// (docs/uploads.md).
+	data, text := []byte(res.Content), res.File.Encoding == EncodingUTF8
+	if !text {
+		if data, err = base64.StdEncoding.DecodeString(res.Content); err != nil {
+			return res, err
+		}
+	}
+	res.sent, err = sendAsFile(ctx, path.Base(l.Show()), data, text)
 	return res, err
 }
 

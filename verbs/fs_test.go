@@ -23,6 +23,7 @@ func TestRegisterAllVerbs(t *testing.T) {
 		"fs.writeRange": false, "fs.deleteFile": false, "fs.moveFile": false, "fs.copyFile": false,
 		"fs.createDirectory": false, "fs.deleteDirectory": false, "fs.lineCount": true,
 		"fs.listDir": true, "fs.search": true, "fs.find": true, "fs.watch": true, "proc.run": false, "proc.output": true, "sys.machineInfo": true,
+		"fs.upload": false, "fs.send": true,
 		"fs.edit": false, "fs.stat": true, "fs.readMany": true,
 	}
 	infos := reg.Verbs()
@@ -79,7 +80,9 @@ func TestSchemaShapes(t *testing.T) {
 		{"fs.moveFile", []string{"sourcePath", "destinationPath"}, nil},
 		{"fs.copyFile", []string{"sourcePath", "destinationPath"}, nil},
 		{"proc.run", []string{"executable"}, []string{"arguments", "timeoutSeconds", "workingDirectory"}},
-		{"proc.output", []string{"outputId"}, []string{"stream", "startLine", "endLine"}},
+		{"proc.output", []string{"outputId"}, []string{"stream", "startLine", "endLine", "asFile"}},
+		{"fs.upload", nil, []string{"path", "overwrite"}},
+		{"fs.send", []string{"path"}, []string{"offset", "length"}},
 		{"sys.machineInfo", nil, nil},
 	}
 	for _, c := range cases {

@@ -36,7 +36,8 @@ var hostGuidance = []string{
 // in reg: how to work in the workspace (session workspaces when sessions is
 // set, the host workspace otherwise), then every verb with its chat usage,
 // an envelope example and its schema in the IDL. It is generated from the
-// registry, so it lists exactly what is registered.
+// registry, so it lists exactly what is registered, but for the verbs
+// only a chat conversation can use (executor.Info.ChatOnly).
 func AgentMarkdown(reg *executor.Registry, sessions bool) string {
 	var b strings.Builder
 	b.WriteString("# Workspace verbs\n\n")
@@ -59,6 +60,9 @@ func AgentMarkdown(reg *executor.Registry, sessions bool) string {
 	b.WriteString("Paths are relative to the workspace root (`.` is the root), separated by `/`, in printable ASCII, without `.` or `..` segments, at most 16 segments of at most 80 characters each; repeated slashes are collapsed.\n")
 	b.WriteString("\n## Verbs\n")
 	for _, s := range reg.Schemas() {
+		if s.ChatOnly {
+			continue // files through a chat: an agent has none
+		}
 		fmt.Fprintf(&b, "\n### %s\n\n%s", s.Name, s.Summary)
 		if s.ReadOnly {
 			b.WriteString(" (read-only)")

@@ -257,6 +257,9 @@ func (s *Set) ProcOutput(ctx context.Context, a ProcOutputArgs) (ProcOutputResul
 		return res, readErr(err)
 	}
 	res = ProcOutputResult{OutputID: a.OutputID, Stream: stream, StartLine: start, EndLine: start - 1, TotalLines: n, TotalBytes: fi.Size()}
+	if a.AsFile {
+		return sendStream(ctx, res, f, fi.Size())
+	}
 	if n == 0 && start == 1 {
 		return res, nil
 	}
@@ -324,6 +327,21 @@ func (s *Set) ProcOutput(ctx context.Context, a ProcOutputArgs) (ProcOutputResul
 	if !utf8.ValidString(res.Content) {
 		res.Content = strings.ToValidUTF8(res.Content, "\uFFFD")
 	}
+	return res, nil
+}
+
+// sendStream sends a whole stream, size bytes of f, as a file (asFile).
+func sendStream(ctx context.Context, res ProcOutputResult, f *os.File, size int64) (ProcOutputResult, error) {
+	if _, ok := executor.FilesOffered(ctx); !ok {
+		return res, executor.Errorf(executor.CodeInvalidArguments,
+			"asFile sends the stream into a chat conversation; this surface takes no files: read it by pages without asFile")
+	}
+	name := res.OutputID + "." + string(res.Stream) + ".txt"
+	sent, err := executor.SendFile(ctx, name, "text/plain; charset=utf-8", size, io.NewSectionReader(ctxReaderAt{ctx, f}, 0, size))
+	if err != nil {
+		return res, err
+	}
+	res.SentAs, res.SHA256, res.EndLine = name, sent.SHA256, res.TotalLines
 	return res, nil
 }
 

@@ -295,7 +295,7 @@ func TestProcOutputChatHint(t *testing.T) {
 		switch page {
 		case 0:
 			if !strings.HasPrefix(text, "stdout of `telegram.3.4`, lines 1–200 of 250\n```\n1\n2\n") ||
-				!strings.HasSuffix(text, "200\n```\nNext page: `/proc.output outputId=telegram.3.4 stream=stdout startLine=201`") {
+				!strings.HasSuffix(text, "200\n```\nNext page: `/proc.output outputId=telegram.3.4 stream=stdout startLine=201`\nThe whole stdout as a file: `/proc.output outputId=telegram.3.4 stream=stdout asFile=true`") {
 				t.Errorf("first page:\n%s", text)
 			}
 		case 1:
@@ -304,4 +304,34 @@ func TestProcOutputChatHint(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestProcOutputAsFile: asFile sends the whole stream as a file in a chat
+// conversation, to the caller who ran the call only; a page says how.
+func TestProcOutputAsFile(t *testing.T) {
+	e := verbtest.New(t)
+	r := runAs(t, e, "telegram.1.2", "telegram:1", verbs.ProcRunArgs{Executable: "sh", Arguments: []string{"-c", "seq 1 450"}})
+	page := output(t, e, "telegram:1", map[string]any{"outputId": r.OutputID})
+	if text := page.Render(nil); !strings.Contains(text, "/proc.output outputId=telegram.1.2 stream=stdout asFile=true") {
+		t.Fatalf("a page does not say how to get the whole stream:\n%s", text)
+	}
+	s := &sink{}
+	ctx := executor.WithFiles(asCaller("test.read", "telegram:1"), executor.FileOffer{Sink: s, Limit: 1 << 20, Where: "Telegram"})
+	out := e.RunCtx(ctx, "proc.output", map[string]any{"outputId": r.OutputID, "asFile": true})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	res := out.Value.(*verbs.ProcOutputResult)
+	want := e.StateFile("proc/telegram.1.2/stdout.txt")
+	if len(out.Files) != 1 || out.Files[0].Name != "telegram.1.2.stdout.txt" || string(s.files[out.Files[0].SHA256]) != want || res.SentAs != out.Files[0].Name || res.Content != "" {
+		t.Fatalf("files %+v result %+v", out.Files, res)
+	}
+	if text := executor.RenderText(out, false); !strings.Contains(text, "450 lines") || !strings.Contains(text, "sent as the file telegram.1.2.stdout.txt") {
+		t.Fatalf("reply %q", text)
+	}
+	ctx = executor.WithFiles(asCaller("test.read", "telegram:2"), executor.FileOffer{Sink: s, Limit: 1 << 20, Where: "Telegram"})
+	if out := e.RunCtx(ctx, "proc.output", map[string]any{"outputId": r.OutputID, "asFile": true}); out.Err == nil || out.Err.Code != executor.CodeForbidden || len(out.Files) != 0 {
+		t.Fatalf("another caller: %+v %+v", out.Err, out.Files)
+	}
+	outputFails(t, e, "telegram:1", map[string]any{"outputId": r.OutputID, "asFile": true}, executor.CodeInvalidArguments, "this surface takes no files")
 }

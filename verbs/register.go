@@ -64,6 +64,13 @@ type Options struct {
 	// (ChooseProcUser decides it from the configuration). Changing user
 	// needs a hub running as root.
 	User *ProcUser
+	// UploadDir is where fs.upload saves a file sent without a path,
+	// relative to the workspace (uploads.dir); MaxUploadBytes the largest
+	// file it saves (uploads.max_bytes); UploadTimeout how long the
+	// download may take (uploads.timeout).
+	UploadDir      string
+	MaxUploadBytes int64
+	UploadTimeout  time.Duration
 	// Runners picks, by workspace name, the Runner that runs proc.run's
 	// programs somewhere other than on the host (a container); nil, or no
 	// runner for a workspace, runs them as host processes.
@@ -109,7 +116,16 @@ func (o Options) validate() (Options, error) {
 	if o.MaxMemory == 0 {
 		o.MaxMemory = DefaultMaxMemory
 	}
-	if o.DefaultTimeout < 0 || o.MaxTimeout < 0 || o.MaxOutputBytes < 0 || o.TailBytes < 0 {
+	if o.UploadDir == "" {
+		o.UploadDir = DefaultUploadDir
+	}
+	if o.MaxUploadBytes == 0 {
+		o.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if o.UploadTimeout == 0 {
+		o.UploadTimeout = DefaultUploadTimeout
+	}
+	if o.DefaultTimeout < 0 || o.MaxTimeout < 0 || o.MaxOutputBytes < 0 || o.TailBytes < 0 || o.MaxUploadBytes < 0 || o.UploadTimeout < 0 {
 		return o, errors.New("verbs: timeouts and sizes in Options must not be negative")
 	}
 	if o.MaxProcs < 0 || o.MaxMemory < 0 || o.MaxCPUSeconds < 0 {
@@ -171,6 +187,8 @@ func (s *Set) Register(reg *executor.Registry) error {
 		reg1(reg, "fs.stat", "Describe a file or directory: type, size, mode, modification time, lines, SHA-256", true, s.Stat),
 		reg1(reg, "fs.writeFile", "Create, replace or append to a file atomically", false, s.WriteFile),
 		reg1(reg, "fs.writeRange", "Replace, insert or append lines in a text file", false, s.WriteRange),
+		regInfo(reg, executor.Info{Name: "fs.upload", Summary: "Save the file sent with the message in the workspace", Permission: "fs.writeFile", TakesFile: true, ChatOnly: true, Aliases: []string{"upload"}}, s.Upload),
+		regInfo(reg, executor.Info{Name: "fs.send", Summary: "Send a workspace file to the chat as a file", ReadOnly: true, ChatOnly: true, Aliases: []string{"get"}}, s.Send),
 		reg1(reg, "fs.edit", "Replace exact passages of a text file and show the diff", false, s.Edit),
 		reg1(reg, "fs.deleteFile", "Delete a file", false, s.DeleteFile),
 		reg1(reg, "fs.moveFile", "Move a file to a path that does not exist yet", false, s.MoveFile),
@@ -195,7 +213,9 @@ func (s *Set) Register(reg *executor.Registry) error {
 }
 
 func reg1[A, R any](reg *executor.Registry, name, summary string, readOnly bool, f executor.VerbFunc[A, R]) func() error {
-	return func() error {
-		return executor.Register(reg, executor.Info{Name: name, Summary: summary, ReadOnly: readOnly}, f)
-	}
+	return regInfo(reg, executor.Info{Name: name, Summary: summary, ReadOnly: readOnly}, f)
+}
+
+func regInfo[A, R any](reg *executor.Registry, info executor.Info, f executor.VerbFunc[A, R]) func() error {
+	return func() error { return executor.Register(reg, info, f) }
 }

@@ -18,6 +18,8 @@ var (
 	_ executor.Renderer = (*FsReadFileResult)(nil)
 	_ executor.Renderer = (*FsReadRangeResult)(nil)
 	_ executor.Renderer = (*FsWriteFileResult)(nil)
+	_ executor.Renderer = (*FsUploadResult)(nil)
+	_ executor.Renderer = (*FsSendResult)(nil)
 	_ executor.Renderer = (*FsWriteRangeResult)(nil)
 	_ executor.Renderer = (*FsDeleteFileResult)(nil)
 	_ executor.Renderer = (*FsMoveFileResult)(nil)
@@ -58,6 +60,9 @@ func (r *FsExistsResult) Render(args any) string {
 // file's language; binary content only as a note, since it is base64.
 func (r *FsReadFileResult) Render(args any) string {
 	p := argsAs[FsReadFileArgs](args).Path
+	if f := r.sent; f != nil {
+		return fmt.Sprintf("`%s` (%d bytes) is sent as the file %s.", p, f.Size, f.Name)
+	}
 	if r.File != nil && r.File.Encoding == EncodingBase64 {
 		return fmt.Sprintf("`%s` is binary (%d bytes); add --json for its content in base64.", p, r.File.SizeBytes)
 	}
@@ -160,6 +165,9 @@ func (r *ProcRunResult) Render(args any) string {
 // range it holds, ending with the command for the next page, if any.
 func (r *ProcOutputResult) Render(any) string {
 	n := int64(r.TotalLines)
+	if r.SentAs != "" {
+		return fmt.Sprintf("The %s of `%s` (%d %s, %d bytes) is sent as the file %s.", r.Stream, r.OutputID, n, plural(n, "line", "lines"), r.TotalBytes, r.SentAs)
+	}
 	if r.EndLine < r.StartLine {
 		return fmt.Sprintf("The %s of `%s` is empty.", r.Stream, r.OutputID)
 	}
@@ -170,8 +178,40 @@ func (r *ProcOutputResult) Render(any) string {
 	}
 	if r.NextStartLine > 0 {
 		fmt.Fprintf(&b, "\nNext page: `%s`", outputCommand(r.OutputID, r.Stream, r.NextStartLine))
+		fmt.Fprintf(&b, "\nThe whole %s as a file: `/proc.output outputId=%s stream=%s asFile=true`", r.Stream, r.OutputID, r.Stream)
 	}
 	return b.String()
+}
+
+// Render implements executor.Renderer.
+func (r *FsUploadResult) Render(any) string {
+	verb := "Saved"
+	if r.Replaced {
+		verb = "Replaced"
+	}
+	return fmt.Sprintf("%s `%s` (%s, SHA-256 %s).", verb, r.Path, sizeText(r.SizeBytes), r.SHA256)
+}
+
+// Render implements executor.Renderer.
+func (r *FsSendResult) Render(any) string {
+	if r.SizeBytes < r.FileSizeBytes {
+		return fmt.Sprintf("`%s` bytes %d–%d of %d are sent as the file %s.", r.Path, r.Offset, r.Offset+r.SizeBytes, r.FileSizeBytes, r.Name)
+	}
+	return fmt.Sprintf("`%s` (%s) is sent as a file.", r.Path, sizeText(r.SizeBytes))
+}
+
+// sizeText is a size for people: bytes, and KiB, MiB or GiB from 1 KiB.
+func sizeText(n int64) string {
+	units := []string{"KiB", "MiB", "GiB"}
+	if n < 1024 {
+		return fmt.Sprintf("%d %s", n, plural(n, "byte", "bytes"))
+	}
+	v, u := float64(n)/1024, 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	return fmt.Sprintf("%d bytes, %.1f %s", n, v, units[u])
 }
 
 // outputCommand is the chat command that reads a page of a call's output.

@@ -2,8 +2,10 @@ package verbs_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -62,13 +64,20 @@ func TestRenderers(t *testing.T) {
 			&verbs.ProcRunResult{Result: ok, DurationMs: 1, OutputID: "web.1", StdoutBytes: 2, StdoutTail: "a\n"}, "`ls` — exit 0 ✓ in 1ms\nstdout:\n```\na\n```"},
 		{"proc.output first page", &verbs.ProcOutputArgs{OutputID: "web.1"},
 			&verbs.ProcOutputResult{Result: ok, OutputID: "web.1", Stream: verbs.StreamStdout, Content: "1\n2", StartLine: 1, EndLine: 2, TotalLines: 5, TotalBytes: 10, NextStartLine: 3},
-			"stdout of `web.1`, lines 1–2 of 5\n```\n1\n2\n```\nNext page: `/proc.output outputId=web.1 stream=stdout startLine=3`"},
+			"stdout of `web.1`, lines 1–2 of 5\n```\n1\n2\n```\nNext page: `/proc.output outputId=web.1 stream=stdout startLine=3`\nThe whole stdout as a file: `/proc.output outputId=web.1 stream=stdout asFile=true`"},
 		{"proc.output last page", nil,
 			&verbs.ProcOutputResult{Result: ok, OutputID: "web.1", Stream: verbs.StreamStderr, Content: "5", StartLine: 5, EndLine: 5, TotalLines: 5, TotalBytes: 10},
 			"stderr of `web.1`, lines 5–5 of 5\n```\n5\n```"},
 		{"proc.output cut line", nil,
 			&verbs.ProcOutputResult{Result: ok, OutputID: "web.1", Stream: verbs.StreamStdout, Content: "xx", StartLine: 4, EndLine: 4, TotalLines: 9, TotalBytes: 99999, LineCut: true, NextStartLine: 5},
-			"stdout of `web.1`, lines 4–4 of 9\n```\nxx\n```\nLine 4 is longer than a page: only its first 32768 bytes are shown.\nNext page: `/proc.output outputId=web.1 stream=stdout startLine=5`"},
+			"stdout of `web.1`, lines 4–4 of 9\n```\nxx\n```\nLine 4 is longer than a page: only its first 32768 bytes are shown.\nNext page: `/proc.output outputId=web.1 stream=stdout startLine=5`\nThe whole stdout as a file: `/proc.output outputId=web.1 stream=stdout asFile=true`"},
+		{"proc.output as a file", nil,
+			&verbs.ProcOutputResult{Result: ok, OutputID: "web.1", Stream: verbs.StreamStdout, StartLine: 1, EndLine: 450, TotalLines: 450, TotalBytes: 1692, SentAs: "web.1.stdout.txt"},
+			"The stdout of `web.1` (450 lines, 1692 bytes) is sent as the file web.1.stdout.txt."},
+		{"upload", nil, &verbs.FsUploadResult{Result: ok, Path: "uploads/q3.pdf", SizeBytes: 2 << 20, SHA256: "ab12"}, "Saved `uploads/q3.pdf` (2097152 bytes, 2.0 MiB, SHA-256 ab12)."},
+		{"upload replacing", nil, &verbs.FsUploadResult{Result: ok, Path: "a.txt", SizeBytes: 1, SHA256: "ab12", Replaced: true}, "Replaced `a.txt` (1 byte, SHA-256 ab12)."},
+		{"send", nil, &verbs.FsSendResult{Result: ok, Path: "build/app.bin", Name: "app.bin", SizeBytes: 4096, FileSizeBytes: 4096}, "`build/app.bin` (4096 bytes, 4.0 KiB) is sent as a file."},
+		{"send a part", nil, &verbs.FsSendResult{Result: ok, Path: "big.iso", Name: "big.iso.100-200", Offset: 100, SizeBytes: 100, FileSizeBytes: 1000}, "`big.iso` bytes 100–200 of 1000 are sent as the file big.iso.100-200."},
 		{"proc.output empty", nil, &verbs.ProcOutputResult{Result: ok, OutputID: "web.1", Stream: verbs.StreamStderr, StartLine: 1}, "The stderr of `web.1` is empty."},
 		{"proc stderr only", &verbs.ProcRunArgs{Executable: "x", Arguments: []string{}}, &verbs.ProcRunResult{Result: ok, ExitCode: 1, StderrBytes: 2, StderrTail: "e\n"}, "`x` — exit 1 in 0s\nstderr:\n```\ne\n```"},
 		{"machineInfo", &verbs.SysMachineInfoArgs{}, &verbs.SysMachineInfoResult{Result: ok, OperatingSystem: "linux debian 12", Hostname: "box", CPUCount: 8, TotalMemoryBytes: 16 << 30, UptimeSeconds: 93784,
@@ -214,16 +223,25 @@ func TestResultsRender(t *testing.T) {
 		{"vfs.info", map[string]any{}},
 		{"vfs.restore", map[string]any{"snapshotId": snap.SnapshotID}},
 		{"vfs.reset", map[string]any{}},
+		{"fs.upload", map[string]any{"path": "up.bin"}},
+		{"fs.send", map[string]any{"path": "a.txt"}},
 	}
 	reg := e.x.Registry()
 	checked := map[string]bool{}
+	// The files of a chat conversation: the one sent with the message, and
+	// a store for those sent back.
+	data := []byte("uploaded\x00")
+	files := executor.WithFiles(context.Background(), executor.FileOffer{Sink: &sink{}, Limit: 1 << 20, Where: "Telegram"})
+	files = executor.WithUpload(files, &executor.Upload{Name: "up.bin", Size: int64(len(data)), Open: func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(data)), nil
+	}})
 	for _, c := range calls {
 		checked[c.verb] = true
 		session := ""
 		if strings.HasPrefix(c.verb, "vfs.") {
 			session = sess
 		}
-		out := e.run(session, c.verb, c.args)
+		out := e.runCtx(files, session, c.verb, c.args)
 		if !out.Succeeded() {
 			t.Errorf("%s: %s (%s)", c.verb, out.Err.Message, out.Err.Code)
 			continue

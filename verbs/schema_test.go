@@ -18,14 +18,14 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 // the IDL that `hub schema` prints (testdata/schema/<verb>.idl) and the
 // structured form that command menus and forms are built from
 // (testdata/schema/<verb>.json). Run with -update after changing an argument
-// or result type on purpose. It covers the twenty-one verbs of a Set and the
+// or result type on purpose. It covers the twenty-three verbs of a Set and the
 // five vfs.* verbs of a SessionSource.
 func TestSchemaGolden(t *testing.T) {
 	e := newSessEnv(t)
 	dir := filepath.Join("testdata", "schema")
 	schemas := e.x.Registry().Schemas()
-	if len(schemas) != 26 {
-		t.Fatalf("want 26 verbs, got %d", len(schemas))
+	if len(schemas) != 28 {
+		t.Fatalf("want 28 verbs, got %d", len(schemas))
 	}
 	if *update {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -60,7 +60,8 @@ func TestSchemaGolden(t *testing.T) {
 
 // TestAgentMarkdown pins the instructions `hub schema --markdown` prints, for
 // session and host workspaces (testdata/agent_sessions.md, agent_host.md),
-// and checks that every registered verb is advertised with its schema.
+// and checks that every registered verb is advertised with its schema, but
+// for the verbs only a chat conversation can use.
 func TestAgentMarkdown(t *testing.T) {
 	e := newSessEnv(t)
 	reg := e.x.Registry()
@@ -68,6 +69,12 @@ func TestAgentMarkdown(t *testing.T) {
 		got := verbs.AgentMarkdown(reg, sessions)
 		for _, s := range reg.Schemas() {
 			for _, part := range []string{"### " + s.Name + "\n", "`/" + s.Name, `"verb": "` + s.Name + `"`, s.IDL} {
+				if s.ChatOnly {
+					if strings.Contains(got, "### "+s.Name+"\n") {
+						t.Errorf("%s: %s is advertised to agents, who have no chat files", name, s.Name)
+					}
+					break
+				}
 				if !strings.Contains(got, part) {
 					t.Errorf("%s: %s is not advertised (missing %q)", name, s.Name, part)
 				}
@@ -103,7 +110,7 @@ func TestAgentMarkdown(t *testing.T) {
 	if err := verbs.Register(host, e.host, verbs.DefaultOptions(e.base)); err != nil {
 		t.Fatal(err)
 	}
-	if md := verbs.AgentMarkdown(host, false); strings.Contains(md, "### vfs.") || strings.Count(md, "\n### ") != 21 {
+	if md := verbs.AgentMarkdown(host, false); strings.Contains(md, "### vfs.") || strings.Count(md, "\n### ") != 21 || strings.Contains(md, "fs.upload") {
 		t.Errorf("host-only registry: %d verbs listed", strings.Count(md, "\n### "))
 	}
 }

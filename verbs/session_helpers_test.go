@@ -125,11 +125,17 @@ func (e *sessEnv) reopen() {
 // run executes one verb for session (empty: the host workspace).
 func (e *sessEnv) run(session, verb string, args any) *executor.Outcome {
 	e.t.Helper()
+	return e.runCtx(context.Background(), session, verb, args)
+}
+
+// runCtx is run within ctx.
+func (e *sessEnv) runCtx(ctx context.Context, session, verb string, args any) *executor.Outcome {
+	e.t.Helper()
 	in, err := json.Marshal(map[string]any{"verb": verb, "arguments": args})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctx := executor.WithCall(context.Background(), executor.Call{TurnID: "test.1", Session: session, Identity: "test:1"})
+	ctx = executor.WithCall(ctx, executor.Call{TurnID: "test.1", Session: session, Identity: "test:1"})
 	return e.x.ExecuteInput(ctx, in)
 }
 

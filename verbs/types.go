@@ -45,6 +45,9 @@ type FsReadFileResult struct {
 	// File is always set on success; in the host workspace it carries no
 	// version or timestamps.
 	File *VfsFile `json:"file,omitempty" desc:"The file's path, encoding and size; in session workspaces also its version and timestamps"`
+	// sent is the file a chat got instead of the content: binary, or text
+	// longer than a chat reply should carry (docs/uploads.md).
+	sent *executor.SentFile
 }
 
 // VfsFile describes a file. Version, CreatedAt and UpdatedAt are kept in
@@ -114,6 +117,39 @@ const (
 // Values implements executor.Enum.
 func (WriteMode) Values() []string {
 	return []string{string(ModeCreate), string(ModeOverwrite), string(ModeAppend)}
+}
+
+// FsUploadArgs are the arguments of fs.upload.
+type FsUploadArgs struct {
+	Path      string `json:"path,omitempty" positional:"true" default:"uploads.dir/<the file's name>" desc:"Where to save the file sent with the message: a workspace-relative file path, or a directory ending in /"`
+	Overwrite bool   `json:"overwrite,omitempty" default:"false" desc:"Replace a file already at the path; without it such a file is kept and nothing is saved"`
+}
+
+// FsUploadResult is the result of fs.upload.
+type FsUploadResult struct {
+	executor.Result
+	Path      string `json:"path" desc:"Where the file was saved, workspace-relative"`
+	SizeBytes int64  `json:"sizeBytes" desc:"Its size in bytes"`
+	SHA256    string `json:"sha256" desc:"The SHA-256 of its bytes, hexadecimal"`
+	Replaced  bool   `json:"replaced,omitempty" desc:"Whether it replaced a file (overwrite)"`
+}
+
+// FsSendArgs are the arguments of fs.send.
+type FsSendArgs struct {
+	Path   string `json:"path" desc:"Workspace-relative path of the file to send as a file"`
+	Offset *int64 `json:"offset,omitempty" default:"0" desc:"First byte to send, for a file larger than the chat takes"`
+	Length *int64 `json:"length,omitempty" default:"the rest of the file" desc:"How many bytes to send from offset"`
+}
+
+// FsSendResult is the result of fs.send.
+type FsSendResult struct {
+	executor.Result
+	Path          string `json:"path" desc:"The file sent, workspace-relative"`
+	Name          string `json:"name" desc:"The name it is delivered with (a part: name.START-END)"`
+	Offset        int64  `json:"offset" desc:"The first byte sent"`
+	SizeBytes     int64  `json:"sizeBytes" desc:"How many bytes were sent"`
+	FileSizeBytes int64  `json:"fileSizeBytes" desc:"The whole file's size in bytes"`
+	SHA256        string `json:"sha256" desc:"The SHA-256 of the bytes sent, hexadecimal"`
 }
 
 // FsReadRangeArgs are the arguments of fs.readRange: a range of lines, or
@@ -276,6 +312,7 @@ type ProcOutputArgs struct {
 	Stream    OutputStream `json:"stream,omitempty" default:"stdout" desc:"Which stream to read"`
 	StartLine *int         `json:"startLine,omitempty" default:"1" desc:"First line to return, counting from 1"`
 	EndLine   *int         `json:"endLine,omitempty" default:"startLine+199" desc:"Last line to return; a page also ends before 32 KiB, and at the last line"`
+	AsFile    bool         `json:"asFile,omitempty" default:"false" desc:"Send the whole stream as a file instead of a page (in a chat conversation)"`
 }
 
 // OutputStream names one of a program's output streams.
@@ -302,6 +339,8 @@ type ProcOutputResult struct {
 	TotalBytes    int64        `json:"totalBytes" desc:"Bytes in the stream's file (capped by verbs.proc.max_output_bytes)"`
 	NextStartLine int          `json:"nextStartLine,omitempty" desc:"Where the next page starts; absent after the last line"`
 	LineCut       bool         `json:"lineCut,omitempty" desc:"The one line returned is longer than a page and was cut at 32 KiB"`
+	SentAs        string       `json:"sentAs,omitempty" desc:"With asFile: the name the whole stream was sent with as a file (no content then)"`
+	SHA256        string       `json:"sha256,omitempty" desc:"With asFile: the SHA-256 of the bytes sent"`
 }
 
 // SysMachineInfoArgs are the (empty) arguments of sys.machineInfo.

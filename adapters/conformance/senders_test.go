@@ -3,7 +3,8 @@
 // the web panel, local files), each attached to a real runtime as `hub
 // serve` attaches it: chunks arrive in order, a platform's "retry after"
 // reaches the outbox as its delay, a chunk sent again under its id shows
-// once, and a chunk the hub cut to the platform's limit is accepted.
+// once, a chunk the hub cut to the platform's limit is accepted, and a
+// file reply shows whole as the platform's file.
 package conformance_test
 
 import (
@@ -11,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -64,6 +66,10 @@ type target struct {
 	// throttle makes the platform answer the next send with "retry
 	// after" and returns the delay it asks for.
 	throttle func() time.Duration
+	// file returns the bytes of the last file named name the platform
+	// shows for key (a document, an attachment, a download, a file beside
+	// the JSONL); nil when none.
+	file func(name string) []byte
 }
 
 var platforms = []platform{
@@ -97,6 +103,15 @@ func openTelegram(t *testing.T, rt *hub.Runtime) *target {
 			f.Inject("sendMessage", telegramtest.TooManyRequests(1))
 			return time.Second
 		},
+		file: func(name string) []byte {
+			var doc []byte
+			for _, m := range f.MessagesTo(chatID) {
+				if m.Method == "sendDocument" && m.DocName == name {
+					doc = m.Doc
+				}
+			}
+			return doc
+		},
 	}
 }
 
@@ -122,6 +137,15 @@ func openDiscord(t *testing.T, rt *hub.Runtime) *target {
 			f.FailNext(discordtest.RateLimit("POST", "/channels/", 0.5))
 			return 500 * time.Millisecond
 		},
+		file: func(name string) []byte {
+			var data []byte
+			for _, m := range f.ChannelMessages(f.ChannelID) {
+				if d, ok := m.Files[name]; ok {
+					data = d
+				}
+			}
+			return data
+		},
 	}
 }
 
@@ -129,6 +153,7 @@ func openWeb(t *testing.T, rt *hub.Runtime) *target {
 	srv, err := web.New(web.Options{
 		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: admin.ForRuntime(rt),
 		Status: rt.Board.Reporter("web"), Config: rt.Config.Web, Logger: testkit.Discard(),
+		Files: rt.Hub,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -136,27 +161,49 @@ func openWeb(t *testing.T, rt *hub.Runtime) *target {
 	attach(t, rt, srv.Platform())
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
+	get := func(path string) []byte {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %v: %s", path, resp.StatusCode, err, body)
+		}
+		return body
+	}
+	history := func() []web.Event {
+		var h web.HistoryResponse
+		if err := json.Unmarshal(get("/api/history"), &h); err != nil {
+			t.Fatal(err)
+		}
+		return h.Events
+	}
 	return &target{
 		key: chat.WebKey, sender: srv.Sender(),
 		shown: func() []string {
-			req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/history", nil)
-			req.Header.Set("Authorization", "Bearer "+srv.Token())
-			resp, err := ts.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var h web.HistoryResponse
-			if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-				t.Fatal(err)
-			}
 			var out []string
-			for _, ev := range h.Events {
+			for _, ev := range history() {
 				if ev.OutboxID != "" {
 					out = append(out, ev.Text)
 				}
 			}
 			return out
+		},
+		file: func(name string) []byte {
+			var link *web.FileLink
+			for _, ev := range history() {
+				if ev.File != nil && ev.File.Name == name {
+					link = ev.File
+				}
+			}
+			if link == nil {
+				return nil
+			}
+			return get(link.URL)
 		},
 	}
 }
@@ -192,6 +239,17 @@ func openLocal(t *testing.T, rt *hub.Runtime) *target {
 				out = append(out, line.Text)
 			}
 			return out
+		},
+		file: func(name string) []byte {
+			data, _ := os.ReadFile(path)
+			var file []byte
+			for _, b := range bytes.Split(data, []byte("\n")) {
+				var line struct{ Attachment, File string }
+				if json.Unmarshal(b, &line) == nil && line.Attachment == name && line.File != "" {
+					file, _ = os.ReadFile(filepath.Join(filepath.Dir(path), filepath.FromSlash(line.File)))
+				}
+			}
+			return file
 		},
 	}
 }
@@ -287,6 +345,7 @@ func TestSenderConformance(t *testing.T) {
 			t.Run("retry after", func(t *testing.T) { testRetryAfter(t, p) })
 			t.Run("dedupe by id", func(t *testing.T) { testDedupe(t, p) })
 			t.Run("chunk limit", func(t *testing.T) { testChunkLimit(t, p) })
+			t.Run("stored file", func(t *testing.T) { testStoredFile(t, p) })
 		})
 	}
 }
@@ -419,6 +478,32 @@ func testChunkLimit(t *testing.T, p platform) {
 	}
 	if got := e.shown(); len(got) != len(es) {
 		t.Fatalf("%d messages shown for %d chunks", len(got), len(es))
+	}
+}
+
+// testStoredFile: a file reply (its bytes in the state's files/, the entry
+// holding only their SHA-256) shows after its text, whole, as the
+// platform's file.
+func testStoredFile(t *testing.T, p platform) {
+	e := open(t, p)
+	data := bytes.Repeat([]byte{0, 0xff, '<', '\n', 'x'}, 3000)
+	sha, size, err := e.rt.State.Files().Put(context.Background(), bytes.NewReader(data), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.seq++
+	es := outbox.NewEntries(outbox.KindReply, fmt.Sprintf("conformance.%d", e.seq), e.key, chat.Split{Chunks: []string{"app.bin is sent as a file."}}, nil,
+		chat.Attachment{Name: "app.bin", MIME: "application/octet-stream", SHA256: sha, Size: size})
+	e.enqueue(t, es)
+	e.waitSettled(t, es)
+	if _, dead := e.ev.snapshot(); len(dead) > 0 {
+		t.Fatalf("dead letters: %v", dead)
+	}
+	if got := e.file("app.bin"); !bytes.Equal(got, data) {
+		t.Fatalf("the platform shows %d bytes of app.bin, want the %d stored", len(got), len(data))
+	}
+	if got := e.shown(); len(got) < 1 || got[0] != "app.bin is sent as a file." {
+		t.Fatalf("shown %q: the text first", got)
 	}
 }
 

@@ -62,13 +62,14 @@ type Adapter struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	session  *discordgo.Session
-	cmds     *commandSet
+	cmds     atomic.Pointer[commandSet] // replaced when the registry's named commands change
 	apiBase  string
 	sender   *Sender
 	progress *progressView
 	sem      chan struct{}
 	recent   *recentSet
-	secret   string // the bot token, redacted from every error and log line
+	secret   string       // the bot token, redacted from every error and log line
+	files    *http.Client // fetches attachments from the CDN (files.go)
 
 	appID   atomic.Value // string: the application id, from config or READY
 	botID   atomic.Value // string: the bot user's id, from READY
@@ -99,6 +100,9 @@ type Intake interface {
 	Registry() *executor.Registry
 	// Cancel stops running calls (the Cancel button of a progress message).
 	Cancel(req hub.CancelRequest) hub.CancelResult
+	// Confirm decides a press on a held call's Run, Cancel, Approve or
+	// Reject button.
+	Confirm(ctx context.Context, p hub.ConfirmPress) (hub.ConfirmResult, error)
 }
 
 // StatusReporter receives the adapter's state for the status page.
@@ -155,9 +159,11 @@ func New(opts Options) (*Adapter, error) {
 
 	a := &Adapter{
 		cfg: opts.Config, hub: opts.Intake, status: opts.Status, clock: opts.Clock,
-		log: opts.Logger.With("adapter", Name), session: s, cmds: cmds, apiBase: base,
+		log: opts.Logger.With("adapter", Name), session: s, apiBase: base,
 		sem: make(chan struct{}, opts.Concurrency), recent: newRecentSet(recentEvents), secret: token,
+		files: newFileClient(),
 	}
+	a.cmds.Store(cmds)
 	a.appID.Store(strings.TrimSpace(opts.Config.ApplicationID))
 	a.botID.Store("")
 	a.sender = &Sender{a: a}
@@ -191,7 +197,7 @@ func (a *Adapter) Sender() outbox.Sender { return a.sender }
 // Platform is the adapter as the runtime attaches it (hub.Runtime.Attach):
 // itself, its Sender and its progress view.
 func (a *Adapter) Platform() hub.Platform {
-	return hub.Platform{Name: chat.Discord, Adapter: a, Sender: a.sender, Progress: a.progress}
+	return hub.Platform{Name: chat.Discord, Adapter: a, Sender: a.sender, Progress: a.progress, Files: a}
 }
 
 func (a *Adapter) applicationID() string { s, _ := a.appID.Load().(string); return s }
@@ -245,6 +251,8 @@ func (a *Adapter) Run(ctx context.Context) error {
 		a.log.Error("slash commands not registered", "err", err)
 		a.board(hub.StateDegraded, "slash commands not registered: "+err.Error())
 	}
+	stop := a.hub.Registry().Watch(func() { a.spawn(a.resyncCommands) })
+	defer stop()
 	<-ctx.Done()
 	a.stop(cancel)
 	return nil
@@ -400,14 +408,29 @@ func (a *Adapter) RegisterCommands(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// resyncCommands derives the slash commands from the registry again (a
+// reload changed its named commands) and registers them.
+func (a *Adapter) resyncCommands(ctx context.Context) {
+	cmds, err := buildCommands(a.hub.Registry())
+	if err != nil {
+		a.log.Error("slash commands not rebuilt after a change of the named commands", "err", err)
+		return
+	}
+	a.cmds.Store(cmds)
+	if err := a.RegisterCommands(ctx); err != nil && ctx.Err() == nil {
+		a.log.Error("slash commands not re-registered", "err", err)
+	}
+}
+
 // putCommands sends one bulk overwrite, waiting out a rate limit a few times.
 func (a *Adapter) putCommands(ctx context.Context, path string) error {
 	for attempt := 0; ; attempt++ {
-		_, err := a.call(ctx, request{Method: http.MethodPut, Path: path, Body: a.cmds.wire})
+		cmds := a.cmds.Load()
+		_, err := a.call(ctx, request{Method: http.MethodPut, Path: path, Body: cmds.wire})
 		var rl *rateLimited
 		if err == nil || !errors.As(err, &rl) || attempt >= 3 {
 			if err == nil {
-				a.log.Info("slash commands registered", "path", path, "commands", len(a.cmds.cmds))
+				a.log.Info("slash commands registered", "path", path, "commands", len(cmds.cmds))
 			}
 			return err
 		}

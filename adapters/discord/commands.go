@@ -33,6 +33,7 @@ type route struct {
 	verb    string                    // canonical verb name; empty for a built-in
 	builtin string                    // help, verbs, whoami, where, use, nodes or cancel
 	fields  map[string]executor.Field // option name → argument field
+	file    bool                      // the verb saves the attachment option's file
 }
 
 // commandSet is the derived slash commands and the way back from an
@@ -193,7 +194,7 @@ func namespaceCommand(top string, verbs []verbEntry, budget int, routes map[stri
 		}
 		cmd.Description = describe(verbs[0].schema.Summary, verbs[0].schema.Name, budget)
 		cmd.Options = opts
-		routes[top] = &route{verb: verbs[0].schema.Name, fields: fields}
+		routes[top] = &route{verb: verbs[0].schema.Name, fields: fields, file: verbs[0].schema.TakesFile}
 		return cmd, nil
 	}
 	if len(verbs) > maxOptions {
@@ -217,7 +218,7 @@ func namespaceCommand(top string, verbs []verbEntry, budget int, routes map[stri
 			Description: describe(v.schema.Summary, v.schema.Name, budget),
 			Options:     opts,
 		})
-		routes[top+" "+v.sub] = &route{verb: v.schema.Name, fields: fields}
+		routes[top+" "+v.sub] = &route{verb: v.schema.Name, fields: fields, file: v.schema.TakesFile}
 		names = append(names, v.sub)
 	}
 	cmd.Description = truncate(top+".* verbs: "+strings.Join(names, ", "), maxDescLen)
@@ -244,6 +245,16 @@ func verbOptions(s executor.VerbSchema, budget int) ([]*discordgo.ApplicationCom
 		} else {
 			opt = append(opt, o)
 		}
+	}
+	if s.TakesFile {
+		// The file to save: an attachment option, required, first.
+		if _, dup := fields[fileOption]; dup {
+			return nil, nil, fmt.Errorf("discord commands: verb %s: an argument maps to the option %q, the file it saves", s.Name, fileOption)
+		}
+		req = append([]*discordgo.ApplicationCommandOption{{
+			Type: discordgo.ApplicationCommandOptionAttachment, Name: fileOption, Required: true,
+			Description: describe("The file to save in the workspace", fileOption, budget),
+		}}, req...)
 	}
 	all := append(req, opt...)
 	if len(all) > maxOptions {

@@ -309,6 +309,8 @@ func TestEveryCommandReachesItsVerb(t *testing.T) {
 			return opt{Name: o.Name, Type: 10, Value: 2.5}
 		case discordgo.ApplicationCommandOptionBoolean:
 			return opt{Name: o.Name, Type: 5, Value: true}
+		case discordgo.ApplicationCommandOptionAttachment:
+			return opt{Name: o.Name, Type: 11, Value: "930000000000000001"}
 		}
 		if len(o.Choices) > 0 {
 			return str(o.Name, fmt.Sprint(o.Choices[0].Value))
@@ -325,7 +327,11 @@ func TestEveryCommandReachesItsVerb(t *testing.T) {
 			for _, o := range s.Options {
 				opts = append(opts, sample(o, cs.routes[c.Name+" "+s.Name].fields[o.Name]))
 			}
-			inv, err := cs.invocation(data(c.Name, sub(s.Name, opts...)))
+			d := data(c.Name, sub(s.Name, opts...))
+			d.Resolved = &discordgo.ApplicationCommandInteractionDataResolved{Attachments: map[string]*discordgo.MessageAttachment{
+				"930000000000000001": {ID: "930000000000000001", Filename: "a.txt", URL: "https://cdn.discordapp.com/attachments/1/2/a.txt", Size: 1},
+			}}
+			inv, err := cs.invocation(d)
 			if err != nil {
 				t.Errorf("/%s %s: %v", c.Name, s.Name, err)
 				continue
@@ -348,7 +354,13 @@ func TestEveryCommandReachesItsVerb(t *testing.T) {
 			}
 			var args map[string]any
 			_ = json.Unmarshal(cmd.Arguments, &args)
+			if r.file && (inv.Upload == nil || inv.Upload.Name != "a.txt") {
+				t.Errorf("/%s %s: the attachment option gave no upload", c.Name, s.Name)
+			}
 			for _, o := range s.Options {
+				if o.Type == discordgo.ApplicationCommandOptionAttachment {
+					continue
+				}
 				f := r.fields[o.Name]
 				if _, ok := args[f.Name]; !ok {
 					t.Errorf("/%s %s: option %s did not reach argument %s: %s", c.Name, s.Name, o.Name, f.Name, cmd.Arguments)

@@ -103,8 +103,9 @@ type upload struct {
 
 // message is what one outbox entry becomes on Discord.
 type message struct {
-	Content string
-	File    *upload
+	Content    string
+	File       *upload
+	Components []component // a held call's buttons
 }
 
 // prepare turns an entry into its Discord message: the text formatted by
@@ -112,7 +113,7 @@ type message struct {
 // Discord's 2000 characters once formatted is sent as a file with a short
 // note instead, so one entry stays one message.
 func prepare(e *outbox.Entry) message {
-	m := message{Content: discordText(e.Text)}
+	m := message{Content: discordText(e.Text), Components: confirmRow(e)}
 	if a := e.Attachment; a != nil {
 		mime := a.MIME
 		if mime == "" {

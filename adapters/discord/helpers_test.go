@@ -42,6 +42,8 @@ type envOptions struct {
 	// beforeStart runs once the adapter is built, before the runtime starts
 	// (and finalises the progress messages a previous run left).
 	beforeStart func(*testEnv)
+	// configure changes the configuration before the runtime opens.
+	configure func(*config.Config)
 }
 
 // testEnv is a real hub runtime on temp dirs (real verbs, a temp
@@ -86,9 +88,13 @@ func newEnv(t testing.TB, o envOptions) *testEnv {
 	cfg.Discord = config.Discord{
 		Enabled: true, Token: config.NewSecret(botToken), ApplicationID: fake.AppID, APIBase: fake.APIBase(),
 		CommandGuilds: []string{fake.GuildID}, Prefix: "!", Mention: &mention,
+		CDNBase: fake.CDNBase(),
 	}
 	if o.discord != nil {
 		o.discord(&cfg.Discord)
+	}
+	if o.configure != nil {
+		o.configure(cfg)
 	}
 	he := hubtest.Open(t, cfg, hubtest.Options{Runtime: hub.RuntimeOptions{Clock: o.clock, Logger: testkit.Discard(), MirrorOpenFile: flakyMirror(o.mirrorFull)}})
 	rt := he.Runtime

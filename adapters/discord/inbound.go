@@ -30,7 +30,11 @@ func (a *Adapter) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionC
 		// A button: answered at once, never behind a turn.
 		if a.recent.add("i:" + ic.ID) {
 			it := ic.Interaction
-			a.spawn(func(ctx context.Context) { a.onComponent(ctx, it) })
+			if lane, ok := confirmLane(it); ok {
+				a.inOrder(lane, func(ctx context.Context) { a.onComponent(ctx, it) })
+			} else {
+				a.spawn(func(ctx context.Context) { a.onComponent(ctx, it) })
+			}
 		}
 		return
 	}
@@ -69,7 +73,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 		a.respondNow(ctx, it, "This hub does not serve this server or channel.")
 		return
 	}
-	inv, err := a.cmds.invocation(data)
+	inv, err := a.cmds.Load().invocation(data)
 	if err != nil {
 		a.respondNow(ctx, it, "⚠ "+err.Error())
 		return
@@ -82,7 +86,7 @@ func (a *Adapter) handleInteraction(ctx context.Context, it *discordgo.Interacti
 		TurnID: "discord.i." + it.ID, Platform: chat.Discord, ChatID: it.ChannelID, MessageID: it.ID,
 		UserID: user.ID, UserName: user.Username, RoleIDs: roles, GuildID: it.GuildID,
 		ChatType: chat.ChatDM, ChatTitle: a.title(it.GuildID, it.ChannelID),
-		Text: inv.Text, Time: received,
+		Text: inv.Text, Time: received, Upload: inv.Upload,
 		Meta: map[string]string{"command": inv.Display},
 		ReplyMeta: map[string]string{
 			MetaInteractionID: it.ID, MetaInteractionToken: it.Token, MetaApplicationID: app,
@@ -300,6 +304,7 @@ func (a *Adapter) messageInbound(m *discordgo.Message, text string, received tim
 		ChatType: chat.ChatDM, ChatTitle: a.title(m.GuildID, m.ChannelID), Text: text, Time: t,
 		ReplyMeta: map[string]string{MetaReplyTo: m.ID},
 	}
+	in.Upload, in.ExtraFiles = messageUpload(m)
 	if m.GuildID != "" {
 		in.ChatType = chat.ChatGuildText
 	}
@@ -309,16 +314,26 @@ func (a *Adapter) messageInbound(m *discordgo.Message, text string, received tim
 // triggered returns the command text of a message addressed to the hub:
 // in a guild, one that mentions the bot (when discord.mention is on) or
 // starts with discord.prefix; in a direct message, any. The mention or
-// prefix is removed, and a bare "verb args" gets its slash.
+// prefix is removed, and a bare "verb args" gets its slash. A message
+// with a file keeps its text as it is: the file's caption (a path, or
+// /upload PATH).
 func (a *Adapter) triggered(m *discordgo.Message) (string, bool) {
 	content := m.Content
+	file := len(m.Attachments) > 0
+	command := commandText
+	if file {
+		command = strings.TrimSpace
+	}
 	bot := a.botUserID()
 	mentioned := bot != "" && (strings.Contains(content, "<@"+bot+">") || strings.Contains(content, "<@!"+bot+">"))
 	if mentioned && (m.GuildID == "" || a.cfg.Mention == nil || *a.cfg.Mention) {
-		return commandText(stripMention(content, bot)), true
+		return command(stripMention(content, bot)), true
 	}
 	if p := a.cfg.Prefix; p != "" && strings.HasPrefix(content, p) {
-		return commandText(content[len(p):]), true
+		return command(content[len(p):]), true
+	}
+	if m.GuildID == "" && file {
+		return strings.TrimSpace(content), true
 	}
 	if m.GuildID == "" {
 		return content, strings.TrimSpace(content) != ""

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/bwmarrin/discordgo"
 )
@@ -19,6 +20,9 @@ type invocation struct {
 	// Display is the command as the user typed it, for the mirror:
 	// "/fs read-range path:README.md start-line:1 end-line:5".
 	Display string
+	// Upload is the file of the attachment option of a verb that saves
+	// one (files.go); nil otherwise.
+	Upload *chat.Upload
 }
 
 // invocation builds the hub text of an application command interaction.
@@ -52,7 +56,15 @@ func (cs *commandSet) invocation(data discordgo.ApplicationCommandInteractionDat
 		return invocation{Text: text, Display: display}, nil
 	}
 	args := map[string]any{}
+	var upload *chat.Upload
 	for _, o := range opts {
+		if r.file && o.Name == fileOption && o.Type == discordgo.ApplicationCommandOptionAttachment {
+			var err error
+			if upload, err = resolvedUpload(data, o); err != nil {
+				return invocation{}, fmt.Errorf("/%s option %s: %w", key, o.Name, err)
+			}
+			continue
+		}
 		f, ok := r.fields[o.Name]
 		if !ok {
 			return invocation{}, fmt.Errorf("/%s has no option %q: the hub's commands have changed since they were registered; they are registered again when the hub restarts", key, o.Name)
@@ -78,7 +90,20 @@ func (cs *commandSet) invocation(data discordgo.ApplicationCommandInteractionDat
 	}{r.verb, args}); err != nil {
 		return invocation{}, fmt.Errorf("/%s: %w", key, err)
 	}
-	return invocation{Text: strings.TrimRight(b.String(), "\n"), Display: display}, nil
+	if r.file && upload == nil {
+		return invocation{}, fmt.Errorf("/%s needs its %s option: the file to save", key, fileOption)
+	}
+	return invocation{Text: strings.TrimRight(b.String(), "\n"), Display: display, Upload: upload}, nil
+}
+
+// resolvedUpload is the attachment an attachment option names, from the
+// interaction's resolved data.
+func resolvedUpload(data discordgo.ApplicationCommandInteractionData, o *discordgo.ApplicationCommandInteractionDataOption) (*chat.Upload, error) {
+	id, _ := o.Value.(string)
+	if data.Resolved == nil || data.Resolved.Attachments[id] == nil {
+		return nil, fmt.Errorf("attachment %q is not in the interaction's resolved data", id)
+	}
+	return attachmentUpload(data.Resolved.Attachments[id]), nil
 }
 
 // optionValue types one option's value for its argument field.

@@ -297,11 +297,15 @@ func (a *Adapter) onComponent(ctx context.Context, it *discordgo.Interaction) {
 	}
 	data, ok := it.Data.(discordgo.MessageComponentInteractionData)
 	turn, isCancel := strings.CutPrefix(data.CustomID, cancelPrefix)
+	held, isConfirm := strings.CutPrefix(data.CustomID, confirmPrefix)
 	switch {
 	case user == nil:
 		return
 	case !a.allowedPlace(it.GuildID, it.ChannelID):
 		a.respondNow(ctx, it, "This hub does not serve this server or channel.")
+		return
+	case ok && isConfirm:
+		a.pressConfirm(ctx, it, held, user.ID, roles)
 		return
 	case !ok || !isCancel || turn == "":
 		a.respondNow(ctx, it, "This button does nothing any more.")

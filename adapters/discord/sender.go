@@ -74,6 +74,7 @@ type channelMessage struct {
 	AllowedMentions  allowedMentions   `json:"allowed_mentions"`
 	MessageReference *messageReference `json:"message_reference,omitempty"`
 	Attachments      []attachmentRef   `json:"attachments,omitempty"`
+	Components       []component       `json:"components,omitempty"`
 }
 
 // webhookMessage is the body of an interaction's original-response edit
@@ -83,6 +84,7 @@ type webhookMessage struct {
 	AllowedMentions allowedMentions `json:"allowed_mentions"`
 	Flags           int             `json:"flags,omitempty"`
 	Attachments     []attachmentRef `json:"attachments,omitempty"`
+	Components      []component     `json:"components,omitempty"`
 }
 
 // interactionRef is what a reply entry says about its interaction.
@@ -126,6 +128,9 @@ func (s *Sender) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, err
 		return outbox.Receipt{}, outbox.Permanent(fmt.Errorf("discord sender: target %q is not a Discord channel (accepted: chat:discord:<channel_id>)", k))
 	}
 	m := prepare(e)
+	if err := loadFile(e, &m); err != nil {
+		return outbox.Receipt{}, err
+	}
 	if it, ok := interactionOf(e.Meta, a.applicationID()); ok {
 		if it.Created.IsZero() || a.clock.Now().Before(it.Created.Add(InteractionTokenTTL-tokenMargin)) {
 			id, err := a.sendInteraction(ctx, e, it, m)
@@ -167,7 +172,7 @@ func (a *Adapter) sendInteraction(ctx context.Context, e *outbox.Entry, it inter
 }
 
 func webhookBody(m message, flags int) webhookMessage {
-	w := webhookMessage{Content: m.Content, AllowedMentions: noMentions, Flags: flags}
+	w := webhookMessage{Content: m.Content, AllowedMentions: noMentions, Flags: flags, Components: m.Components}
 	if m.File != nil {
 		w.Attachments = []attachmentRef{{ID: 0, Filename: m.File.Name}}
 	}
@@ -208,7 +213,7 @@ func (a *Adapter) followUp(ctx context.Context, it interactionRef, m message, ep
 // already created. The first chunk of a channel-message turn replies to
 // the message that asked.
 func (a *Adapter) sendChannel(ctx context.Context, e *outbox.Entry, channelID string, m message) (string, error) {
-	cm := channelMessage{Content: m.Content, Nonce: Nonce(e.ID), EnforceNonce: true, AllowedMentions: noMentions}
+	cm := channelMessage{Content: m.Content, Nonce: Nonce(e.ID), EnforceNonce: true, AllowedMentions: noMentions, Components: m.Components}
 	if to := e.Meta[MetaReplyTo]; to != "" && e.Index == 0 {
 		cm.MessageReference = &messageReference{MessageID: to, FailIfNotExists: false}
 	}

@@ -105,6 +105,38 @@ func TestMCPClientE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("confirm", func(t *testing.T) {
+		bin := buildHub(t)
+		ws := t.TempDir()
+		for _, f := range []string{"a.txt", "b.txt"} {
+			if err := os.WriteFile(filepath.Join(ws, f), []byte("1\n2\n3\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		conf := filepath.Join(t.TempDir(), "hub.yml")
+		yml := "state_dir: " + filepath.Join(ws, ".hub") + `
+commands:
+  tally:
+    params: {which: {type: enum, values: [a.txt, b.txt]}}
+    run: {verb: fs.lineCount, arguments: {path: "{which}"}}
+access:
+  roles:
+    admin: {verbs: ['*'], confirm: [fs.deleteFile]}
+  grants:
+    agent:local: [admin]
+`
+		if err := os.WriteFile(conf, []byte(yml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		runScript(t, node, script, nil, "confirm", bin, conf, ws)
+		if _, err := os.Stat(filepath.Join(ws, "a.txt")); err == nil {
+			t.Error("a.txt was not deleted on a yes")
+		}
+		if _, err := os.Stat(filepath.Join(ws, "b.txt")); err != nil {
+			t.Error("b.txt was deleted on a no")
+		}
+	})
+
 	t.Run("http", func(t *testing.T) {
 		env, url, token, limited := httpHub(t)
 		marker := sleepMarker()

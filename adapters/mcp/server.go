@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,10 @@ type Server struct {
 	log   *slog.Logger
 	stdio atomic.Value // string: the session id of the stdio connection
 	seq   atomic.Uint64
+
+	toolsMu sync.Mutex
+	tools   map[string]bool // the tool names added, for syncTools
+
 	// watches are the subscribed resources (subscriptions.go).
 	watches watches
 }
@@ -111,16 +116,54 @@ func New(opts Options) (*Server, error) {
 		UnsubscribeHandler: s.unsubscribe,
 	})
 	reg := opts.Intake.Registry()
-	for _, info := range reg.Verbs() {
-		tool, err := toolOf(reg, info)
-		if err != nil {
-			return nil, err
-		}
-		s.srv.AddTool(tool, s.handler(info))
+	if err := s.syncTools(); err != nil {
+		return nil, err
 	}
+	// The server lives as long as the hub's registry: it follows its
+	// changes (a reload's named commands) to the end.
+	reg.Watch(func() {
+		if err := s.syncTools(); err != nil {
+			s.log.Error("tools not updated after a change of the named commands", "err", err)
+		}
+	})
 	s.addResources()
 	s.srv.AddReceivingMiddleware(s.withCaller, s.filterTools, s.resourceList)
 	return s, nil
+}
+
+// syncTools makes the server's tools the registry's verbs: each added
+// (replacing one of the same name: a named command changed by a reload)
+// and those no longer registered removed. The SDK tells the clients the
+// list changed.
+func (s *Server) syncTools() error {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	reg := s.opts.Intake.Registry()
+	now := map[string]bool{}
+	for _, info := range reg.Verbs() {
+		if info.ChatOnly {
+			// It needs a chat conversation: a file sent with the message,
+			// or files sent back (docs/uploads.md).
+			continue
+		}
+		tool, err := toolOf(reg, info)
+		if err != nil {
+			return err
+		}
+		s.srv.AddTool(tool, s.handler(info))
+		now[tool.Name] = true
+	}
+	var gone []string
+	for name := range s.tools {
+		if !now[name] {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.srv.RemoveTools(gone...)
+	}
+	s.tools = now
+	return nil
 }
 
 // ToolName is the MCP name of a verb: '.' becomes '_' (fs.readFile is
@@ -210,9 +253,20 @@ func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 			ctx, stop = s.progress(ctx, req.Session, tok, info.Name, turn)
 			defer stop()
 		}
-		out, err := s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Verb: info, Arguments: args})
+		call := hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Verb: info, Arguments: args}
+		asked, yes, why := confirmed(req.Params.InputResponses)
+		switch {
+		case asked && !yes:
+			return resultOf(&executor.Outcome{Verb: info.Name, Err: executor.Errorf(executor.CodeCanceled, "%s was not run: the confirmation was %s.", info.Name, why)}), nil
+		case asked:
+			call.Confirmed = true
+		}
+		out, err := s.opts.Intake.Execute(ctx, call)
 		if err != nil {
 			return nil, err
+		}
+		if !asked && out.Err != nil && out.Err.Code == executor.CodeConfirmationRequired && canElicit(req.Session) {
+			return askToConfirm(call, out), nil
 		}
 		return resultOf(out), nil
 	}

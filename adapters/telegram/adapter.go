@@ -110,8 +110,14 @@ type Intake interface {
 	RenameChannel(from, to chat.ChannelKey)
 	// VerbsFor lists the verbs the identities may run (the command menu).
 	VerbsFor(ids []string) []executor.Info
+	// Registry is the hub's registry, watched for changes of its named
+	// commands (the menu is set again).
+	Registry() *executor.Registry
 	// Cancel stops running calls (the Cancel button of a progress message).
 	Cancel(req hub.CancelRequest) hub.CancelResult
+	// Confirm decides a press on a held call's Run, Cancel, Approve or
+	// Reject button.
+	Confirm(ctx context.Context, p hub.ConfirmPress) (hub.ConfirmResult, error)
 }
 
 // Cursors is the adapter's own durable store of named positions.
@@ -207,7 +213,7 @@ func (a *Adapter) Sender() outbox.Sender { return a.send }
 // Platform is the adapter as the runtime attaches it (hub.Runtime.Attach,
 // before Start): itself, its Sender and its progress view.
 func (a *Adapter) Platform() hub.Platform {
-	return hub.Platform{Name: chat.Telegram, Adapter: a, Sender: a.send, Progress: a.progress}
+	return hub.Platform{Name: chat.Telegram, Adapter: a, Sender: a.send, Progress: a.progress, Files: a}
 }
 
 // Run connects to the Bot API (getMe, retried with backoff while the API is
@@ -231,6 +237,8 @@ func (a *Adapter) Run(ctx context.Context) error {
 	a.norm.Store(newNormalizer(me.Username))
 	a.log.Info("telegram: connected", "bot", me.Username, "bot_id", me.ID, "mode", a.mode)
 	a.setCommands(ctx)
+	stop := a.hub.Registry().Watch(func() { a.setCommands(ctx) })
+	defer stop()
 
 	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTurns()

@@ -49,6 +49,10 @@ type botAPI struct {
 	token    string
 	endpoint string // tgbotapi's format: <base>/bot%s/%s
 	client   *http.Client
+	// files is client without its overall timeout, for the calls that
+	// move files, which their context bounds (the outbox's send timeout,
+	// uploads.timeout).
+	files *http.Client
 }
 
 // newBotAPI checks the endpoint (http or https, with a host) and returns the
@@ -65,10 +69,13 @@ func newBotAPI(token, endpoint string, client *http.Client) (*botAPI, error) {
 		return nil, fmt.Errorf("telegram: api_endpoint %q must not have a query or fragment", endpoint)
 	}
 	base := strings.TrimRight(endpoint, "/")
+	files := *client
+	files.Timeout = 0
 	return &botAPI{
 		token:    token,
 		endpoint: strings.ReplaceAll(base, "%", "%%") + "/bot%s/%s",
 		client:   client,
+		files:    &files,
 	}, nil
 }
 
@@ -105,8 +112,8 @@ func (a *botAPI) call(ctx context.Context, method string, params tgbotapi.Params
 }
 
 // upload sends one multipart Bot API request with a file in field.
-func (a *botAPI) upload(ctx context.Context, method string, params tgbotapi.Params, field string, file tgbotapi.FileBytes) (json.RawMessage, error) {
-	d := &ctxDoer{ctx: ctx, c: a.client}
+func (a *botAPI) upload(ctx context.Context, method string, params tgbotapi.Params, field string, file tgbotapi.RequestFileData) (json.RawMessage, error) {
+	d := &ctxDoer{ctx: ctx, c: a.files}
 	resp, err := a.bot(d).UploadFiles(method, params, []tgbotapi.RequestFile{{Name: field, Data: file}})
 	return a.result(method, d, resp, err)
 }

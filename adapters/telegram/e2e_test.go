@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
@@ -36,10 +37,11 @@ type emulatorReply struct {
 	URL     string `json:"url"`
 	Error   string `json:"error"`
 	Replies []struct {
-		Text      string `json:"text"`
-		ChatID    string `json:"chat_id"`
-		ReplyTo   string `json:"reply_to"`
-		ParseMode string `json:"parse_mode"`
+		Text        string `json:"text"`
+		ChatID      string `json:"chat_id"`
+		ReplyTo     string `json:"reply_to"`
+		ParseMode   string `json:"parse_mode"`
+		ReplyMarkup string `json:"reply_markup"`
 	} `json:"replies"`
 }
 
@@ -150,6 +152,23 @@ func (e *emulator) send(user, chatID int, text string) emulatorReply {
 	return r
 }
 
+// callback has user press the inline keyboard button whose callback data
+// is data, in chat, and returns the bot's messages there; quiet, it waits
+// wait and reads none (the answer to a press is a toast: a message it
+// caused would be the first of the chat's next read).
+func (e *emulator) callback(user, chatID int, data string, quiet bool, wait time.Duration) emulatorReply {
+	e.t.Helper()
+	cmd, _ := json.Marshal(map[string]any{"op": "callback", "user": user, "chat": chatID, "data": data, "quiet": quiet, "timeout": wait.Milliseconds()})
+	if _, err := fmt.Fprintf(e.stdin, "%s\n", cmd); err != nil {
+		e.t.Fatal(err)
+	}
+	r := e.read()
+	if r.Op != "replies" {
+		e.t.Fatalf("press %q: %+v\n%s", data, r, e.stderr)
+	}
+	return r
+}
+
 // TestEmulatorE2E runs the hub against telegram-test-api: a granted user
 // lists the workspace, is refused a path outside it, and a stranger is
 // denied. The emulator knows neither setMyCommands nor sendChatAction; the
@@ -199,5 +218,72 @@ func TestEmulatorE2E(t *testing.T) {
 	}
 	if s := h.boardState(); s != "running" {
 		t.Fatalf("adapter %q after the exchange", s)
+	}
+}
+
+// TestEmulatorConfirm: against telegram-test-api, a verb held for
+// confirmation is answered with the exact call and an inline keyboard; a
+// press on Cancel by another user changes nothing; the asker's Run runs
+// it and its reply follows.
+func TestEmulatorConfirm(t *testing.T) {
+	const token = "424243:e2e-emulator-token"
+	em := startEmulator(t, token)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "gone.txt"), []byte("x\n"), 0o644)
+	h := startHarness(t, nil, hopts{ws: ws, endpoint: em.url, token: token, configure: func(c *config.Config) {
+		c.Access.Roles["admin"] = config.Role{Verbs: []string{"*"}, Confirm: []string{"fs.deleteFile"}}
+	}})
+	h.waitRunning()
+	prompt := em.send(1, 1, "/fs_deletefile gone.txt").Replies[0]
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal([]byte(prompt.ReplyMarkup), &kb); err != nil || len(kb.InlineKeyboard) != 1 || len(kb.InlineKeyboard[0]) != 2 {
+		t.Fatalf("prompt %+v: %v", prompt, err)
+	}
+	run, cancel := kb.InlineKeyboard[0][0].CallbackData, kb.InlineKeyboard[0][1].CallbackData
+	if !strings.HasPrefix(run, "cf:run:") || !strings.HasPrefix(cancel, "cf:cancel:") || !strings.Contains(prompt.Text, "fs.deleteFile") {
+		t.Fatalf("prompt %+v", prompt)
+	}
+	em.callback(2, 1, cancel, true, time.Second)
+	if _, err := os.Stat(filepath.Join(ws, "gone.txt")); err != nil {
+		t.Fatal("another user's press changed the file")
+	}
+	// The first message after both presses is the call's reply: the other
+	// user's press sent nothing to the chat.
+	r := em.callback(1, 1, run, false, 0)
+	if len(r.Replies) == 0 || !strings.Contains(r.Replies[0].Text, "Deleted") {
+		t.Fatalf("Run: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "gone.txt")); err == nil {
+		t.Fatal("Run did not run the call")
+	}
+}
+
+// TestEmulatorCommandsPerChat: against telegram-test-api, a named command
+// granted in one group only (access.chats) runs there as /count FILE with
+// its parameter checked, and its asker is a stranger in a private chat.
+func TestEmulatorCommandsPerChat(t *testing.T) {
+	const token = "424244:e2e-emulator-token"
+	em := startEmulator(t, token)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "README.md"), []byte("# hello\nsecond\n"), 0o644)
+	h := startHarness(t, nil, hopts{ws: ws, endpoint: em.url, token: token, configure: func(c *config.Config) {
+		c.Commands = config.Commands{"count": countLines("Count a file's lines")}
+		c.Access.Roles["counter"] = config.Role{Verbs: []string{"cmd.count"}}
+		c.Access.Chats = map[string]config.ChatRule{"telegram:chat:-100123": {Grants: map[string][]string{"telegram:9": {"counter"}}}}
+	}})
+	h.waitRunning()
+	if got := em.send(9, -100123, "/count README.md").Replies[0].Text; !strings.Contains(got, "2") {
+		t.Fatalf("/count in the group: %q", got)
+	}
+	if got := em.send(9, -100123, "/count ../etc/passwd").Replies[0].Text; !strings.Contains(got, "leaves the workspace") {
+		t.Fatalf("/count with .. in the group: %q", got)
+	}
+	if got := em.send(9, 9, "/count README.md").Replies[0].Text; !strings.Contains(got, "telegram:9") || strings.Contains(got, "lines") {
+		t.Fatalf("/count in a private chat: %q", got)
 	}
 }

@@ -122,6 +122,8 @@ type hopts struct {
 	// progress shows progress on the adapter's view, with the runtime on
 	// clk too.
 	progress bool
+	// configure changes the configuration before the runtime opens.
+	configure func(*config.Config)
 }
 
 func testTelegramConfig(t testing.TB, f *telegramtest.Server, o hopts, ws, state string) *config.Config {
@@ -153,6 +155,9 @@ func testTelegramConfig(t testing.TB, f *telegramtest.Server, o hopts, ws, state
 	} else if r := o.rate; r != nil {
 		tg.Rate.PerChat, tg.Rate.PerChatBurst, tg.Rate.PerGroupPerMinute, tg.Rate.GlobalPerSecond = r.PerChat, r.PerChatBurst, r.PerGroupPerMinute, r.GlobalPerSecond
 	}
+	if o.configure != nil {
+		o.configure(cfg)
+	}
 	return cfg
 }
 
@@ -173,6 +178,9 @@ func startHarness(t testing.TB, f *telegramtest.Server, o hopts) *harness {
 		o.clk = clock.Real{}
 	}
 	cfg := testTelegramConfig(t, f, o, ws, state)
+	if o.configure != nil {
+		o.configure(cfg)
+	}
 	logger := o.logger
 	if logger == nil {
 		logger = testkit.Discard()

@@ -47,6 +47,14 @@ type rawMessage struct {
 	ForumTopicEdited  *rawTopic   `json:"forum_topic_edited"`
 	MigrateToChatID   int64       `json:"migrate_to_chat_id"`
 	MigrateFromChatID int64       `json:"migrate_from_chat_id"`
+	// The file a message may carry (one of them): files.go.
+	Document  *rawFile  `json:"document"`
+	Photo     []rawFile `json:"photo"`
+	Audio     *rawFile  `json:"audio"`
+	Video     *rawFile  `json:"video"`
+	Voice     *rawFile  `json:"voice"`
+	Animation *rawFile  `json:"animation"`
+	VideoNote *rawFile  `json:"video_note"`
 }
 
 type rawUser struct {
@@ -176,7 +184,8 @@ func (n *normalizer) normalize(u rawUpdate) event {
 	if text == "" {
 		text = m.Caption
 	}
-	if strings.TrimSpace(text) == "" {
+	upload := m.upload()
+	if strings.TrimSpace(text) == "" && upload == nil {
 		return event{drop: "no text"}
 	}
 	if m.From == nil {
@@ -212,6 +221,7 @@ func (n *normalizer) normalize(u rawUpdate) event {
 		TopicTitle: n.topic(chatID, threadID),
 		Text:       text,
 		Edited:     edited,
+		Upload:     upload,
 		Time:       time.Unix(at, 0).UTC(),
 		Meta:       map[string]string{"update_id": strconv.FormatInt(u.ID, 10)},
 		ReplyMeta:  map[string]string{MetaReplyTo: msgID},

@@ -59,8 +59,12 @@ type poller struct {
 	progress chan struct{} // a turn finished
 
 	chats serial.Lanes // per chat: its messages' turns, in arrival order
-	sem   chan struct{}
-	wg    sync.WaitGroup // callbacks and /cancel, besides the chats
+	// presses are the button presses, per button (a held call's Run and
+	// Cancel are one button): in update order, so that a Cancel pressed
+	// before a Run is decided first; different buttons at once.
+	presses serial.Lanes
+	sem     chan struct{}
+	wg      sync.WaitGroup // /cancel, besides the chats and the presses
 }
 
 type job struct {
@@ -211,12 +215,18 @@ func (p *poller) accept(ctx, turnCtx context.Context, updates []rawUpdate) int {
 		}
 		fresh++
 		if u.CallbackQuery != nil {
-			p.wg.Add(1)
-			go func(id int64, cq *rawCallback) {
-				defer p.wg.Done()
-				p.a.onCallback(turnCtx, cq)
-				p.done(id)
-			}(u.ID, u.CallbackQuery)
+			id, cq := u.ID, u.CallbackQuery
+			p.presses.Add(pressLane(cq.Data), func() bool {
+				decided := make(chan struct{})
+				p.wg.Add(1)
+				go func() {
+					defer p.wg.Done()
+					p.a.onCallback(turnCtx, cq, func() { close(decided) })
+					p.done(id)
+				}()
+				<-decided
+				return true
+			})
 			continue
 		}
 		ev := norm.normalize(u)
@@ -316,6 +326,7 @@ func (p *poller) shutdown(cancelTurns context.CancelFunc) {
 	finished := make(chan struct{})
 	go func() {
 		p.wg.Wait()
+		p.presses.Wait()
 		p.chats.Wait()
 		close(finished)
 	}()

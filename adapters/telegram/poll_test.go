@@ -310,7 +310,8 @@ func TestStopWaitsForTheTurnInFlight(t *testing.T) {
 
 // TestOverflowAsDocument: output needing more than a few chunks arrives as
 // its head (replying to the command) and then the whole output as a
-// document, both in the topic.
+// document, both in the topic. (A long file read whole goes as the file
+// itself: TestFileReplyIsADocument.)
 func TestOverflowAsDocument(t *testing.T) {
 	f := newFakeBot(t)
 	h := startHarness(t, f, hopts{})
@@ -321,14 +322,14 @@ func TestOverflowAsDocument(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(h.ws, "big.txt"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -100300, 1, 95, "/fs_readfile big.txt", telegramtest.InTopic(44, "Deploys")))
+	f.Push(telegramtest.TextUpdate(telegramtest.NextUpdateID(), -100300, 1, 95, "/fs_readrange big.txt 1 3000", telegramtest.InTopic(44, "Deploys")))
 	testkit.WaitFor(t, "head and document", func() bool { return len(f.MessagesTo("-100300")) == 2 })
 	got := f.MessagesTo("-100300")
 	head, doc := got[0], got[1]
-	if head.Method != "sendMessage" || head.ReplyTo != "95" || head.ThreadID != "44" || !strings.Contains(head.Text, "line 0000 &lt;xxx") {
+	if head.Method != "sendMessage" || head.ReplyTo != "95" || head.ThreadID != "44" || !strings.Contains(head.Text, "1: line 0000 &lt;xxx") {
 		t.Fatalf("head %+v", head)
 	}
-	if doc.Method != "sendDocument" || doc.ThreadID != "44" || doc.ReplyTo != "" || !strings.Contains(string(doc.Doc), "line 2999 <") || doc.Caption == "" {
+	if doc.Method != "sendDocument" || doc.ThreadID != "44" || doc.ReplyTo != "" || !strings.Contains(string(doc.Doc), "3000: line 2999 <") || doc.Caption == "" {
 		t.Fatalf("document %s %q (%d bytes), caption %q", doc.Method, doc.DocName, len(doc.Doc), doc.Caption)
 	}
 }

@@ -170,11 +170,23 @@ func (v *progressView) forget(key string) {
 	delete(v.until, key)
 }
 
-// onCallback answers a press on a progress message's Cancel button: the hub
-// stops the call if the presser may, and the answer shows as a toast.
-func (a *Adapter) onCallback(ctx context.Context, cq *rawCallback) {
+// onCallback answers a press on a button, as a toast: a progress
+// message's Cancel (the hub stops the call if the presser may) or a held
+// call's Run, Cancel, Approve or Reject (onConfirm). decided is called
+// once the press is decided and answered, before a call it lets run has
+// finished (poller.presses decides the next press of the button then).
+func (a *Adapter) onCallback(ctx context.Context, cq *rawCallback, decided func()) {
+	var once sync.Once
+	answer := func(text string) {
+		once.Do(func() {
+			a.answerCallback(ctx, cq, text)
+			decided()
+		})
+	}
 	text := "This button does nothing any more."
-	if turn, ok := strings.CutPrefix(cq.Data, cancelData); ok && cq.From != nil && cq.Message != nil {
+	if data, ok := strings.CutPrefix(cq.Data, confirmData); ok {
+		text = a.onConfirm(ctx, cq, data, answer)
+	} else if turn, ok := strings.CutPrefix(cq.Data, cancelData); ok && cq.From != nil && cq.Message != nil {
 		who := "telegram:" + strconv.FormatInt(cq.From.ID, 10)
 		res := a.hub.Cancel(hub.CancelRequest{
 			Chat:       chat.Key{Kind: chat.KindChat, Platform: chat.Telegram, ChatID: strconv.FormatInt(cq.Message.Chat.ID, 10)},
@@ -184,6 +196,11 @@ func (a *Adapter) onCallback(ctx context.Context, cq *rawCallback) {
 		a.log.Info("telegram: cancel button pressed", "turn", turn, "by", who, "cancelled", len(res.Canceled))
 		text = res.Text
 	}
+	answer(text)
+}
+
+// answerCallback shows text to the presser of cq, as a toast.
+func (a *Adapter) answerCallback(ctx context.Context, cq *rawCallback, text string) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if _, err := a.api.call(cctx, "answerCallbackQuery", tgbotapi.Params{"callback_query_id": cq.ID, "text": truncateUnits(text, 200)}); err != nil {

@@ -101,13 +101,21 @@ func (s *Sender) sendOnce(ctx context.Context, e *outbox.Entry, chatID, threadID
 		if name == "" {
 			name = chat.DefaultAttachmentName
 		}
-		// The bytes come from the stored entry on every attempt, so a retry
-		// sends the same document again.
-		raw, err := s.a.api.upload(ctx, "sendDocument", p, "document", tgbotapi.FileBytes{Name: name, Bytes: a.Data})
+		// The bytes come from the stored entry, or the state's files/, on
+		// every attempt, so a retry sends the same document again.
+		body, err := a.Reader()
+		if err != nil {
+			return "", outbox.Permanent(err)
+		}
+		defer body.Close()
+		raw, err := s.a.api.upload(ctx, "sendDocument", p, "document", tgbotapi.FileReader{Name: name, Reader: body})
 		if err != nil {
 			return "", err
 		}
 		return messageID(raw), nil
+	}
+	if kb := confirmKeyboard(e); kb != "" {
+		p["reply_markup"] = kb
 	}
 	if html {
 		p["text"] = toHTML(e.Text)

@@ -115,7 +115,7 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if u.CallbackQuery != nil {
-		a.onCallback(ctx, u.CallbackQuery)
+		a.onCallback(ctx, u.CallbackQuery, func() {})
 		a.recent.add(u.ID)
 		w.WriteHeader(http.StatusOK)
 		return

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"sort"
 	"strings"
@@ -46,11 +47,16 @@ func (s *Server) apiHandler() http.Handler {
 		"/api/verbs":     {{method: http.MethodGet, h: s.verbs}},
 		"/api/status":    {{method: http.MethodGet, h: s.status}},
 		"/api/cancel":    {{method: http.MethodPost, h: s.cancel}},
+		"/api/confirm":   {{method: http.MethodPost, h: s.confirm}},
 		"/api/workspace": {{method: http.MethodGet, h: s.workspace}},
+		filesPath:        {{method: http.MethodGet, h: s.download}},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		method := s.auth.method(r)
 		rs, known := routes[r.URL.Path]
+		if strings.HasPrefix(r.URL.Path, filesPath) {
+			rs, known = routes[filesPath], true
+		}
 		public := false
 		var h http.HandlerFunc
 		for _, rt := range rs {
@@ -313,11 +319,18 @@ func validClientTurnID(id string) error {
 // Discord message. It answers once the reply is durably enqueued.
 func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	var req MessageRequest
-	if !decodeJSON(w, r, &req) {
+	var file *multipart.Part
+	if isMultipart(r) {
+		var err error
+		if req, file, err = multipartMessage(r); err != nil {
+			admin.WriteError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+	} else if !decodeJSON(w, r, &req) {
 		return
 	}
-	if strings.TrimSpace(req.Text) == "" {
-		admin.WriteError(w, http.StatusBadRequest, "text is empty: send a command such as /fs.listDir .")
+	if strings.TrimSpace(req.Text) == "" && file == nil {
+		admin.WriteError(w, http.StatusBadRequest, "text is empty: send a command such as /fs.listDir ., or a file")
 		return
 	}
 	if req.ClientTurnID == "" {
@@ -332,6 +345,12 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	in := &chat.Inbound{
 		TurnID: "web." + req.ClientTurnID, Platform: chat.Web, ChatID: "web", ChatType: chat.ChatWeb,
 		MessageID: req.ClientTurnID, UserID: "web", UserName: "web", Text: req.Text, Time: now,
+	}
+	if file != nil {
+		// The turn's fs.upload reads the part as it arrives (Open).
+		in.Upload = &chat.Upload{Name: file.FileName(), MIME: file.Header.Get("Content-Type"), Ref: in.TurnID}
+		s.uploads.put(in.TurnID, &filePart{part: file, w: w})
+		defer s.uploads.take(in.TurnID)
 	}
 	// A client that goes away must not cut a turn in half: the turn runs to
 	// its end (bounded by the verb timeout) and its reply is enqueued.

@@ -75,7 +75,12 @@ func TestPanelE2E(t *testing.T) {
 	sandbox := t.TempDir()
 	e := newEnv(t, envConfig{noServer: true, hub: hubtest.Options{Workspaces: true}, mod: func(c *config.Config) {
 		c.Workspaces.Named = map[string]config.WorkspaceConfig{"sandbox": {Path: sandbox, Destination: config.Destination{Kind: config.DestinationLocal}}}
-		c.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*", "admin.*"}, Workspaces: []string{"*"}}}
+		// fs.deleteFile is held for confirmation (the panel's dialog), and
+		// a named command with an enum parameter has its form.
+		c.Access.Roles = map[string]config.Role{"admin": {Verbs: []string{"*", "admin.*"}, Workspaces: []string{"*"}, Confirm: []string{"fs.deleteFile"}}}
+		c.Commands = config.Commands{"tally": {Description: "Count the lines of a listed file",
+			Params: config.CommandParams{Names: []string{"which"}, ByName: map[string]config.CommandParam{"which": {Type: config.ParamEnum, Values: []string{"notes.txt", "long.txt"}}}},
+			Run:    config.CommandRun{Verb: "fs.lineCount", Arguments: config.Arguments{"path": "{which}"}}}}
 		c.Verbs.ProgressAfter = config.Duration(time.Second)
 		c.Verbs.ProgressEvery = config.Duration(time.Second)
 		// A schedule for the Schedules view to run, and the History view to
@@ -108,6 +113,7 @@ func TestPanelE2E(t *testing.T) {
 	e.writeFile("README.md", "# Demo workspace\n")
 	e.writeFile("src/main.go", "package main\n\nfunc main() {}\n")
 	e.writeFile("edit-me.txt", "one\ntwo\nthree\nfour\n")
+	e.writeFile("delete-me.txt", "x\n")
 	if e.rt.Directory() != nil {
 		e.rt.Directory().Observe(&chat.Inbound{Platform: chat.Telegram, ChatID: "-1001234567890", ThreadID: "7", ChatType: "supergroup", ChatTitle: "Ops", TopicTitle: "Deploys", Time: time.Now()})
 		e.rt.Directory().Observe(&chat.Inbound{Platform: chat.Discord, ChatID: "1200000000000000001", GuildID: "1100000000000000001", ChatType: "guild_text", ChatTitle: "#builds", Time: time.Now()})
@@ -186,9 +192,14 @@ func TestPanelE2E(t *testing.T) {
 	if err != nil {
 		t.Fatalf("e2e.mjs failed: %v (screenshots in %s)", err, out)
 	}
-	for _, f := range []string{"01-login.png", "02-chat.png", "04-form.png", "08-phone-chat-dark.png", "11-progress.png", "13-access.png", "14-nodes.png", "15-schedules.png", "16-history.png"} {
+	for _, f := range []string{"01-login.png", "02-chat.png", "04-form.png", "08-phone-chat-dark.png", "11-progress.png", "13-access.png", "14-nodes.png", "15-schedules.png", "16-history.png", "17-command-form.png", "18-confirm.png"} {
 		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("screenshot %s missing", f)
+		}
+	}
+	for name, want := range map[string]string{"inbox/hello.txt": "hello from the panel\n", "uploads/dropped.bin": "\x00\x01\x02\xff"} {
+		if got, err := os.ReadFile(filepath.Join(e.cfg.Workspace, filepath.FromSlash(name))); err != nil || string(got) != want {
+			t.Errorf("the panel's upload %s holds %q (%v), want %q", name, got, err, want)
 		}
 	}
 	if n := discordCalls.Load(); n != 2 {

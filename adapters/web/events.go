@@ -48,6 +48,12 @@ type Event struct {
 	Progress *Progress `json:"progress,omitempty"`
 	// Running lists the turns whose calls run, in a running event.
 	Running []string `json:"running,omitempty"`
+	// File is the file a reply carries, with its download link (files.go).
+	File *FileLink `json:"file,omitempty"`
+	// Confirm names the held call a reply is the prompt of, ConfirmStage
+	// its buttons (run: Run and Cancel; approve: Approve and Reject).
+	Confirm      string `json:"confirm,omitempty"`
+	ConfirmStage string `json:"confirm_stage,omitempty"`
 
 	seq uint64
 }
@@ -71,9 +77,10 @@ type broker struct {
 	ring     []Event // circular; len(ring) == capacity once full
 	head     int     // index of the oldest event when full
 	byOutbox map[string]string
-	inbound  map[string]bool  // turn ids with an inbound event in the ring
-	running  map[string]Event // turn id → the latest progress of a running call
-	progress bool             // some progress was published in this run
+	files    map[string]*FileLink // outbox id → the file of its event (files.go)
+	inbound  map[string]bool      // turn ids with an inbound event in the ring
+	running  map[string]Event     // turn id → the latest progress of a running call
+	progress bool                 // some progress was published in this run
 	subs     map[*subscriber]struct{}
 	dropped  int64
 }
@@ -99,6 +106,7 @@ func newBroker(history, bufLen int, clk clock.Clock) *broker {
 		clk:      clk,
 		ring:     make([]Event, 0, history),
 		byOutbox: map[string]string{},
+		files:    map[string]*FileLink{},
 		inbound:  map[string]bool{},
 		running:  map[string]Event{},
 		subs:     map[*subscriber]struct{}{},
@@ -129,6 +137,9 @@ func (b *broker) publishLocked(ev Event) Event {
 	}
 	if ev.OutboxID != "" {
 		b.byOutbox[ev.OutboxID] = ev.ID
+		if ev.File != nil {
+			b.files[ev.OutboxID] = ev.File
+		}
 	}
 	if ev.Type == EventInbound && ev.TurnID != "" {
 		b.inbound[ev.TurnID] = true
@@ -186,6 +197,7 @@ func (b *broker) runningLocked() []Event {
 func (b *broker) forget(old Event) {
 	if old.OutboxID != "" && b.byOutbox[old.OutboxID] == old.ID {
 		delete(b.byOutbox, old.OutboxID)
+		delete(b.files, old.OutboxID)
 	}
 	if old.Type == EventInbound {
 		delete(b.inbound, old.TurnID)

@@ -55,6 +55,7 @@ func serverOptions(rt *hub.Runtime, cfg config.Web) Options {
 	return Options{
 		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: admin.ForRuntime(rt),
 		Status: rt.Board.Reporter("web"), Config: cfg, Logger: testkit.Discard(),
+		Files: rt.Hub, MaxUploadBytes: 1 << 20,
 	}
 }
 

@@ -86,6 +86,40 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	admin.WriteJSON(w, http.StatusOK, CancelResponse{Canceled: res.Canceled, Text: res.Text})
 }
 
+// ConfirmRequest is POST /api/confirm: a press on a held call's button
+// in the panel's dialog.
+type ConfirmRequest struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+}
+
+// confirm decides a press on a held call's Run, Cancel, Approve or Reject
+// (the panel's dialog) as the web identity: 200 with the hub's answer for
+// people, whatever came of it (a press by someone else, twice or too late
+// is answered, not refused).
+func (s *Server) confirm(w http.ResponseWriter, r *http.Request) {
+	var req ConfirmRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if len(req.ID) == 0 || len(req.ID) > 64 || strings.Trim(req.ID, "0123456789abcdef") != "" {
+		admin.WriteError(w, http.StatusBadRequest, "id %q is not a held call's id (accepted: the hex id of the prompt, such as 3f2a9c0d1e2b4a5f)", req.ID)
+		return
+	}
+	switch req.Action {
+	case hub.ConfirmRun, hub.ConfirmCancel, hub.ConfirmApprove, hub.ConfirmReject:
+	default:
+		admin.WriteError(w, http.StatusBadRequest, "action %q is not accepted (accepted: run, cancel, approve, reject)", req.Action)
+		return
+	}
+	res, err := s.hub.Confirm(r.Context(), hub.ConfirmPress{ID: req.ID, Action: req.Action, Identities: []string{Identity}})
+	if err != nil {
+		admin.WriteError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	admin.WriteJSON(w, http.StatusOK, map[string]string{"text": res.Text})
+}
+
 // workspace serves GET /api/workspace: where the web conversation works
 // (the workspace, its destination and why) and the workspaces the web
 // identity may choose with /use.

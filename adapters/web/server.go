@@ -77,6 +77,12 @@ type Options struct {
 	// Metrics answers /metrics behind the API's authentication; nil
 	// serves no metrics.
 	Metrics http.Handler
+	// Files opens the files the hub sent the web conversation, for their
+	// download links (files.go); nil serves none. MaxUploadBytes is the
+	// largest file a message may bring (uploads.max_bytes): a multipart
+	// POST /api/messages may be that much over web.max_body_bytes.
+	Files          FileOpener
+	MaxUploadBytes int64
 }
 
 // Server is the web panel and HTTP API. It implements hub.Adapter.
@@ -107,6 +113,10 @@ type Server struct {
 	health  http.Handler
 	metrics http.Handler
 
+	files     FileOpener
+	maxUpload int64
+	uploads   inflight // the files of the messages being handled
+
 	addr     atomic.Value // string
 	conns    atomic.Pointer[netlimit.Listener]
 	bound    net.Listener // the listener Listen opened, which Run serves
@@ -134,6 +144,9 @@ type Intake interface {
 	// /api/cancel); WorkspacesFor says where it works and what it may
 	// choose (GET /api/workspace).
 	Cancel(req hub.CancelRequest) hub.CancelResult
+	// Confirm decides a press on a held call's button (the panel's
+	// dialog).
+	Confirm(ctx context.Context, p hub.ConfirmPress) (hub.ConfirmResult, error)
 	WorkspacesFor(key chat.Key, ids []string) hub.WorkspaceView
 }
 
@@ -172,6 +185,7 @@ func New(opts Options) (*Server, error) {
 		events: newBroker(cfg.History, opts.ClientBuffer, opts.Clock), allowOrigins: map[string]bool{},
 		mounts: http.NewServeMux(), closing: make(chan struct{}),
 		health: opts.Health, metrics: opts.Metrics,
+		files: opts.Files, maxUpload: max(opts.MaxUploadBytes, 0),
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
@@ -238,7 +252,24 @@ func (s *Server) Sender() outbox.Sender { return sender{} }
 // Platform is the panel as the runtime attaches it (hub.Runtime.Attach,
 // before Start): the server, its Sender and its progress view.
 func (s *Server) Platform() hub.Platform {
-	return hub.Platform{Name: chat.Web, Adapter: s, Sender: s.Sender(), Progress: s.ProgressView()}
+	return hub.Platform{Name: chat.Web, Adapter: s, Sender: s.Sender(), Progress: s.ProgressView(), Files: s}
+}
+
+// bodyLimit is the most a request's body may hold: web.max_body_bytes, and
+// for a message with a file (multipart POST /api/messages) the file's
+// uploads.max_bytes more.
+func (s *Server) bodyLimit(r *http.Request) int64 {
+	if r.Method == http.MethodPost && r.URL.Path == "/api/messages" && isMultipart(r) {
+		return s.maxBody + s.maxUpload
+	}
+	return s.maxBody
+}
+
+func (s *Server) limitKeys(r *http.Request) string {
+	if s.bodyLimit(r) != s.maxBody {
+		return "web.max_body_bytes + uploads.max_bytes"
+	}
+	return "web.max_body_bytes"
 }
 
 // Token returns the token that authenticates API clients and logins.
@@ -420,12 +451,13 @@ func (s *Server) buildHandler() http.Handler {
 			refuseHost(w, r)
 			return
 		}
-		if r.ContentLength > s.maxBody {
-			admin.WriteError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (web.max_body_bytes)", r.ContentLength, s.maxBody)
+		limit := s.bodyLimit(r)
+		if r.ContentLength > limit {
+			admin.WriteError(w, http.StatusRequestEntityTooLarge, "request body of %d bytes is over the limit of %d bytes (%s)", r.ContentLength, limit, s.limitKeys(r))
 			return
 		}
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
 		if strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/api" {
 			h.Set("Cache-Control", "no-store")

@@ -145,7 +145,7 @@ func (s *Server) follow(c Conversation) error {
 // publishExchange turns a recorded exchange into an event of the ring and
 // returns it (for a chunk already there, its first event).
 func (s *Server) publishExchange(x hub.Exchange) Event {
-	ev := Event{TurnID: x.TurnID, Text: x.Text, TS: x.TS, OutboxID: x.OutboxID}
+	ev := Event{TurnID: x.TurnID, Text: x.Text, TS: x.TS, OutboxID: x.OutboxID, Confirm: x.Confirm, ConfirmStage: x.ConfirmStage}
 	switch {
 	case x.Inbound:
 		ev.Type = EventInbound
@@ -156,6 +156,7 @@ func (s *Server) publishExchange(x hub.Exchange) Event {
 		if x.Kind == string(outbox.KindReply) {
 			ev.Type = EventReply
 		}
+		ev.File = fileLink(x)
 		return s.events.publishChunk(ev)
 	default:
 		ev.Type = EventNotice

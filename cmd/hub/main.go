@@ -67,6 +67,7 @@ func commands() []command {
 		{"discord", "Discord helpers: `hub discord commands` prints the slash commands", runDiscord},
 		{"node", "run this machine as a remote node of a hub (`hub node init` makes its key)", runNode},
 		{"nodes", "list the remote nodes and whether they are online", runNodes},
+		{"nats", "print the NATS servers' configuration for the hub and its nodes (nats.url)", runNATS},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -188,7 +188,8 @@ func openNodes(ctx context.Context, cfg *config.Config, state *os.Root, clk cloc
 	}
 	return nodes.OpenHub(ctx, nodes.HubOptions{
 		StateDir: cfg.StateDir, State: state, Embedded: cfg.NATS.Embedded, Listen: cfg.NATS.ListenAddress(),
-		CertFile: cfg.NATS.CertFile, KeyFile: cfg.NATS.KeyFile, URL: cfg.NATS.URL,
+		CertFile: cfg.NATS.CertFile, KeyFile: cfg.NATS.KeyFile, URL: cfg.NATS.URL, CAFile: cfg.NATS.CAFile,
+		Replicas: cfg.NATS.ReplicaCount(), AckWait: cfg.NATS.AckWaitTime(),
 		Nodes: keys, CallTimeout: cfg.NATS.Timeout(), Limits: cfg.NATS.Limits(), Clock: clk, Logger: logger,
 	})
 }

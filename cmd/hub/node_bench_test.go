@@ -22,7 +22,13 @@ const existsEnv = `{"verb":"fs.exists","arguments":{"path":"README.md"}}`
 // benchNodes opens a hub's end with count in-process nodes serving ws.
 func benchNodes(b *testing.B, count int, ws string) *nodes.Hub {
 	b.Helper()
-	dir := b.TempDir()
+	return benchNodesAt(b, count, ws, b.TempDir())
+}
+
+// benchNodesAt is benchNodes with the hub's and the nodes' state under
+// dir.
+func benchNodesAt(b *testing.B, count int, ws, dir string) *nodes.Hub {
+	b.Helper()
 	keys := map[string]string{}
 	seeds := map[string]string{}
 	for i := range count {
@@ -93,11 +99,85 @@ func BenchmarkNodeRoundTrip(b *testing.B) {
 	})
 }
 
+// tmpfsDir is a directory on tmpfs (/dev/shm), removed after b; the
+// benchmark skips without one.
+func tmpfsDir(b *testing.B) string {
+	b.Helper()
+	if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
+		b.Skip("no tmpfs at /dev/shm")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "hub-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// BenchmarkNodeRoundTripGoal measures an fs.exists round trip through a
+// node against its goal: three times this disk's fdatasync (a 4 KiB
+// overwrite; the node's one commit before it runs a call is what keeps a
+// redelivered call from running twice) plus the loopback network cost
+// (the same round trip with every state directory on tmpfs, where a sync
+// costs nothing). Each iteration makes one of each, in turn, so that the
+// machine's load weighs on all three alike.
+func BenchmarkNodeRoundTripGoal(b *testing.B) {
+	ws := workspace(b)
+	disk, tmpfs := benchNodesAt(b, 1, ws, b.TempDir()), benchNodesAt(b, 1, ws, tmpfsDir(b))
+	f, err := os.OpenFile(filepath.Join(b.TempDir(), "sync"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, 4096)
+	if _, err := f.Write(make([]byte, 256*len(page))); err != nil || fdatasync(f) != nil {
+		b.Fatal("prepare the sync file:", err)
+	}
+	call := func(h *nodes.Hub, i int) time.Duration {
+		t0 := time.Now()
+		r, err := h.Call(context.Background(), "n0", nodes.Request{TurnID: "bench.goal", CallIndex: i, Envelope: []byte(existsEnv)})
+		if err != nil || !strings.Contains(string(r.Result), `"succeeded":true`) {
+			b.Fatal(err, string(r.Result))
+		}
+		return time.Since(t0)
+	}
+	var syncT, diskT, tmpfsT time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		t0 := time.Now()
+		if _, err := f.WriteAt(page, int64(i%256)*int64(len(page))); err != nil || fdatasync(f) != nil {
+			b.Fatal("fdatasync:", err)
+		}
+		syncT += time.Since(t0)
+		diskT += call(disk, i)
+		tmpfsT += call(tmpfs, i)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	goal := 3*ms(syncT) + ms(tmpfsT)
+	b.ReportMetric(ms(syncT), "fdatasync_ms")
+	b.ReportMetric(ms(tmpfsT), "node_tmpfs_ms")
+	b.ReportMetric(ms(diskT), "node_ms")
+	b.ReportMetric(goal, "goal_ms")
+	b.ReportMetric(ms(diskT)/goal, "node/goal")
+}
+
+// BenchmarkNodeThroughput: calls/s from 16 callers to one node and to
+// two; 1nodes-tmpfs is one node with every state directory on tmpfs,
+// where a sync costs nothing: what is left is the CPU's share.
 func BenchmarkNodeThroughput(b *testing.B) {
 	ws := workspace(b)
-	for _, count := range []int{1, 2} {
-		b.Run(fmt.Sprint(count, "nodes"), func(b *testing.B) {
-			h := benchNodes(b, count, ws)
+	for _, count := range []int{1, 2, -1} {
+		name := fmt.Sprint(count, "nodes")
+		if count < 0 {
+			count, name = 1, "1nodes-tmpfs"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			if name == "1nodes-tmpfs" {
+				dir = tmpfsDir(b)
+			}
+			h := benchNodesAt(b, count, ws, dir)
 			var seq atomic.Int64
 			start := time.Now()
 			b.SetParallelism(16)

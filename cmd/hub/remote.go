@@ -63,7 +63,7 @@ func dialNodes(cfg *config.Config) (func(ctx context.Context) ([]nodes.NodeStatu
 	if !cfg.NATS.Enabled() {
 		return nil, nil, fmt.Errorf("nats is not configured: set nats.embedded: true (see docs/nodes.md)")
 	}
-	url, ca := cfg.NATS.URL, ""
+	url, ca := cfg.NATS.URL, cfg.NATS.CAFile
 	if cfg.NATS.Embedded {
 		scheme := "nats"
 		if cfg.NATS.CertFile != "" {

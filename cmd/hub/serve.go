@@ -155,6 +155,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 		Intake: rt.Hub, Conversation: rt.Conversations.For(chat.Web), Admin: api,
 		Config: cfg.Web, Logger: logger, Sessions: st.Sessions(clk),
 		Health: metrics.Health(rt.Board, rt.Running), Metrics: webMetrics(cfg, mx),
+		Files: rt.Hub, MaxUploadBytes: int64(cfg.Uploads.MaxBytes),
 	}, logger)
 	if err != nil {
 		return err

@@ -26,6 +26,12 @@ func startServe(t *testing.T, dir string, args ...string) (*exec.Cmd, string, *s
 // startServeEnv is startServe with env added to the hub's environment.
 func startServeEnv(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, string, *syncWriter) {
 	t.Helper()
+	return startServeWithin(t, dir, 30*time.Second, env, args...)
+}
+
+// startServeWithin is startServeEnv waiting up to wait for the login URL.
+func startServeWithin(t *testing.T, dir string, wait time.Duration, env []string, args ...string) (*exec.Cmd, string, *syncWriter) {
+	t.Helper()
 	cmd := exec.Command(hubBin, append([]string{"serve"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "HUB_CONFIG=", "HUB_WEB_LISTEN=", "HUB_TEST_SECRET_TOKEN=do-not-leak"), env...)
@@ -48,7 +54,7 @@ func startServeEnv(t *testing.T, dir string, env []string, args ...string) (*exe
 	select {
 	case u := <-urls:
 		return cmd, u, logs
-	case <-time.After(30 * time.Second):
+	case <-time.After(wait):
 		t.Fatalf("no login URL printed; logs:\n%s", logs.String())
 	}
 	return nil, "", nil

@@ -139,6 +139,7 @@ func newToolchain(cfg *config.Config, meta verbs.FileMeta, state *store.StateDir
 	vopts.MaxProcs = cfg.Verbs.Proc.MaxProcs
 	vopts.MaxMemory = int64(cfg.Verbs.Proc.MaxMemory)
 	vopts.MaxCPUSeconds = cfg.Verbs.Proc.MaxCPUSeconds
+	vopts.UploadDir, vopts.MaxUploadBytes, vopts.UploadTimeout = cfg.Uploads.Dir, int64(cfg.Uploads.MaxBytes), cfg.Uploads.Timeout.D()
 	reg := executor.NewRegistry()
 	if tc.verbs, err = set.Register(reg, vopts); err != nil {
 		tc.Close()

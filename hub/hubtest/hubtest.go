@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -160,6 +161,7 @@ func realVerbs(reg *executor.Registry, cfg *config.Config, root *os.Root) (*verb
 	}
 	vopts := verbs.DefaultOptions(cfg.StateDir)
 	vopts.State = root
+	vopts.UploadDir, vopts.MaxUploadBytes, vopts.UploadTimeout = cfg.Uploads.Dir, int64(cfg.Uploads.MaxBytes), cfg.Uploads.Timeout.D()
 	if err := verbs.Register(reg, ws, vopts); err != nil {
 		ws.Close()
 		return nil, err
@@ -188,6 +190,7 @@ func OpenWorkspaces(reg *executor.Registry, cfg *config.Config, st *store.State,
 	}
 	vopts := verbs.DefaultOptions(cfg.StateDir)
 	vopts.State = st.Root()
+	vopts.UploadDir, vopts.MaxUploadBytes, vopts.UploadTimeout = cfg.Uploads.Dir, int64(cfg.Uploads.MaxBytes), cfg.Uploads.Timeout.D()
 	if _, err := set.Register(reg, vopts); err != nil {
 		set.Close()
 		return nil, err
@@ -237,22 +240,48 @@ func (e *Env) WriteFile(t testing.TB, name, content string) {
 type Recorder struct {
 	mu    sync.Mutex
 	sent  map[string][]*outbox.Entry
+	files map[string][]byte // outbox id → the stored file's bytes, as read
 	count int
 }
 
 var _ outbox.Sender = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
-func NewRecorder() *Recorder { return &Recorder{sent: map[string][]*outbox.Entry{}} }
+func NewRecorder() *Recorder {
+	return &Recorder{sent: map[string][]*outbox.Entry{}, files: map[string][]byte{}}
+}
 
-// Send records a copy of e.
+// Send records a copy of e, and reads the stored file it carries as a
+// platform would.
 func (r *Recorder) Send(ctx context.Context, e *outbox.Entry) (outbox.Receipt, error) {
+	var data []byte
+	if a := e.Attachment; a != nil && a.Stored() {
+		f, err := a.Reader()
+		if err == nil {
+			data, err = io.ReadAll(f)
+			f.Close()
+		}
+		if err != nil {
+			return outbox.Receipt{}, err
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cp := *e
 	r.sent[e.Target.String()] = append(r.sent[e.Target.String()], &cp)
+	if data != nil {
+		r.files[e.ID] = data
+	}
 	r.count++
 	return outbox.Receipt{MessageID: fmt.Sprint(r.count)}, nil
+}
+
+// File returns the bytes of the stored file the chunk id carried, as sent.
+func (r *Recorder) File(id string) ([]byte, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.files[id]
+	return b, ok
 }
 
 // Sent returns the chunks sent to target so far.

@@ -63,7 +63,7 @@ var rules = slices.Concat([]rule{
 		pkgs: []string{"internal/netlimit"}, only: []string{"clock"}},
 	{doc: "Nothing imports `cmd/...`: `cmd/hub` is the composition root.",
 		pkgs: []string{"..."}, except: []string{"cmd/..."}, reaches: []string{"cmd/..."}},
-	{doc: "No package reaches `testing` or a test harness (`hub/hubtest`, `internal/testkit`, `internal/dockertest`, `internal/loopback`, `verbs/internal/verbtest`, the platforms' fakes, `lab`), but the harnesses themselves.",
+	{doc: "No package reaches `testing` or a test harness (`hub/hubtest`, `internal/testkit`, `internal/dockertest`, `internal/loopback`, `internal/natstest`, `verbs/internal/verbtest`, the platforms' fakes, `lab`), but the harnesses themselves.",
 		pkgs: []string{"..."}, except: harnesses, reaches: append([]string{"testing"}, harnesses...)},
 }, apart("An adapter never reaches into another adapter.",
 	"adapters/web/...", "adapters/telegram/...", "adapters/discord/...", "adapters/mcp/..."))
@@ -72,7 +72,7 @@ var rules = slices.Concat([]rule{
 var platformAPIs = []string{"github.com/bwmarrin/discordgo", "github.com/go-telegram-bot-api/...", "github.com/gorilla/websocket"}
 
 // harnesses are the packages only tests use.
-var harnesses = []string{"hub/hubtest", "internal/testkit", "internal/dockertest", "internal/loopback", "verbs/internal/verbtest",
+var harnesses = []string{"hub/hubtest", "internal/testkit", "internal/dockertest", "internal/loopback", "internal/natstest", "verbs/internal/verbtest",
 	"adapters/discord/discordtest", "adapters/telegram/telegramtest", "lab"}
 
 // neverUsed are what a library the hub links holds that no package of the

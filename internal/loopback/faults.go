@@ -218,6 +218,27 @@ func (l *Server) Stall(w http.ResponseWriter, r *http.Request, delay time.Durati
 	return true
 }
 
+// Lose plays a request whose effect happens but whose answer is lost: the
+// fake handles the request writing to the returned writer, which keeps
+// nothing, and lost then closes the connection without an answer, as when
+// the network (or the client's process) dies after the platform acted.
+func (l *Server) Lose(w http.ResponseWriter) (answer http.ResponseWriter, lost func()) {
+	return &discardWriter{h: http.Header{}}, func() {
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				c.Close()
+			}
+		}
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps nothing.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
 // DownMode is how a fake platform is unavailable.
 type DownMode int
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 
 	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 
@@ -91,6 +92,60 @@ func (l *Loc) WriteAtomic(perm fs.FileMode, keepPerm, noReplace bool, fill func(
 	committed = true
 	_ = syncFD(dir)
 	return nil
+}
+
+// tempSuffixLen is the length of the random part of a temporary file's
+// name (randHex(6)).
+const tempSuffixLen = 12
+
+// RemoveStaleTemps removes the temporary files WriteAtomic left in the
+// last element's directory when the process writing them died between
+// their creation and their rename (a SIGKILL): the regular files named
+// .<name>.tmp-<12 hex digits> last written before before, the time the
+// current process started, so that none a live write holds is touched.
+// The parent must be open (MakeParents). It returns how many it removed;
+// a leftover that cannot be removed is left (it is only clutter).
+func (l *Loc) RemoveStaleTemps(before time.Time) int {
+	if l.dir < 0 {
+		return 0
+	}
+	fd, err := unix.Openat(l.dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	d := os.NewFile(uintptr(fd), ".")
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	n := 0
+	for _, name := range names {
+		if !isTempName(name) {
+			continue
+		}
+		st, err := lstatInfo(l.dir, name)
+		if err != nil || !st.Mode().IsRegular() || !st.ModTime().Before(before) {
+			continue
+		}
+		if unix.Unlinkat(l.dir, name, 0) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// isTempName reports whether name is one WriteAtomic gives its temporary
+// files: .<name>.tmp-<12 lower-case hex digits>.
+func isTempName(name string) bool {
+	const infix = ".tmp-"
+	i := len(name) - tempSuffixLen - len(infix)
+	if i < 2 || name[0] != '.' || name[i:i+len(infix)] != infix {
+		return false
+	}
+	for _, c := range name[i+len(infix):] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Remove removes the last element, a file or a symbolic link; a directory

@@ -104,7 +104,27 @@ func pathCalls(p string) []struct {
 		{"fs.createDirectory", verbs.FsCreateDirectoryArgs{Path: p + "/sub"}},
 		{"fs.deleteDirectory", verbs.FsDeleteDirectoryArgs{Path: p}},
 		{"proc.run", verbs.ProcRunArgs{Executable: "true", Arguments: []string{}, WorkingDirectory: p}},
+		{"fs.upload", verbs.FsUploadArgs{Path: p}},
+		{"fs.upload", verbs.FsUploadArgs{Path: p, Overwrite: true}},
+		{"fs.send", verbs.FsSendArgs{Path: p}},
 	}
+}
+
+// chatCall is the context of a call from a chat conversation: a file
+// came with the message, and files may be sent back (kept in memory).
+func chatCall() context.Context {
+	ctx := executor.WithFiles(context.Background(), executor.FileOffer{Sink: memSink{}, Where: "a chat"})
+	return executor.WithUpload(ctx, &executor.Upload{Name: "pwned.txt", Size: 5, Open: func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader("pwned")), nil
+	}})
+}
+
+// memSink is a FileSink that reads what it is given and keeps nothing.
+type memSink struct{}
+
+func (memSink) Put(_ context.Context, r io.Reader, _ int64) (string, int64, error) {
+	n, err := io.Copy(io.Discard, r)
+	return "0", n, err
 }
 
 // TestStateDirThroughSymlinkedWorkspace: on a first run with the workspace
@@ -140,7 +160,7 @@ func TestStateDirThroughSymlinkedWorkspace(t *testing.T) {
 	before := verbtest.Snapshot(t, e.Base)
 	for _, p := range paths {
 		for _, c := range pathCalls(p) {
-			out := e.Run(c.verb, c.args)
+			out := e.RunCtx(chatCall(), c.verb, c.args)
 			if out.Err == nil || out.Err.Code != executor.CodeForbiddenPath {
 				t.Errorf("%s %+v: got %v, want forbidden_path", c.verb, c.args, out.Err)
 			}
@@ -184,7 +204,7 @@ func TestStateDirProtectedByIdentity(t *testing.T) {
 	before := verbtest.Snapshot(t, e.Base)
 	for _, p := range []string{"var/renamed", "var/renamed/hub.db", "var/renamed/canary/secret.txt", "var/renamed/new.txt"} {
 		for _, c := range pathCalls(p) {
-			out := e.Run(c.verb, c.args)
+			out := e.RunCtx(chatCall(), c.verb, c.args)
 			if out.Err == nil || out.Err.Code != executor.CodeForbiddenPath {
 				t.Errorf("%s %+v: got %v, want forbidden_path", c.verb, c.args, out.Err)
 			}

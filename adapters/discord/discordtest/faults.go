@@ -30,6 +30,9 @@ type Fault struct {
 	Delay              time.Duration
 	Hang               bool
 	Hijack             bool
+	// Lost: the request takes effect (a message is created), then the
+	// connection is closed without its answer.
+	Lost bool
 }
 
 // request is what a Fault is matched against.
@@ -44,6 +47,9 @@ func (f Fault) String() string {
 	answer := ""
 	if f.Status != 0 {
 		answer = strconv.Itoa(f.Status)
+	}
+	if f.Lost {
+		answer = "answer lost"
 	}
 	return loopback.Describe(f.Delay, f.Hang, f.Hijack, answer)
 }

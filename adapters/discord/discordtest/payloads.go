@@ -43,6 +43,8 @@ type Interaction struct {
 	Roles                           []string
 	Command                         string
 	Options                         []Option
+	// Attachments are the resolved attachments the options name (Attach).
+	Attachments []map[string]any
 }
 
 // InteractionPayload is the INTERACTION_CREATE data of i.
@@ -55,6 +57,9 @@ func (s *Server) InteractionPayload(i Interaction) map[string]any {
 		"id": i.ID, "application_id": s.AppID, "type": 2, "token": i.Token, "version": 1,
 		"channel_id": i.Channel, "locale": "en-US",
 		"data": map[string]any{"id": "800000000000000001", "name": i.Command, "type": 1, "options": opts},
+	}
+	if len(i.Attachments) > 0 {
+		p["data"].(map[string]any)["resolved"] = resolved(i.Attachments)
 	}
 	user := map[string]any{"id": i.User, "username": "user" + suffix(i.User)}
 	if i.Guild != "" {
@@ -76,6 +81,8 @@ type ChannelMessage struct {
 	ID, Channel, Guild, User, Content string
 	Roles                             []string
 	Bot                               bool
+	// Attachments are the files attached to it (Server.Attachment).
+	Attachments []map[string]any
 }
 
 // MessagePayload is the MESSAGE_CREATE data of m.
@@ -85,6 +92,9 @@ func (s *Server) MessagePayload(m ChannelMessage) map[string]any {
 		"timestamp": time.Now().UTC().Format(time.RFC3339Nano),
 		"author":    map[string]any{"id": m.User, "username": "user" + suffix(m.User), "bot": m.Bot},
 		"mentions":  []any{},
+	}
+	if len(m.Attachments) > 0 {
+		p["attachments"] = attachmentsOf(m.Attachments)
 	}
 	if m.Guild != "" {
 		p["guild_id"] = m.Guild

@@ -58,6 +58,7 @@ type Server struct {
 	expired   map[string]bool                // interaction tokens no longer accepted
 	unknown   map[string]bool                // channels that do not exist
 	noAccess  map[string]bool                // channels the bot cannot see
+	cdn       cdn                            // attachments (files.go)
 
 	// gateway
 	upgrader   websocket.Upgrader
@@ -151,6 +152,11 @@ func NewServer() *Server {
 	}
 	s.net = n
 	s.faults = loopback.NewFaults[Fault, request](n)
+	c, err := loopback.New(http.HandlerFunc(s.serveCDN))
+	if err != nil {
+		panic(err)
+	}
+	s.cdn = cdn{net: c, files: map[string]*File{}}
 	return s
 }
 
@@ -164,6 +170,7 @@ func (s *Server) APIBase() string { return s.URL() + "/api/v10" }
 func (s *Server) Close() {
 	s.DropConnection()
 	s.net.Close()
+	s.cdn.net.Close()
 }
 
 // Token is the bot token the gateway and GET /users/@me accept.
@@ -412,6 +419,11 @@ func (s *Server) rest(w http.ResponseWriter, r *http.Request) {
 
 	if faulty && !s.applyFault(w, r, ft) {
 		return
+	}
+	if faulty && ft.Lost {
+		answer, lost := s.net.Lose(w)
+		defer lost()
+		w = answer
 	}
 	h := w.Header()
 	h.Set("X-RateLimit-Limit", "50")

@@ -3,6 +3,7 @@
 //
 //   node e2e.mjs stdio <hub-binary> <config> <workspace> <marker>
 //   node e2e.mjs http <url> <token> <limited-token> <marker>
+//   node e2e.mjs confirm <hub-binary> <config> <workspace>
 //
 // It prints one line per check and exits 1 on the first failure. <marker>
 // is the unique duration of the `sleep` that is cancelled, so the Go test
@@ -10,7 +11,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, ...rest] = process.argv.slice(2);
 
@@ -209,6 +210,33 @@ async function limited(client) {
   check(ok.structuredContent.succeeded === true, "the limited agent may read", ok);
 }
 
+// confirm drives a named command and a tool held for confirmation with a
+// client that declares elicitation and answers yes, then no.
+async function confirm(bin, config, workspace) {
+  const client = new Client({ name: "hub-e2e", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+  let answer = "yes";
+  const asked = [];
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message);
+    return answer === "yes" ? { action: "accept", content: { run: true } } : { action: "decline" };
+  });
+  await client.connect(new StdioClientTransport({ command: bin, args: ["mcp", "--config", config, "--workspace", workspace], stderr: "inherit" }));
+  const { tools } = await client.listTools();
+  const tally = tools.find((t) => t.name === "cmd_tally");
+  check(tally && JSON.stringify(tally.inputSchema.properties.which.enum) === '["a.txt","b.txt"]', "a named command is a tool with its enum parameter", tally);
+  const n = await client.callTool({ name: "cmd_tally", arguments: { which: "a.txt" } });
+  check(n.structuredContent.succeeded === true && n.structuredContent.lineCount === 3, "the named command runs its call", n);
+  const bad = await client.callTool({ name: "cmd_tally", arguments: { which: "../etc/passwd" } });
+  check(bad.isError === true && bad.structuredContent.errorCode === "invalid_arguments", "a value the enum does not list is refused", bad);
+  const yes = await client.callTool({ name: "fs_deleteFile", arguments: { path: "a.txt" } });
+  check(asked.length === 1 && /Run fs\.deleteFile/.test(asked[0]) && /"path":"a\.txt"/.test(asked[0]), "the held call is confirmed by elicitation, with the exact call", asked);
+  check(yes.structuredContent.succeeded === true, "a yes runs it", yes);
+  answer = "no";
+  const no = await client.callTool({ name: "fs_deleteFile", arguments: { path: "b.txt" } });
+  check(no.isError === true && no.structuredContent.errorCode === "cancelled" && asked.length === 2, "a no runs nothing", no);
+  await client.close();
+}
+
 try {
   if (mode === "stdio") {
     const [bin, config, workspace, marker] = rest;
@@ -237,8 +265,11 @@ try {
       refused = e;
     }
     check(refused !== undefined, "a wrong token is refused", String(refused));
+  } else if (mode === "confirm") {
+    const [bin, config, workspace] = rest;
+    await confirm(bin, config, workspace);
   } else {
-    check(false, "mode is stdio or http", mode);
+    check(false, "mode is stdio, http or confirm", mode);
   }
   console.log("ALL OK");
   process.exit(0);

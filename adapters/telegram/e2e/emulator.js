@@ -10,6 +10,11 @@
 //   {"op":"send","user":1,"chat":1,"text":"/fs_listdir ."}
 //     -> {"op":"replies","replies":[{"text":...,"chat_id":...,"reply_to":...,"parse_mode":...}]}
 //        the bot's messages to that chat, waited for up to "timeout" ms
+//   {"op":"callback","user":1,"chat":1,"data":"cf:run:…"}
+//     -> the same, for a press on an inline keyboard button with that
+//        callback data; with "quiet":true it waits "timeout" ms and
+//        answers no replies without reading any (a poll left running
+//        would take the chat's next messages)
 //   {"op":"stop"} -> {"op":"stopped"}, then exits
 //
 // Errors are answered as {"op":"error","error":...}.
@@ -26,8 +31,8 @@ function out(obj) {
   process.stdout.write(JSON.stringify(obj) + '\n');
 }
 
-async function send(server, cmd) {
-  const client = server.getClient(token, {
+function client(server, cmd) {
+  return server.getClient(token, {
     userId: cmd.user,
     chatId: cmd.chat,
     firstName: cmd.name || 'User',
@@ -35,18 +40,36 @@ async function send(server, cmd) {
     timeout: cmd.timeout || 20000,
     interval: 50,
   });
-  if (cmd.text.startsWith('/')) {
-    await client.sendCommand(client.makeCommand(cmd.text));
-  } else {
-    await client.sendMessage(client.makeMessage(cmd.text));
-  }
-  const updates = await client.getUpdates();
+}
+
+function replies(updates) {
   return updates.result.map((u) => ({
     text: u.message.text,
     chat_id: String(u.message.chat_id),
     reply_to: u.message.reply_to_message_id === undefined ? '' : String(u.message.reply_to_message_id),
     parse_mode: u.message.parse_mode || '',
+    reply_markup: typeof u.message.reply_markup === 'string' ? u.message.reply_markup : u.message.reply_markup ? JSON.stringify(u.message.reply_markup) : '',
   }));
+}
+
+async function callback(server, cmd) {
+  const c = client(server, cmd);
+  await c.sendCallback(c.makeCallbackQuery(cmd.data));
+  if (cmd.quiet) {
+    await new Promise((r) => setTimeout(r, cmd.timeout || 1000));
+    return [];
+  }
+  return replies(await c.getUpdates());
+}
+
+async function send(server, cmd) {
+  const c = client(server, cmd);
+  if (cmd.text.startsWith('/')) {
+    await c.sendCommand(c.makeCommand(cmd.text));
+  } else {
+    await c.sendMessage(c.makeMessage(cmd.text));
+  }
+  return replies(await c.getUpdates());
 }
 
 (async () => {
@@ -65,6 +88,8 @@ async function send(server, cmd) {
     try {
       if (cmd.op === 'send') {
         out({ op: 'replies', replies: await send(server, cmd) });
+      } else if (cmd.op === 'callback') {
+        out({ op: 'replies', replies: await callback(server, cmd) });
       } else if (cmd.op === 'stop') {
         break;
       } else {

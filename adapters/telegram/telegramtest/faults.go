@@ -22,6 +22,9 @@ import (
 //   - Hang: no answer at all until the caller gives up (its timeout or
 //     context) or the server closes; the call has no effect.
 //   - Drop: the connection is closed without an answer; no effect.
+//   - Lost: the call takes effect (a message is sent), then the
+//     connection is closed without its answer, as when the hub dies
+//     between a send and its mark.
 type Fault struct {
 	Code        int
 	Description string
@@ -31,6 +34,7 @@ type Fault struct {
 	Delay       time.Duration
 	Hang        bool
 	Drop        bool
+	Lost        bool
 }
 
 // String describes the fault for call records and logs.
@@ -45,6 +49,9 @@ func (f Fault) String() string {
 			answer += fmt.Sprintf(" (retry_after %d)", f.RetryAfter)
 		}
 		answer = strings.TrimSpace(answer)
+	}
+	if f.Lost {
+		answer = "answer lost"
 	}
 	return loopback.Describe(f.Delay, f.Hang, f.Drop, answer)
 }

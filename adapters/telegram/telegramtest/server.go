@@ -66,6 +66,9 @@ type Server struct {
 	accepted   []time.Time // strict mode: accepted sends, oldest first
 	rejected   int         // strict mode: 429s answered
 	rejectLog  []string    // strict mode: why each 429 was answered
+
+	files     map[string]*File // by file_id (files.go)
+	downloads int
 }
 
 type queuedUpdate struct {
@@ -372,6 +375,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeHTML(w, http.StatusServiceUnavailable)
 		return
 	}
+	if file, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+token+"/"); ok {
+		s.download(w, r, file)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot"+token+"/")
 	if !ok {
 		writeAPI(w, http.StatusUnauthorized, map[string]any{"ok": false, "error_code": 401, "description": "Unauthorized"})
@@ -402,6 +409,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if faulty && !s.applyFault(w, r, ft) {
 		return
 	}
+	if faulty && ft.Lost {
+		answer, lost := s.net.Lose(w)
+		defer lost()
+		w = answer
+	}
 	switch method {
 	case "getMe":
 		writeOK(w, map[string]any{"id": s.botID, "is_bot": true, "first_name": "Hermes", "username": s.username})
@@ -411,6 +423,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.sendMessage(w, r, method, params)
 	case "editMessageText":
 		s.editMessage(w, params)
+	case "getFile":
+		s.getFile(w, params)
 	case "sendChatAction", "setMyCommands", "answerCallbackQuery":
 		writeOK(w, true)
 	case "setWebhook":

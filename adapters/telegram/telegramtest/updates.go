@@ -1,6 +1,7 @@
 package telegramtest
 
 import (
+	"encoding/json"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -62,4 +63,75 @@ func CallbackUpdate(id int, chatID, user int64, msgID int64, data string) map[st
 		"message": map[string]any{"message_id": msgID, "date": time.Now().Unix(), "chat": map[string]any{"id": chatID, "type": typ}, "text": "progress"},
 		"data":    data,
 	}}
+}
+
+// WithDocument makes a message carry the document doc (Server.Document),
+// its text becoming the caption.
+func WithDocument(doc map[string]any) MessageOption {
+	return func(m map[string]any) {
+		m["document"] = doc
+		if t, ok := m["text"].(string); ok {
+			delete(m, "text")
+			if t != "" {
+				m["caption"] = t
+			}
+		}
+	}
+}
+
+// WithPhoto makes a message carry a photo in two sizes, the larger one the
+// file f of s, its text becoming the caption.
+func (s *Server) WithPhoto(f File) MessageOption {
+	small, large := s.AddFile(File{Data: []byte("thumbnail")}), s.AddFile(f)
+	return func(m map[string]any) {
+		m["photo"] = []any{
+			map[string]any{"file_id": small, "file_unique_id": "u" + small, "width": 90, "height": 90, "file_size": 9},
+			map[string]any{"file_id": large, "file_unique_id": "u" + large, "width": 1280, "height": 960, "file_size": f.declared()},
+		}
+		if t, ok := m["text"].(string); ok {
+			delete(m, "text")
+			if t != "" {
+				m["caption"] = t
+			}
+		}
+	}
+}
+
+// Button returns the callback data of the inline keyboard button labelled
+// text on m (as the fake recorded the message's reply_markup); ok is false
+// when m has no such button.
+func Button(m Message, text string) (data string, ok bool) {
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if json.Unmarshal([]byte(m.ReplyMarkup), &kb) != nil {
+		return "", false
+	}
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			if b.Text == text {
+				return b.CallbackData, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Press pushes a press by user on the button labelled text of the bot's
+// message m, as Telegram sends it (a callback_query update); false when m
+// has no such button.
+func (s *Server) Press(m Message, text string, user int64) bool {
+	data, ok := Button(m, text)
+	if !ok {
+		return false
+	}
+	chatID, err := strconv.ParseInt(m.ChatID, 10, 64)
+	if err != nil {
+		return false
+	}
+	s.Push(CallbackUpdate(NextUpdateID(), chatID, user, m.MessageID, data))
+	return true
 }

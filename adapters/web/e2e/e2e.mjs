@@ -9,7 +9,7 @@
 // With a second hub whose web identity holds no admin permission (the
 // built-in reader role), it checks the panel hides the admin views there.
 import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -193,6 +193,35 @@ try {
     await page.locator('#messages .msg.api', { hasText: '"replacements": 2' }).waitFor();
   });
 
+  await check('a named command has its form: its enum parameter is a select, and it runs', async () => {
+    await page.click('#form-toggle');
+    await page.selectOption('#form-verb', 'cmd.tally');
+    const opts = await page.locator('select#f-which option').allTextContents();
+    if (opts.join(',') !== 'notes.txt,long.txt') throw new Error(`the enum's choices: ${opts}`);
+    await page.selectOption('#f-which', 'notes.txt');
+    await shot(page, '17-command-form.png');
+    await page.click('#verb-form button[data-mode="api"]');
+    const r = page.locator('#messages .msg.api', { hasText: 'cmd.tally' }).last();
+    await r.waitFor();
+    if (!(await r.textContent()).includes('"lineCount": 4')) throw new Error(`cmd.tally answered ${await r.textContent()}`);
+  });
+
+  await check('a held call opens the confirm dialog; Run runs it once, a second Run says it was decided', async () => {
+    await send(page, '/fs.deleteFile delete-me.txt');
+    const d = page.locator('#confirm-dialog[open]');
+    await d.waitFor();
+    await d.locator('text=fs.deleteFile').first().waitFor();
+    await shot(page, '18-confirm.png');
+    await d.locator('button.confirm-yes').click();
+    await d.locator('.confirm-note', { hasText: 'Running it.' }).waitFor();
+    await d.locator('button.confirm-close').click();
+    await reply(page, 'Deleted').waitFor();
+    await page.locator('#messages .msg.held button', { hasText: 'Review' }).last().click();
+    await page.locator('#confirm-dialog[open] button.confirm-yes').click();
+    await page.locator('#confirm-dialog .confirm-note', { hasText: 'already decided' }).waitFor();
+    await page.locator('#confirm-dialog button.confirm-close').click();
+  });
+
   await check('a path outside the workspace is refused with forbidden_path', async () => {
     await send(page, '/fs.readFile ../etc/passwd');
     const r = reply(page, 'forbidden_path');
@@ -253,6 +282,39 @@ try {
     await shot(page, '15b-fold-open.png');
     await summary.click();
     await folded.locator('.fold-preview').waitFor();
+  });
+
+  await check('a file picked in the panel is saved where its text says', async () => {
+    await page.locator('#file-input').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from('hello from the panel\n') });
+    await page.locator('#attached', { hasText: 'hello.txt (21 bytes)' }).waitFor();
+    await send(page, 'inbox/');
+    await reply(page, 'Saved inbox/hello.txt (21 bytes').waitFor();
+    if (!await page.locator('#attached').isHidden()) throw new Error('the file stays attached after it was sent');
+    await shot(page, '18-upload.png');
+  });
+
+  await check('a file dropped on the composer is saved in the uploads directory', async () => {
+    const drop = await page.evaluateHandle(() => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array([0, 1, 2, 255])], 'dropped.bin', { type: 'application/octet-stream' }));
+      return dt;
+    });
+    await page.locator('.composer').dispatchEvent('drop', { dataTransfer: drop });
+    await page.locator('#attached', { hasText: 'dropped.bin (4 bytes)' }).waitFor();
+    await page.locator('#input').fill('');
+    await page.locator('#composer-form').evaluate((f) => f.requestSubmit());
+    await reply(page, 'Saved uploads/dropped.bin (4 bytes').waitFor();
+  });
+
+  await check('/get sends a workspace file as a download of this conversation', async () => {
+    await send(page, '/get src/main.go');
+    const link = page.locator('#messages .msg.reply a.file', { hasText: 'main.go' }).last();
+    await link.waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    if (download.suggestedFilename() !== 'main.go') throw new Error(`downloaded as ${download.suggestedFilename()}`);
+    const got = readFileSync(await download.path(), 'utf8');
+    if (got !== 'package main\n\nfunc main() {}\n') throw new Error(`the download holds ${JSON.stringify(got)}`);
+    await shot(page, '19-download.png');
   });
 
   await check('a long proc.run shows its progress in place and is cancelled from the panel', async () => {

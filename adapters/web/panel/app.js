@@ -32,7 +32,9 @@
   async function api(method, path, body, contentType) {
     const opts = { method, credentials: 'same-origin', headers: {} };
     if (body !== undefined) {
-      if (typeof body === 'string') {
+      if (body instanceof FormData) {
+        opts.body = body; // multipart: the browser sets its boundary
+      } else if (typeof body === 'string') {
         opts.body = body;
         opts.headers['Content-Type'] = contentType || 'text/plain';
       } else {
@@ -294,7 +296,63 @@
       showProgress(ev);
       return;
     }
-    addMessage(ev.type === 'inbound' ? 'inbound' : ev.type === 'reply' ? 'reply' : 'notice', ev.text || '', { ts: ev.ts, turn: ev.turn_id });
+    const msg = addMessage(ev.type === 'inbound' ? 'inbound' : ev.type === 'reply' ? 'reply' : 'notice', ev.text || '', { ts: ev.ts, turn: ev.turn_id });
+    if (ev.file) {
+      // A file the hub sent: a download served for this conversation.
+      const link = el('a', { class: 'file', href: ev.file.url, download: ev.file.name, text: '⬇ ' + ev.file.name + ' (' + ev.file.size.toLocaleString('en') + ' bytes)' });
+      msg.insertBefore(link, msg.querySelector('.meta'));
+    }
+    if (ev.confirm) heldCall(msg, ev);
+  }
+
+  // ---- Calls held for confirmation ------------------------------------------
+  // A reply that is a held call's prompt gets a Review button, and opens
+  // the confirm dialog when it is new: the exact call, Run and Cancel (or,
+  // for an approver, Approve and Reject). The hub decides every press and
+  // answers it (someone else's call, pressed twice, expired).
+
+  const confirmLabels = { run: ['Run', 'Cancel'], approve: ['Approve', 'Reject'] };
+
+  // The turns this page sent: a prompt that answers one of them opens the
+  // dialog; a replayed one (a reload, another device) shows its Review
+  // button only.
+  const sentTurns = new Set();
+
+  function heldCall(msg, ev) {
+    msg.classList.add('held');
+    msg.append(el('div', { class: 'held-actions' },
+      el('button', { type: 'button', class: 'secondary small', text: 'Review', onclick: () => confirmDialog(ev) })));
+    if (sentTurns.has(ev.turn_id)) {
+      sentTurns.delete(ev.turn_id);
+      confirmDialog(ev);
+    }
+  }
+
+  function confirmDialog(ev) {
+    const old = document.getElementById('confirm-dialog');
+    if (old) old.remove();
+    const [yes, no] = confirmLabels[ev.confirm_stage] || confirmLabels.run;
+    const note = el('p', { class: 'confirm-note muted', role: 'status' });
+    const press = async (action, button) => {
+      for (const b of d.querySelectorAll('button')) b.disabled = true;
+      try {
+        const r = await api('POST', '/api/confirm', { id: ev.confirm, action });
+        note.textContent = r.text || '';
+      } catch (e) {
+        note.textContent = '⚠ ' + e.message;
+      }
+      d.querySelector('.confirm-close').disabled = false;
+    };
+    const d = el('dialog', { id: 'confirm-dialog', class: 'confirm-dialog', 'aria-labelledby': 'confirm-title' },
+      el('h2', { id: 'confirm-title', text: ev.confirm_stage === 'approve' ? 'Approve this call?' : 'Run this call?' }),
+      renderText(ev.text || ''),
+      note,
+      el('div', { class: 'confirm-actions' },
+        el('button', { type: 'button', class: 'primary confirm-yes', text: yes, onclick: (e) => press(yes.toLowerCase(), e.target) }),
+        el('button', { type: 'button', class: 'secondary confirm-no', text: no, onclick: (e) => press(no.toLowerCase(), e.target) }),
+        el('button', { type: 'button', class: 'secondary confirm-close', text: 'Close', onclick: () => d.close() })));
+    document.body.append(d);
+    d.showModal();
   }
 
   // ---- Progress of running calls --------------------------------------------
@@ -456,12 +514,21 @@
 
   // send posts chat text; a network failure is retried with the same
   // client_turn_id, so the hub runs the turn at most once.
-  async function send(text) {
+  async function send(text, file) {
     const id = randomID();
+    sentTurns.add('web.' + id);
     let lastErr;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const res = await api('POST', '/api/messages', { text, client_turn_id: id });
+        let body = { text, client_turn_id: id };
+        if (file) {
+          // The fields first, the file last: the hub saves it as it arrives.
+          body = new FormData();
+          body.append('text', text);
+          body.append('client_turn_id', id);
+          body.append('file', file, file.name);
+        }
+        const res = await api('POST', '/api/messages', body);
         if (res.status === 'duplicate') addMessage('notice', 'Already sent (turn ' + res.turn_id + ').');
         if (/^\/(hub[._])?use(\s|@|$)/i.test(text)) loadWorkspace();
         return res;
@@ -587,10 +654,33 @@
     }
   });
 
+  // ---- A file sent with the message: picked, or dropped on the composer ----
+
+  let pendingFile = null;
+  function attach(file) {
+    pendingFile = file || null;
+    $('attached').hidden = !pendingFile;
+    $('attached-name').textContent = pendingFile ? '📎 ' + pendingFile.name + ' (' + pendingFile.size.toLocaleString('en') + ' bytes): its path is the text, or none for the uploads directory' : '';
+  }
+  $('attach').addEventListener('click', () => $('file-input').click());
+  $('file-input').addEventListener('change', () => attach($('file-input').files[0]));
+  $('attached-clear').addEventListener('click', () => { attach(null); $('file-input').value = ''; });
+  const composer = document.querySelector('.composer');
+  composer.addEventListener('dragover', (e) => { e.preventDefault(); composer.classList.add('dropping'); });
+  composer.addEventListener('dragleave', () => composer.classList.remove('dropping'));
+  composer.addEventListener('drop', (e) => {
+    e.preventDefault();
+    composer.classList.remove('dropping');
+    if (e.dataTransfer && e.dataTransfer.files.length) attach(e.dataTransfer.files[0]);
+  });
+
   $('composer-form').addEventListener('submit', async (e) => {
     e.preventDefault();
     const text = $('input').value.trim();
-    if (!text) return;
+    const file = pendingFile;
+    if (!text && !file) return;
+    attach(null);
+    $('file-input').value = '';
     // The box is free again at once: a long call answers later (its
     // progress shows in the conversation), and the next command may be typed
     // meanwhile. A message that was not sent comes back to the box.
@@ -599,8 +689,9 @@
     updateUsage();
     scrollToEnd(true);
     try {
-      await send(text);
+      await send(text, file);
     } catch (err) {
+      if (file && !pendingFile) attach(file);
       if ($('input').value === '') {
         $('input').value = text;
         autosize();
