@@ -16,14 +16,20 @@ const maxCompletions = 100
 // complete answers completion/complete. The path of the resource template
 // completes to the names under the typed prefix: an fs.listDir turn of the
 // directory the prefix names, so it is role-checked, confined and
-// mirrored like the listing; a directory ends with "/". The hub has no
-// prompts, and the protocol has no reference to a tool's arguments (only
-// ref/prompt and ref/resource).
+// mirrored like the listing; a directory ends with "/". A prompt's (a
+// named command's) enum argument completes to its values (prompts.go).
+// The protocol has no reference to a tool's arguments (only ref/prompt
+// and ref/resource).
 func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	ref := req.Params.Ref
+	if ref.Type == "ref/prompt" {
+		values, err := s.completePrompt(ref.Name, req.Params.Argument.Name, req.Params.Argument.Value)
+		if err != nil {
+			return nil, err
+		}
+		return completion(values), nil
+	}
 	switch {
-	case ref.Type == "ref/prompt":
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no prompt %q: the hub offers no prompts; it completes the path of the resource template %s", ref.Name, PathTemplate)}
 	case ref.URI != PathTemplate:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no resource template %q: the hub's one template is %s", ref.URI, PathTemplate)}
 	case req.Params.Argument.Name != "path":
@@ -33,11 +39,16 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	if err != nil {
 		return nil, err
 	}
+	return completion(values), nil
+}
+
+// completion is the answer with values, at most maxCompletions of them.
+func completion(values []string) *mcp.CompleteResult {
 	res := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}
 	if len(values) > maxCompletions {
 		res.Completion.Values, res.Completion.HasMore = values[:maxCompletions], true
 	}
-	return res, nil
+	return res
 }
 
 // listDirResult is the part of fs.listDir's result a completion uses.

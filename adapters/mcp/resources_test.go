@@ -200,7 +200,7 @@ func TestCompletions(t *testing.T) {
 	if _, err := complete("../"); err == nil || !strings.Contains(err.Error(), "forbidden_path") {
 		t.Errorf("complete ../: %v", err)
 	}
-	if _, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "x"}, Argument: mcp.CompleteParamsArgument{Name: "a", Value: "b"}}); rpcCode(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "no prompts") {
+	if _, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "x"}, Argument: mcp.CompleteParamsArgument{Name: "a", Value: "b"}}); rpcCode(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "no prompt \"x\"") {
 		t.Errorf("a prompt: %v", err)
 	}
 	if _, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "hub:///{x}"}, Argument: mcp.CompleteParamsArgument{Name: "x", Value: "b"}}); rpcCode(err) != jsonrpc.CodeInvalidParams {

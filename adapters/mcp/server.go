@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,7 +81,8 @@ type Server struct {
 	seq   atomic.Uint64
 
 	toolsMu sync.Mutex
-	tools   map[string]bool // the tool names added, for syncTools
+	tools   map[string]bool       // the tool names added, for syncTools
+	prompts map[string]promptArgs // the prompts added (named commands), prompts.go
 
 	// watches are the subscribed resources (subscriptions.go).
 	watches watches
@@ -163,6 +165,7 @@ func (s *Server) syncTools() error {
 		s.srv.RemoveTools(gone...)
 	}
 	s.tools = now
+	s.syncPrompts(reg)
 	return nil
 }
 
@@ -195,31 +198,28 @@ func (s *Server) identity(extra *mcp.RequestExtra) string {
 	return s.opts.Identity
 }
 
-// filterTools keeps, in a tools/list answer, the tools the caller may run.
+// filterTools keeps, in a tools/list answer, the tools the caller may run,
+// and in a prompts/list answer the prompts of the named commands it may run.
 // A hidden tool can still be called; the hub then refuses it as forbidden,
 // with the grant that would allow it.
 func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if method != "tools/list" || err != nil {
+		if (method != "tools/list" && method != "prompts/list") || err != nil {
 			return res, err
-		}
-		lt, ok := res.(*mcp.ListToolsResult)
-		if !ok {
-			return res, nil
 		}
 		allowed := map[string]bool{}
 		for _, info := range s.opts.Intake.VerbsFor([]string{s.identity(req.GetExtra())}) {
 			allowed[ToolName(info.Name)] = true
 		}
-		kept := lt.Tools[:0:0]
-		for _, t := range lt.Tools {
-			if allowed[t.Name] {
-				kept = append(kept, t)
-			}
+		switch l := res.(type) {
+		case *mcp.ListToolsResult:
+			l.Tools = slices.DeleteFunc(slices.Clone(l.Tools), func(t *mcp.Tool) bool { return !allowed[t.Name] })
+		case *mcp.ListPromptsResult:
+			// A prompt is the named command cmd.<name>: shown to whom may run it.
+			l.Prompts = slices.DeleteFunc(slices.Clone(l.Prompts), func(p *mcp.Prompt) bool { return !allowed[ToolName(commandPrefix+p.Name)] })
 		}
-		lt.Tools = kept
-		return lt, nil
+		return res, nil
 	}
 }
 
