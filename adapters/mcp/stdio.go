@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,10 +48,18 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	conn := newStdioConn(in, out, s.opts.MaxLineBytes, s.opts.MaxPending)
 	err := s.srv.Run(ctx, stdioTransport{conn})
 	s.report(hub.StateStopped, "")
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+	if clientGone(err) {
 		return nil
 	}
 	return err
+}
+
+// clientGone reports whether err only says the connection ended: ctx
+// ended, the client closed its end (EOF on the input), or it stopped
+// reading while the hub wrote (a notification sent as it hung up).
+func clientGone(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)
 }
 
 func (s *Server) report(state hub.State, detail string) {
