@@ -49,17 +49,18 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	err := s.srv.Run(ctx, stdioTransport{conn})
 	s.Close()
 	s.report(hub.StateStopped, "")
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || hungUp(err) {
+	if clientGone(err) {
 		return nil
 	}
 	return err
 }
 
-// hungUp reports whether err is a write to a client that has gone: an
-// answer still due when it closed the connection (the end of a
-// subscriptions/listen stream, say) finds the pipe closed.
-func hungUp(err error) bool {
-	return errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)
+// clientGone reports whether err only says the connection ended: ctx
+// ended, the client closed its end (EOF on the input), or it stopped
+// reading while the hub wrote (a notification sent as it hung up).
+func clientGone(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)
 }
 
 func (s *Server) report(state hub.State, detail string) {
