@@ -1,6 +1,9 @@
 package verbs
 
-import "io/fs"
+import (
+	"io/fs"
+	"time"
+)
 
 // LineCacheStats returns the hits and misses of s's line-count cache, and
 // the entries it keeps.
@@ -11,4 +14,12 @@ func LineCacheStats(s *Set) (hits, misses int64, entries int) { return s.lines.s
 func LineIndexMarks(s *Set, fi fs.FileInfo) int {
 	e, _ := s.lines.lookup(fi)
 	return len(e.marks)
+}
+
+// SetWatchPoll sets how often fs.watch looks when nothing woke it, until
+// the test ends.
+func SetWatchPoll(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := watchPoll
+	watchPoll = d
+	t.Cleanup(func() { watchPoll = old })
 }

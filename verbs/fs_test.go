@@ -22,7 +22,7 @@ func TestRegisterAllVerbs(t *testing.T) {
 		"fs.exists": true, "fs.readFile": true, "fs.readRange": true, "fs.writeFile": false,
 		"fs.writeRange": false, "fs.deleteFile": false, "fs.moveFile": false, "fs.copyFile": false,
 		"fs.createDirectory": false, "fs.deleteDirectory": false, "fs.lineCount": true,
-		"fs.listDir": true, "fs.search": true, "fs.find": true, "proc.run": false, "proc.output": true, "sys.machineInfo": true,
+		"fs.listDir": true, "fs.search": true, "fs.find": true, "fs.watch": true, "proc.run": false, "proc.output": true, "sys.machineInfo": true,
 		"fs.upload": false, "fs.send": true,
 		"fs.edit": false, "fs.stat": true, "fs.readMany": true,
 	}

@@ -199,6 +199,7 @@ func (s *Set) Register(reg *executor.Registry) error {
 		reg1(reg, "fs.listDir", "List a directory, directories first", true, s.ListDir),
 		reg1(reg, "fs.search", "Search file contents for a regular expression or a literal, honouring .gitignore", true, s.Search),
 		reg1(reg, "fs.find", "Find files and directories whose path matches a glob, like **/*_test.go", true, s.Find),
+		reg1(reg, "fs.watch", "Wait until a file or directory is created, changed or removed, or a timeout passes", true, s.Watch),
 		reg1(reg, "proc.run", "Run a program without a shell, with a timeout and captured output", false, s.ProcRun),
 		reg1(reg, "proc.output", "Read lines of a proc.run call's stdout or stderr (the caller's own calls)", true, s.ProcOutput),
 		reg1(reg, "sys.machineInfo", "Describe the machine: OS, CPUs, memory, disks", true, s.MachineInfo),

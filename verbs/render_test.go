@@ -207,6 +207,7 @@ func TestResultsRender(t *testing.T) {
 		{"fs.listDir", map[string]any{"path": "."}},
 		{"fs.search", map[string]any{"pattern": "two", "contextLines": 1}},
 		{"fs.find", map[string]any{"pattern": "*.txt"}},
+		{"fs.watch", map[string]any{"path": "a.txt", "timeoutSeconds": 1}},
 		{"fs.writeFile", map[string]any{"path": "b.txt", "content": "x"}},
 		{"fs.writeRange", map[string]any{"path": "b.txt", "startLine": 1, "endLine": 1, "content": "y"}},
 		{"fs.copyFile", map[string]any{"sourcePath": "b.txt", "destinationPath": "c.txt"}},

@@ -18,14 +18,14 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 // the IDL that `hub schema` prints (testdata/schema/<verb>.idl) and the
 // structured form that command menus and forms are built from
 // (testdata/schema/<verb>.json). Run with -update after changing an argument
-// or result type on purpose. It covers the twenty-two verbs of a Set and the
+// or result type on purpose. It covers the twenty-three verbs of a Set and the
 // five vfs.* verbs of a SessionSource.
 func TestSchemaGolden(t *testing.T) {
 	e := newSessEnv(t)
 	dir := filepath.Join("testdata", "schema")
 	schemas := e.x.Registry().Schemas()
-	if len(schemas) != 27 {
-		t.Fatalf("want 27 verbs, got %d", len(schemas))
+	if len(schemas) != 28 {
+		t.Fatalf("want 28 verbs, got %d", len(schemas))
 	}
 	if *update {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -110,7 +110,7 @@ func TestAgentMarkdown(t *testing.T) {
 	if err := verbs.Register(host, e.host, verbs.DefaultOptions(e.base)); err != nil {
 		t.Fatal(err)
 	}
-	if md := verbs.AgentMarkdown(host, false); strings.Contains(md, "### vfs.") || strings.Count(md, "\n### ") != 20 || strings.Contains(md, "fs.upload") {
+	if md := verbs.AgentMarkdown(host, false); strings.Contains(md, "### vfs.") || strings.Count(md, "\n### ") != 21 || strings.Contains(md, "fs.upload") {
 		t.Errorf("host-only registry: %d verbs listed", strings.Count(md, "\n### "))
 	}
 }

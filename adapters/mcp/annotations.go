@@ -32,6 +32,7 @@ var verbHints = map[string]hints{
 	"fs.listDir":         {idempotent: true},
 	"fs.search":          {idempotent: true},
 	"fs.find":            {idempotent: true},
+	"fs.watch":           {idempotent: true},
 	"fs.writeFile":       {destructive: true}, // overwrite replaces; append grows on every call
 	"fs.writeRange":      {destructive: true}, // replaces lines; inserts again on every call
 	"fs.deleteFile":      {destructive: true, idempotent: true},

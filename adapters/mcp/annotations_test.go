@@ -50,7 +50,7 @@ func TestHintsCoverEveryVerb(t *testing.T) {
 	if got := sprint(open); got != "[proc.run]" {
 		t.Errorf("open-world verbs %s", got)
 	}
-	if len(idempotent) != 19 {
+	if len(idempotent) != 20 {
 		t.Errorf("%d idempotent verbs: %v", len(idempotent), idempotent)
 	}
 	a := annotations(executor.Info{Name: "new.verb"})

@@ -87,6 +87,7 @@ func BenchmarkToolCall(b *testing.B) {
 		tool string
 		args func(i int) map[string]any
 	}{
+		{"exists", "fs_exists", func(int) map[string]any { return map[string]any{"path": "small.txt"} }},
 		{"readFile-4KB", "fs_readFile", func(int) map[string]any { return map[string]any{"path": "small.txt"} }},
 		{"readFile-1MB", "fs_readFile", func(int) map[string]any { return map[string]any{"path": "large.txt"} }},
 		{"readRange-head50", "fs_readRange", func(int) map[string]any {

@@ -91,3 +91,43 @@ func TestNamedCommandTools(t *testing.T) {
 	})
 	testkit.WaitFor(t, "the client told the tool list changed", func() bool { return len(changed) > 0 })
 }
+
+// TestNamedCommandPrompts: each named command is a prompt, shown to whom
+// may run it, whose message asks for the command's tool with the
+// arguments given; its enum argument completes to its values.
+func TestNamedCommandPrompts(t *testing.T) {
+	cfg := hubtest.Config(t, "", "")
+	deploy := countCommand("Count lines of a file in an environment")
+	deploy.Params.Names = append(deploy.Params.Names, "env")
+	deploy.Params.ByName["env"] = config.CommandParam{Type: config.ParamEnum, Values: []string{"staging", "production", "stable"}, Description: "where"}
+	cfg.Commands = config.Commands{"deploy": deploy}
+	cfg.Access = config.Access{
+		Roles:  map[string]config.Role{"deployer": {Verbs: []string{"cmd.deploy"}}},
+		Grants: map[string][]string{"agent:local": {"deployer"}, "agent:reader": {"reader"}},
+	}
+	env := hubtest.Open(t, cfg, hubtest.Options{})
+	cs := serveStdio(t, mcpsurface.Options{Identity: "agent:local", Intake: env.Runtime.Hub}, nil)
+	ctx := context.Background()
+	list, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(list.Prompts) != 1 || list.Prompts[0].Name != "deploy" || len(list.Prompts[0].Arguments) != 2 {
+		t.Fatalf("prompts: %+v %v", list, err)
+	}
+	got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "deploy", Arguments: map[string]string{"file": "a.txt", "env": "staging"}})
+	if err != nil || len(got.Messages) != 1 {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	if text := got.Messages[0].Content.(*mcp.TextContent).Text; !strings.Contains(text, "cmd_deploy") || !strings.Contains(text, `"env":"staging"`) {
+		t.Errorf("the prompt's message: %s", text)
+	}
+	c, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "deploy"}, Argument: mcp.CompleteParamsArgument{Name: "env", Value: "st"}})
+	if err != nil || strings.Join(c.Completion.Values, ",") != "staging,stable" {
+		t.Errorf("complete env st: %+v %v", c, err)
+	}
+	if _, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "nope"}, Argument: mcp.CompleteParamsArgument{Name: "env", Value: "s"}}); err == nil || !strings.Contains(err.Error(), "named commands") {
+		t.Errorf("complete an unknown prompt: %v", err)
+	}
+	reader := serveStdio(t, mcpsurface.Options{Identity: "agent:reader", Intake: env.Runtime.Hub}, nil)
+	if l, err := reader.ListPrompts(ctx, nil); err != nil || len(l.Prompts) != 0 {
+		t.Errorf("a reader sees the prompt of a command it may not run: %+v %v", l, err)
+	}
+}

@@ -22,13 +22,14 @@ import (
 
 // conformanceExpectedFailures are the server scenarios of the official
 // conformance suite the hub does not pass, each with the reason: they test
-// capabilities the hub does not offer (its tools are its verbs; it has no
-// prompts, resources, completions, sampling or elicitation), or
-// tools of the suite's own reference server ("test_image_content", …) that
-// are not verbs. Every other scenario must pass; one that starts passing
+// capabilities the hub does not offer (it asks for no sampling), or the
+// fixtures of the suite's own reference
+// server: its tools ("test_image_content", …), which are not verbs, and its
+// resources (test://static-text, …), which are not the workspace's files
+// (hub:///<path>). Every other scenario must pass; one that starts passing
 // must be taken off this list (docs/mcp.md keeps the same list).
 var conformanceExpectedFailures = map[string]string{
-	"completion-complete":           "the hub offers no completions (it has no prompts or resource templates to complete)",
+	"completion-complete":           "it completes an argument of the suite's own prompt test_prompt_with_arguments; the hub's prompts are its named commands (their enum arguments complete, TestNamedCommandPrompts) and it completes the path of its resource template hub:///{+path} (the TypeScript client test), so it answers invalid params: no such prompt",
 	"tools-call-simple-text":        "it calls the suite's own test tool test_simple_text, which is not a hub verb",
 	"tools-call-image":              "it calls the suite's own test tool test_image_content, which is not a hub verb",
 	"tools-call-audio":              "it calls the suite's own test tool test_audio_content, which is not a hub verb",
@@ -38,20 +39,20 @@ var conformanceExpectedFailures = map[string]string{
 	"tools-call-error":              "it calls the suite's own test tool test_error_handling, which is not a hub verb",
 	"tools-call-with-progress":      "it calls the suite's own test tool test_tool_with_progress, which is not a hub verb",
 	"tools-call-sampling":           "it calls the suite's own test tool test_sampling, which is not a hub verb (and the hub asks clients for no sampling)",
-	"tools-call-elicitation":        "it calls the suite's own test tool test_elicitation, which is not a hub verb (and the hub asks clients for no elicitation)",
-	"elicitation-sep1034-defaults":  "it calls the suite's own test tool test_elicitation_sep1034_defaults, which is not a hub verb (and the hub asks clients for no elicitation)",
-	"elicitation-sep1330-enums":     "it calls the suite's own test tool test_elicitation_sep1330_enums, which is not a hub verb (and the hub asks clients for no elicitation)",
+	"tools-call-elicitation":        "it calls the suite's own test tool test_elicitation, which is not a hub verb (the hub elicits only the confirmation of a verb held for it)",
+	"elicitation-sep1034-defaults":  "it calls the suite's own test tool test_elicitation_sep1034_defaults, which is not a hub verb (the hub elicits only the confirmation of a verb held for it)",
+	"elicitation-sep1330-enums":     "it calls the suite's own test tool test_elicitation_sep1330_enums, which is not a hub verb (the hub elicits only the confirmation of a verb held for it)",
 	"json-schema-2020-12":           "it looks for the suite's own tool json_schema_2020_12_tool, which is not a hub verb",
 	"server-sse-polling":            "it calls the suite's own test tool test_reconnection (not a hub verb), which closes the SSE stream mid-call and answers after the client reconnects; its POST also names protocol version 2025-03-26, for which the SDK sends no priming event (those came with 2025-11-25)",
-	"resources-read-text":           "the hub offers no resources",
-	"resources-read-binary":         "the hub offers no resources",
-	"resources-templates-read":      "the hub offers no resource templates",
-	"resources-subscribe":           "the hub offers no resources to subscribe to",
-	"resources-unsubscribe":         "the hub offers no resources to subscribe to",
-	"prompts-get-simple":            "the hub offers no prompts",
-	"prompts-get-with-args":         "the hub offers no prompts",
-	"prompts-get-embedded-resource": "the hub offers no prompts",
-	"prompts-get-with-image":        "the hub offers no prompts",
+	"resources-read-text":           "it reads the suite's own resource test://static-text; the hub's resources are the workspace's files, hub:///<path> (read as text and blob by the TypeScript client test), and it answers Resource not found",
+	"resources-read-binary":         "it reads the suite's own resource test://static-binary; the hub's resources are the workspace's files, hub:///<path>, and it answers Resource not found",
+	"resources-templates-read":      "it reads through the suite's own template test://template/{id}/data; the hub's template is hub:///{+path}, and it answers Resource not found",
+	"resources-subscribe":           "it subscribes to the suite's own resource test://watched-resource; the hub refuses a URI that is not one of its resources, hub:///<path> (subscriptions and their updates are covered by the TypeScript client test)",
+	"resources-unsubscribe":         "it first subscribes to the suite's own resource test://watched-resource, which the hub refuses (not one of its resources, hub:///<path>)",
+	"prompts-get-simple":            "it gets the suite's own prompt; the hub's prompts are its named commands (commands: in the configuration), none of them configured here",
+	"prompts-get-with-args":         "it gets the suite's own prompt; the hub's prompts are its named commands (commands: in the configuration), none of them configured here",
+	"prompts-get-embedded-resource": "it gets the suite's own prompt; the hub's prompts are its named commands (commands: in the configuration), none of them configured here",
+	"prompts-get-with-image":        "it gets the suite's own prompt; the hub's prompts are its named commands (commands: in the configuration), none of them configured here",
 }
 
 // conformanceTools finds the pinned conformance suite and the Node.js 22

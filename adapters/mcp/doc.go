@@ -10,6 +10,12 @@
 // mcp.<session>.<request>. A tools/list shows the tools the caller's
 // identity may run.
 //
+// The workspace's files are resources, hub:///<path> (resources.go): a
+// listing is an fs.find turn, a read an fs.readFile turn, a completion of
+// the path template an fs.listDir turn, and a subscription a chain of
+// fs.watch turns (subscriptions.go), each through the same Execute as a
+// tool call.
+//
 // Over stdio the package frames lines itself (stdio.go): a line that is
 // not a message is answered with an error and skipped, and no line is read
 // while DefaultMaxPending messages are in progress. Over HTTP (http.go)

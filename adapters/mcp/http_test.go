@@ -32,7 +32,7 @@ const (
 // (mcpsurface.ConfigOptions, the web server as the throttle), from the
 // default mcp section changed by mod. Two agents: admin (every verb) and
 // reader (the reader role). Both servers run on clk.
-func webHub(t *testing.T, clk clock.Clock, mod func(*config.Config)) (url string, env *hubtest.Env) {
+func webHub(t testing.TB, clk clock.Clock, mod func(*config.Config)) (url string, env *hubtest.Env) {
 	t.Helper()
 	cfg := hubtest.Config(t, "", "")
 	cfg.Web.Token = config.NewSecret(webToken)
@@ -60,6 +60,7 @@ func webHub(t *testing.T, clk clock.Clock, mod func(*config.Config)) (url string
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(srv.Close)
 	h, err := srv.Handler(mcpsurface.ConfigOptions(cfg.MCP, cfg.Web, web.Identity, webSrv.Token(), webSrv))
 	if err != nil {
 		t.Fatal(err)

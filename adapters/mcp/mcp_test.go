@@ -54,6 +54,13 @@ func stdioEnvHub(t *testing.T, ho hubtest.Options, o mcpsurface.Options, co *mcp
 // connects a client with options co.
 func serveStdio(t *testing.T, o mcpsurface.Options, co *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return serveStdioVersion(t, o, co, "")
+}
+
+// serveStdioVersion is serveStdio with the client asking for a protocol
+// version ("" for its latest).
+func serveStdioVersion(t *testing.T, o mcpsurface.Options, co *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	o.Version, o.Logger = "test", testkit.Discard()
 	srv, err := mcpsurface.New(o)
 	if err != nil {
@@ -65,7 +72,7 @@ func serveStdio(t *testing.T, o mcpsurface.Options, co *mcp.ClientOptions) *mcp.
 	done := make(chan error, 1)
 	go func() { done <- srv.RunStdio(ctx, sr, sw) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, co)
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,7 +81,11 @@ type Server struct {
 	seq   atomic.Uint64
 
 	toolsMu sync.Mutex
-	tools   map[string]bool // the tool names added, for syncTools
+	tools   map[string]bool       // the tool names added, for syncTools
+	prompts map[string]promptArgs // the prompts added (named commands), prompts.go
+
+	// watches are the subscribed resources (subscriptions.go).
+	watches watches
 }
 
 // New builds the server with one tool per registered verb.
@@ -104,9 +109,13 @@ func New(opts Options) (*Server, error) {
 		opts.Version = "dev"
 	}
 	s := &Server{opts: opts, log: opts.Logger.With("adapter", "mcp")}
+	s.watches.base, s.watches.end = context.WithCancel(context.Background())
 	s.stdio.Store("")
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "hermes-hub", Title: "Hermes Hub", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "The tools are the verbs of a Hermes Hub: files in a confined workspace (fs_*), programs (proc_run), the machine (sys_machineInfo) and session workspaces (vfs_*). Paths are relative to the workspace.",
+		Instructions:       "The tools are the verbs of a Hermes Hub: files in a confined workspace (fs_*), programs (proc_run), the machine (sys_machineInfo) and session workspaces (vfs_*). Paths are relative to the workspace. The workspace's files are also resources, hub:///<path>.",
+		CompletionHandler:  s.complete,
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
 	})
 	reg := opts.Intake.Registry()
 	if err := s.syncTools(); err != nil {
@@ -119,7 +128,8 @@ func New(opts Options) (*Server, error) {
 			s.log.Error("tools not updated after a change of the named commands", "err", err)
 		}
 	})
-	s.srv.AddReceivingMiddleware(s.filterTools)
+	s.addResources()
+	s.srv.AddReceivingMiddleware(s.withCaller, s.filterTools, s.resourceList)
 	return s, nil
 }
 
@@ -155,6 +165,7 @@ func (s *Server) syncTools() error {
 		s.srv.RemoveTools(gone...)
 	}
 	s.tools = now
+	s.syncPrompts(reg)
 	return nil
 }
 
@@ -187,31 +198,39 @@ func (s *Server) identity(extra *mcp.RequestExtra) string {
 	return s.opts.Identity
 }
 
-// filterTools keeps, in a tools/list answer, the tools the caller may run.
+// filterTools keeps, in a tools/list answer, the tools the caller may run,
+// and in a prompts/list answer the prompts of the named commands it may run.
 // A hidden tool can still be called; the hub then refuses it as forbidden,
 // with the grant that would allow it.
 func (s *Server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if method != "tools/list" || err != nil {
+		if (method != "tools/list" && method != "prompts/list") || err != nil {
 			return res, err
-		}
-		lt, ok := res.(*mcp.ListToolsResult)
-		if !ok {
-			return res, nil
 		}
 		allowed := map[string]bool{}
 		for _, info := range s.opts.Intake.VerbsFor([]string{s.identity(req.GetExtra())}) {
 			allowed[ToolName(info.Name)] = true
 		}
-		kept := lt.Tools[:0:0]
-		for _, t := range lt.Tools {
-			if allowed[t.Name] {
-				kept = append(kept, t)
-			}
+		switch l := res.(type) {
+		case *mcp.ListToolsResult:
+			l.Tools = slices.DeleteFunc(slices.Clone(l.Tools), func(t *mcp.Tool) bool { return !allowed[t.Name] })
+		case *mcp.ListPromptsResult:
+			// A prompt is the named command cmd.<name>: shown to whom may run it.
+			l.Prompts = slices.DeleteFunc(slices.Clone(l.Prompts), func(p *mcp.Prompt) bool { return !allowed[ToolName(commandPrefix+p.Name)] })
 		}
-		lt.Tools = kept
-		return lt, nil
+		return res, nil
+	}
+}
+
+// resourceList answers resources/list itself: the SDK lists only fixed
+// resources, the hub's are the workspace's files (listResources).
+func (s *Server) resourceList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if lr, ok := req.(*mcp.ListResourcesRequest); ok && method == "resources/list" {
+			return s.listResources(ctx, lr)
+		}
+		return next(ctx, method, req)
 	}
 }
 
@@ -224,18 +243,11 @@ func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		session := ""
-		if req.Session != nil {
-			session = req.Session.ID()
+		reqID := ""
+		if id, ok := req.Params.GetMeta()[requestIDMeta]; ok && id != nil {
+			reqID = fmt.Sprint(id)
 		}
-		if session == "" {
-			session, _ = s.stdio.Load().(string)
-		}
-		reqID, _ := req.Params.GetMeta()[requestIDMeta]
-		if reqID == nil {
-			reqID = fmt.Sprintf("n%d", s.seq.Add(1))
-		}
-		turn := TurnID(session, fmt.Sprint(reqID))
+		turn := s.turnID(req.Session, reqID)
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			var stop func()
 			ctx, stop = s.progress(ctx, req.Session, tok, info.Name, turn)
@@ -271,6 +283,11 @@ func resultOf(out *executor.Outcome) *mcp.CallToolResult {
 	}
 }
 
+// badIDRune reports a character idPart replaces.
+func badIDRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-+=@", r))
+}
+
 // TurnID is the turn id of a tools/call: mcp.<session>.<request>, each part
 // reduced to the characters turn ids and proc.run's output directories
 // accept (letters, digits and . _ - + = @, no "..", no ':'). A part that
@@ -285,6 +302,9 @@ func TurnID(session, request string) string {
 
 func idPart(s string) string {
 	const maxLen = 64
+	if s != "" && len(s) <= maxLen && strings.IndexFunc(s, badIDRune) < 0 {
+		return s // the usual case: nothing to change
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -93,3 +93,34 @@ func TestStdioRefusesAnIDInUse(t *testing.T) {
 		t.Fatalf("id 7 once free: %+v %s", a, a.Result)
 	}
 }
+
+// TestStdioClientHangsUp: a client that closes its end while an answer is
+// still due (a subscriptions/listen stream, or any request) ends `hub mcp`
+// normally; the answer that finds the pipe closed is no error of the hub.
+func TestStdioClientHangsUp(t *testing.T) {
+	cfg := hubtest.Config(t, "", "")
+	env := hubtest.Open(t, cfg, hubtest.Options{})
+	srv, err := mcpsurface.New(mcpsurface.Options{Intake: env.Runtime.Hub, Logger: testkit.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- srv.RunStdio(context.Background(), sr, sw) }()
+	out := bufio.NewReader(cr)
+	if _, err := io.WriteString(cw, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.ReadBytes('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cr.Close() // the client stops reading, then asks once more and leaves
+	if _, err := io.WriteString(cw, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"ping"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("RunStdio after the client hung up: %v", err)
+	}
+	cw.Close()
+}

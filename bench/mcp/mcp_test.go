@@ -210,7 +210,8 @@ func ops() []op {
 		return op{
 			name: "tail50-" + sizeName(f.size()), hubVerb: "fs.readRange",
 			hubArgs: func(int) map[string]any {
-				return map[string]any{"path": f.name, "startLine": f.lines - 49, "endLine": f.lines, "includeLineNumbers": false}
+				// The tail form: one call, without knowing the line count.
+				return map[string]any{"path": f.name, "lastLines": 50, "includeLineNumbers": false}
 			},
 			hubCheck: func(_ string, _ int, r hubResult) error { return sameText(r.Content, want) },
 			mcpTool:  "read_text_file",

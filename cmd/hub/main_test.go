@@ -286,7 +286,7 @@ func TestExecStdio(t *testing.T) {
 func TestVerbsAndSchema(t *testing.T) {
 	dir := t.TempDir()
 	out, _, code := runHub(t, dir, "", "verbs")
-	if code != 0 || strings.Count(out, "\n") != 27 || !strings.Contains(out, "proc.run") || !strings.Contains(out, "proc.output") {
+	if code != 0 || strings.Count(out, "\n") != 28 || !strings.Contains(out, "proc.run") || !strings.Contains(out, "proc.output") {
 		t.Fatalf("verbs: %d %s", code, out)
 	}
 	out, _, code = runHub(t, dir, "", "schema", "FS.READRANGE")
@@ -294,7 +294,7 @@ func TestVerbsAndSchema(t *testing.T) {
 		t.Fatalf("schema: %d %s", code, out)
 	}
 	out, _, _ = runHub(t, dir, "", "schema")
-	if strings.Count(out, "Args\n{") != 27 {
+	if strings.Count(out, "Args\n{") != 28 {
 		t.Fatalf("schema of all verbs: %s", out)
 	}
 	_, stderr, code := runHub(t, dir, "", "schema", "fs.redFile")

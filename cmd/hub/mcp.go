@@ -92,22 +92,22 @@ func runMCP(env *cliEnv, args []string) error {
 // mountMCP serves /mcp on the web listener (mcp.enabled): each agent's
 // token as agent:<name>; the web token as the identity web only with
 // mcp.accept_web_token. Wrong tokens count against the listener's
-// throttle.
-func mountMCP(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *slog.Logger) error {
+// throttle. close ends its resource subscriptions' watches.
+func mountMCP(cfg *config.Config, rt *hub.Runtime, webSrv *web.Server, logger *slog.Logger) (close func(), err error) {
 	srv, err := mcpsurface.New(mcpsurface.Options{
 		Intake: rt.Hub, Version: hubVersion(),
 		Status: rt.Board.Reporter("mcp"), Logger: logger,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h, err := srv.Handler(mcpsurface.ConfigOptions(cfg.MCP, cfg.Web, web.Identity, webSrv.Token(), webSrv))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	webSrv.Mount("/mcp", h)
 	for _, p := range mcpsurface.OAuthPaths {
 		webSrv.Mount(p, mcpsurface.NoOAuth())
 	}
-	return nil
+	return srv.Close, nil
 }

@@ -167,9 +167,11 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 		}
 	}
 	if webSrv != nil && cfg.MCP.Enabled {
-		if err := mountMCP(cfg, rt, webSrv, logger); err != nil {
+		closeMCP, err := mountMCP(cfg, rt, webSrv, logger)
+		if err != nil {
 			return err
 		}
+		defer closeMCP()
 	}
 	platforms := rt.Platforms()
 

@@ -11,7 +11,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, ...rest] = process.argv.slice(2);
 
@@ -92,6 +92,8 @@ async function full(client, marker, opts) {
   const pe = await client.callTool({ name: "proc_run", arguments: { executable: "echo", arguments: ["hi", "there"] } });
   check(pe.structuredContent.stdoutTail === "hi there\n", "proc_run output", pe.structuredContent);
 
+  await resources(client);
+
   const nf = await client.callTool({ name: "fs_readFile", arguments: { path: "no/such.txt" } });
   check(nf.isError === true && nf.structuredContent.errorCode === "not_found", "a missing file is a tool error not_found", nf);
   const tr = await client.callTool({ name: "fs_readFile", arguments: { path: "../etc/passwd" } });
@@ -139,6 +141,63 @@ async function full(client, marker, opts) {
   const after = await client.callTool({ name: "fs_exists", arguments: { path: "e2e/a.txt" } });
   check(after.structuredContent.succeeded === true, "the session works after a cancellation", after);
   console.log(`CANCELLED_AT ${Date.now()}`);
+}
+
+// The workspace's files as resources: listed (in pages), read as text and
+// as a blob, the path template and its completion, and a subscription that
+// hears a change.
+async function resources(client) {
+  const caps = client.getServerCapabilities();
+  check(caps.resources?.subscribe === true && caps.completions !== undefined, "resources with subscriptions, and completions, are offered", caps);
+  const listed = [];
+  let cursor;
+  do {
+    const page = await client.listResources(cursor ? { cursor } : {});
+    listed.push(...page.resources);
+    cursor = page.nextCursor;
+  } while (cursor);
+  const a = listed.find((r) => r.uri === "hub:///e2e/a.txt");
+  check(a && a.name === "e2e/a.txt", "resources/list lists hub:///e2e/a.txt", listed.map((r) => r.uri));
+  const { resourceTemplates } = await client.listResourceTemplates();
+  check(resourceTemplates.some((t) => t.uriTemplate === "hub:///{+path}"), "the path template hub:///{+path}", resourceTemplates);
+  const text = await client.readResource({ uri: "hub:///e2e/a.txt" });
+  check(text.contents[0].text === "one\nTWO\nthree\n" && text.contents[0].mimeType === "text/plain; charset=utf-8", "resources/read: text", text);
+  await client.callTool({ name: "fs_writeFile", arguments: { path: "e2e/blob.bin", content: "AAEC/w==", encoding: "base64" } });
+  const blob = await client.readResource({ uri: "hub:///e2e/blob.bin" });
+  check(blob.contents[0].blob === "AAEC/w==" && blob.contents[0].text === undefined, "resources/read: blob", blob);
+  let missing;
+  try {
+    await client.readResource({ uri: "hub:///e2e/none.txt" });
+  } catch (e) {
+    missing = e;
+  }
+  // The SDK answers -32602 with "Resource not found" (the 2025-11-25
+  // specification named -32002; later ones -32602).
+  check(missing && [-32602, -32002].includes(missing.code) && /Resource not found/.test(missing.message), "a missing resource: Resource not found", String(missing));
+  let outside;
+  try {
+    await client.readResource({ uri: "hub:///../etc/passwd" });
+  } catch (e) {
+    outside = e;
+  }
+  check(outside && /forbidden_path/.test(outside.message), "a path out of the workspace is refused", String(outside));
+
+  const done = await client.complete({ ref: { type: "ref/resource", uri: "hub:///{+path}" }, argument: { name: "path", value: "e2e/" } });
+  check(done.completion.values.includes("e2e/a.txt") && done.completion.values.includes("e2e/blob.bin"), "completion of the template's path", done);
+  const dirs = await client.complete({ ref: { type: "ref/resource", uri: "hub:///{+path}" }, argument: { name: "path", value: "e2" } });
+  check(dirs.completion.values.includes("e2e/"), "a directory completes with a slash", dirs);
+
+  const updates = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updates.push(n.params.uri));
+  await client.subscribeResource({ uri: "hub:///e2e/a.txt" });
+  await client.callTool({ name: "fs_writeFile", arguments: { path: "e2e/a.txt", content: "changed\n" } });
+  const started = Date.now();
+  while (!updates.includes("hub:///e2e/a.txt") && Date.now() - started < 20000) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  check(updates.includes("hub:///e2e/a.txt"), "a subscribed file's change is notified (notifications/resources/updated)", updates);
+  await client.unsubscribeResource({ uri: "hub:///e2e/a.txt" });
+  await client.callTool({ name: "fs_writeFile", arguments: { path: "e2e/a.txt", content: "one\nTWO\nthree\n" } });
 }
 
 async function limited(client) {
