@@ -216,7 +216,7 @@ func (h *Hub) setup(ctx context.Context) error {
 	}
 	for _, n := range h.names {
 		requests, results := streamConfigs(n, keep, h.opts.CallTimeout, h.opts.Limits, h.opts.Replicas)
-		if _, err := js.CreateOrUpdateStream(ctx, requests); err != nil {
+		if _, err := placed(ctx, func() (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, requests) }); err != nil {
 			return fmt.Errorf("stream of node %s: %w", n, err)
 		}
 		_, err = js.CreateOrUpdateConsumer(ctx, nodeStream(n), jetstream.ConsumerConfig{
@@ -225,7 +225,7 @@ func (h *Hub) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("consumer of node %s: %w", n, err)
 		}
-		if _, err := js.CreateOrUpdateStream(ctx, results); err != nil {
+		if _, err := placed(ctx, func() (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, results) }); err != nil {
 			return fmt.Errorf("results stream of node %s: %w", n, err)
 		}
 		cc, err := h.consume(ctx, n)
@@ -234,14 +234,44 @@ func (h *Hub) setup(ctx context.Context) error {
 		}
 		h.cc = append(h.cc, cc)
 	}
-	h.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: statusBucket, TTL: h.opts.HeartbeatTTL, History: 1, Storage: jetstream.FileStorage,
-		MaxValueSize: maxHeartbeatBytes, MaxBytes: statusBucketBytes(len(h.names)), Replicas: h.opts.Replicas,
+	h.kv, err = placed(ctx, func() (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: statusBucket, TTL: h.opts.HeartbeatTTL, History: 1, Storage: jetstream.FileStorage,
+			MaxValueSize: maxHeartbeatBytes, MaxBytes: statusBucketBytes(len(h.names)), Replicas: h.opts.Replicas,
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("status bucket: %w", err)
 	}
 	return nil
+}
+
+// placementWait is how long setup waits for a cluster to place a stream
+// or the bucket with their replicas: a server that has just started or
+// rejoined counts as an offline peer for a moment ("no suitable peers for
+// placement"), and the hub starting beside it would otherwise fail.
+const placementWait = 15 * time.Second
+
+// jsNoSuitablePeers is JetStream's error code for a stream or bucket it
+// cannot place on enough servers now.
+const jsNoSuitablePeers jetstream.ErrorCode = 10005
+
+// placed calls create until it succeeds, fails otherwise than by
+// placement, placementWait passes, or ctx ends.
+func placed[T any](ctx context.Context, create func() (T, error)) (T, error) {
+	deadline := time.Now().Add(placementWait)
+	for {
+		v, err := create()
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jsNoSuitablePeers || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // streamConfigs are a node's two streams: its queue of calls and its
