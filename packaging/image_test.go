@@ -156,7 +156,10 @@ func buildImage(t *testing.T, cli *client.Client, bin, busybox string) string {
 	ctx := context.Background()
 	tag := "hermes-hub-test/image:" + randHex(t)
 	res, err := cli.ImageBuild(ctx, dirTar(t, dir), client.ImageBuildOptions{
-		Tags: []string{tag}, Remove: true, ForceRemove: true, Version: build.BuilderV1,
+		// NoCache: the two images' builds run at once and share their first
+		// steps; from the cache, one would build on an intermediate image
+		// the other's removal prunes (unable to find image sha256:…).
+		Tags: []string{tag}, Remove: true, ForceRemove: true, NoCache: true, Version: build.BuilderV1,
 	})
 	if err != nil {
 		t.Fatalf("image build: %v", err)
