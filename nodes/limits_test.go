@@ -208,7 +208,15 @@ func TestNodeAccountLimits(t *testing.T) {
 		t.Fatalf("a third connection: %v", err)
 	}
 	nc := conns[0]
-	if got, want := nc.MaxPayload(), int64(64<<10+headerRoom); got != want {
+	// The server tells the account's max payload in an INFO it sends once
+	// the connection is authenticated, after the one the client connected
+	// with: the client knows it a moment after Connect returns.
+	want := int64(64<<10 + headerRoom)
+	deadline := time.Now().Add(10 * time.Second)
+	for nc.MaxPayload() != want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := nc.MaxPayload(); got != want {
 		t.Fatalf("the node's max payload is %d, want %d", got, want)
 	}
 	if err := nc.Publish(resultSubject("db-1"), make([]byte, 65<<10+headerRoom)); !errors.Is(err, nats.ErrMaxPayload) {
