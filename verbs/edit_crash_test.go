@@ -56,7 +56,7 @@ func TestEditCrash(t *testing.T) {
 	t.Logf("seed %d", seed)
 	seen := map[string]int{}
 	for kill := range editCrashKills {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestEditCrashChild$", "-test.count=1")
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), editCrashEnv+"="+dir)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -112,26 +112,28 @@ func TestEditCrash(t *testing.T) {
 	t.Logf("%d kills: version A %d times, version B %d times", editCrashKills, seen["A"], seen["B"])
 }
 
-// TestEditCrashChild is the child of TestEditCrash: it edits the file from
-// one version to the other and back until it is killed.
-func TestEditCrashChild(t *testing.T) {
-	dir := os.Getenv(editCrashEnv)
-	if dir == "" {
-		t.Skip("run by TestEditCrash")
-	}
+// editCrashChild is the child of TestEditCrash, run by TestMain when
+// editCrashEnv names the workspace: it edits the file from one version to
+// the other and back until it is killed.
+func editCrashChild(dir string) error {
 	ws, err := verbs.OpenWorkspace(dir, verbs.WorkspaceOptions{MaxReadBytes: 64 << 20})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	s, err := verbs.NewSet(ws, verbs.DefaultOptions(t.TempDir()))
+	// Beside the workspace, in the parent test's temporary directory.
+	state := filepath.Join(filepath.Dir(dir), "child-state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return err
+	}
+	s, err := verbs.NewSet(ws, verbs.DefaultOptions(state))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	a, b := "state: "+strings.Repeat("A", 40), "state: "+strings.Repeat("B", 40)+" and more"
 	for i := 0; ; i++ {
 		cur, err := os.ReadFile(filepath.Join(dir, editCrashFile))
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		from, to := a, b
 		if strings.Contains(string(cur), b) {
@@ -139,7 +141,7 @@ func TestEditCrashChild(t *testing.T) {
 		}
 		fmt.Printf("editing %d\n", i)
 		if _, err := s.Edit(context.Background(), verbs.FsEditArgs{Path: editCrashFile, OldText: from, NewText: &to}); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package verbs_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -11,5 +12,10 @@ import (
 // binary does.
 func TestMain(m *testing.M) {
 	verbs.MaybeRunSupervisor()
+	if dir := os.Getenv(editCrashEnv); dir != "" {
+		err := editCrashChild(dir)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(m.Run())
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -112,7 +114,7 @@ func child(t *testing.T, bin string, env []string, cred *syscall.Credential, fla
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a process in new namespaces (flags %#x): %v", flags, err)
+		testkit.Unavailable(t, fmt.Sprintf("this kernel or container lets no process start in new namespaces (flags %#x; it needs CAP_SYS_ADMIN): %v", flags, err))
 	}
 	t.Cleanup(func() { in.Close(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')

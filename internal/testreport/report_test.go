@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
 // stream is go test -json's output for three packages: one passing with a
@@ -83,7 +85,7 @@ func TestReport(t *testing.T) {
 // failed while go test said 0.
 func TestRunExitStatus(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("needs sh for a stand-in go command")
+		testkit.Unavailable(t, "sh not installed: the test's stand-in go command is a shell script")
 	}
 	dir := t.TempDir()
 	events := filepath.Join(dir, "events.json")
