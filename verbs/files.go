@@ -216,17 +216,12 @@ func (s *Set) Send(ctx context.Context, a FsSendArgs) (FsSendResult, error) {
 		return res, executor.Errorf(executor.CodeInvalidArguments,
 			"fs.send delivers a file into a chat conversation (Telegram, Discord, the panel); this surface takes no files: read it with fs.readFile")
 	}
-	_, l, release, err := s.usePath(ctx, false, a.Path, confine.FollowFinal)
+	o, err := s.openRead(ctx, a.Path)
 	if err != nil {
 		return res, err
 	}
-	defer release()
-	show := l.Show()
-	f, fi, err := openRegular(l)
-	if err != nil {
-		return res, err
-	}
-	defer f.Close()
+	defer o.Close()
+	show, f, fi := o.show, o.f, o.fi
 	off, n, err := sendRange(a, fi.Size(), show)
 	if err != nil {
 		return res, err

@@ -80,6 +80,39 @@ func vfsFile(show string, enc FileEncoding, size int64, m *Meta) *VfsFile {
 	return f
 }
 
+// readOpen is a regular file of the workspace open for reading: the
+// workspace's place, the file's name as the caller is shown it, the file
+// and what its descriptor says of it. Close closes the file and ends the
+// use of the workspace.
+type readOpen struct {
+	p       Place
+	show    string
+	f       *os.File
+	fi      fs.FileInfo
+	release func()
+}
+
+// openRead locates path (a final link followed inside the workspace) and
+// opens the regular file there for reading (openRegular).
+func (s *Set) openRead(ctx context.Context, path string) (readOpen, error) {
+	p, l, release, err := s.usePath(ctx, false, path, confine.FollowFinal)
+	if err != nil {
+		return readOpen{}, err
+	}
+	f, fi, err := openRegular(l)
+	if err != nil {
+		release()
+		return readOpen{}, err
+	}
+	return readOpen{p: p, show: l.Show(), f: f, fi: fi, release: release}, nil
+}
+
+// Close closes the file, then ends the use of the workspace.
+func (o readOpen) Close() {
+	o.f.Close()
+	o.release()
+}
+
 // openRegular opens the located file for reading, refusing directories and
 // special files (a named pipe would block the hub).
 func openRegular(l *confine.Loc) (*os.File, fs.FileInfo, error) {

@@ -203,17 +203,12 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 	if a.LastLines != nil {
 		return s.readLast(ctx, a)
 	}
-	p, l, release, err := s.usePath(ctx, false, a.Path, confine.FollowFinal)
+	o, err := s.openRead(ctx, a.Path)
 	if err != nil {
 		return res, err
 	}
-	defer release()
-	show := l.Show()
-	f, fi, err := openRegular(l)
-	if err != nil {
-		return res, err
-	}
-	defer f.Close()
+	defer o.Close()
+	p, show, f, fi := o.p, o.show, o.f, o.fi
 	src := ctxReader{ctx, f}
 	if a.StartLine < 1 || a.EndLine < a.StartLine {
 		n, err := s.countFile(ctx, f, fi)
@@ -431,17 +426,12 @@ func invalidInsert(start, n int) error {
 // it was last counted comes from the cache.
 func (s *Set) LineCount(ctx context.Context, a FsLineCountArgs) (FsLineCountResult, error) {
 	var res FsLineCountResult
-	_, l, release, err := s.usePath(ctx, false, a.Path, confine.FollowFinal)
+	o, err := s.openRead(ctx, a.Path)
 	if err != nil {
 		return res, err
 	}
-	defer release()
-	show := l.Show()
-	f, fi, err := openRegular(l)
-	if err != nil {
-		return res, err
-	}
-	defer f.Close()
+	defer o.Close()
+	show, f, fi := o.show, o.f, o.fi
 	n, err := s.countFile(ctx, f, fi)
 	if err != nil {
 		return res, confine.FSError(err, show, "read")

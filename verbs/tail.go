@@ -49,17 +49,12 @@ func (a *FsReadRangeArgs) checkForm() error {
 // readLast implements fs.readRange with lastLines.
 func (s *Set) readLast(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResult, error) {
 	var res FsReadRangeResult
-	p, l, release, err := s.usePath(ctx, false, a.Path, confine.FollowFinal)
+	o, err := s.openRead(ctx, a.Path)
 	if err != nil {
 		return res, err
 	}
-	defer release()
-	show := l.Show()
-	f, fi, err := openRegular(l)
-	if err != nil {
-		return res, err
-	}
-	defer f.Close()
+	defer o.Close()
+	p, show, f, fi := o.p, o.show, o.f, o.fi
 	limit := min(p.ws.opts.MaxReadBytes, int64(^uint(0)>>1))
 	span, whole, err := tailSpan(ctx, f, fi.Size(), *a.LastLines, limit)
 	switch {
