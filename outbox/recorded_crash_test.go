@@ -32,6 +32,10 @@ const (
 	recCrashKills   = 15
 	recCrashLinger  = 3 * time.Millisecond // before and after the observer's record
 	recCrashLogName = "observed.log"
+	// recCrashEnd ends every record: a kill can cut a write(2) to a regular
+	// file short, and the cut line ("3 reply:web.c1:web:1" of
+	// "…:web:12") must not read as a record.
+	recCrashEnd = " ."
 )
 
 func recCrashIDs() []string {
@@ -54,8 +58,9 @@ func readObserved(t *testing.T, dir string) (ids []string, runs []int) {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		run, id, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
+		line, whole := strings.CutSuffix(sc.Text(), recCrashEnd)
+		run, id, ok := strings.Cut(line, " ")
+		if !whole || !ok {
 			continue // a line cut short by the kill
 		}
 		r, _ := strconv.Atoi(run)
@@ -200,7 +205,7 @@ func (f *fileEvents) DeliveredBatch(es []*Entry, _ []Receipt) {
 	time.Sleep(recCrashLinger)
 	var b bytes.Buffer
 	for _, e := range es {
-		fmt.Fprintf(&b, "%s %s\n", f.run, e.ID)
+		fmt.Fprintf(&b, "%s %s%s\n", f.run, e.ID, recCrashEnd)
 	}
 	if _, err := f.f.Write(b.Bytes()); err != nil {
 		f.t.Error(err)
