@@ -96,6 +96,21 @@ func (a *Access) confirmRule(st Standing, verbs ...string) (role string, approve
 	return role, approvers
 }
 
+// MayHold reports whether a call of verb by the identities ids, outside
+// any chat (the API, MCP), would be held for confirmation: a role of
+// theirs lists the verb, or for a named command the verb it runs, under
+// confirm. A surface that can ask for confirmation (an MCP client with
+// elicitation) takes its asking path for such a call only.
+func (h *Hub) MayHold(ids []string, info executor.Info) bool {
+	acc := h.opts.Access.Current()
+	verbs := []string{info.Name}
+	if cmd, ok := h.commands.Lookup(info.Name); ok {
+		verbs = append(verbs, cmd.Run.Verb)
+	}
+	role, _ := acc.confirmRule(acc.StandingIn(ids, nil), verbs...)
+	return role != ""
+}
+
 // confirmRole is a role's confirm and approvers.
 type confirmRole struct {
 	verbs, approvers []string

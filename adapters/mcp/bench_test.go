@@ -82,6 +82,33 @@ func BenchmarkToolCall(b *testing.B) {
 	if _, err := cw.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
 		b.Fatal(err)
 	}
+	// Pipelined: 32 calls written before their answers are read, as an
+	// agent with calls in parallel sends them: the server's cost per call
+	// without the client's wait between calls.
+	b.Run("exists-pipelined", func(b *testing.B) {
+		const depth = 32
+		var batch []byte
+		for b.Loop() {
+			batch = batch[:0]
+			for range depth {
+				c.next++
+				batch = fmt.Appendf(batch, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fs_exists","arguments":{"path":"small.txt"}}}`+"\n", c.next)
+			}
+			if _, err := cw.Write(batch); err != nil {
+				b.Fatal(err)
+			}
+			for range depth {
+				line, err := c.r.ReadBytes('\n')
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !bytes.Contains(line, []byte(`"succeeded":true`)) {
+					b.Fatalf("%.300s", line)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*depth), "ns/call")
+	})
 	for _, tc := range []struct {
 		name string
 		tool string

@@ -1,12 +1,12 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
-	"github.com/a6afc2ce/hermes-hub/hub"
 )
 
 // confirmInput names the elicitation of a held call among a tool call's
@@ -42,8 +42,11 @@ var confirmSchema = map[string]any{
 // The SDK elicits it (from a client of an older protocol version, then
 // calls the tool again) or the client does and calls the tool again, with
 // the answer among the call's input responses (confirmed).
-func askToConfirm(call hub.APIRequest, held *executor.Outcome) *mcp.CallToolResult {
-	msg := fmt.Sprintf("Run %s with these arguments?\n%s\n(%s)", call.Verb.Name, call.Arguments, held.Err.Message)
+func askToConfirm(held *executor.Outcome, info executor.Info, args json.RawMessage) *mcp.CallToolResult {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	msg := fmt.Sprintf("Run %s with these arguments?\n%s\n(%s)", info.Name, args, held.Err.Message)
 	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{confirmInput: &mcp.ElicitParams{Message: msg, RequestedSchema: confirmSchema}}}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/hub"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -80,9 +81,11 @@ type Server struct {
 	stdio atomic.Value // string: the session id of the stdio connection
 	seq   atomic.Uint64
 
-	toolsMu sync.Mutex
-	tools   map[string]bool       // the tool names added, for syncTools
-	prompts map[string]promptArgs // the prompts added (named commands), prompts.go
+	toolsMu     sync.Mutex
+	tools       map[string]bool                          // the tool names added, for syncTools
+	direct      atomic.Pointer[map[string]executor.Info] // the tools by name, for the direct path (fastcall.go)
+	directCalls atomic.Uint64                            // the calls the direct path has answered
+	prompts     map[string]promptArgs                    // the prompts added (named commands), prompts.go
 
 	// watches are the subscribed resources (subscriptions.go).
 	watches watches
@@ -142,6 +145,7 @@ func (s *Server) syncTools() error {
 	defer s.toolsMu.Unlock()
 	reg := s.opts.Intake.Registry()
 	now := map[string]bool{}
+	direct := map[string]executor.Info{}
 	for _, info := range reg.Verbs() {
 		if info.ChatOnly {
 			// It needs a chat conversation: a file sent with the message,
@@ -154,6 +158,7 @@ func (s *Server) syncTools() error {
 		}
 		s.srv.AddTool(tool, s.handler(info))
 		now[tool.Name] = true
+		direct[tool.Name] = info
 	}
 	var gone []string
 	for name := range s.tools {
@@ -165,6 +170,7 @@ func (s *Server) syncTools() error {
 		s.srv.RemoveTools(gone...)
 	}
 	s.tools = now
+	s.direct.Store(&direct)
 	s.syncPrompts(reg)
 	return nil
 }
@@ -234,15 +240,11 @@ func (s *Server) resourceList(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// handler runs one verb as a turn. The hub gets the verb as registered
-// and the arguments as sent (none is an empty object): it decodes no
-// envelope and looks the verb up no more.
+// handler runs one verb as a turn (execute), with progress notifications
+// when the call asks for them and the confirmation asked by elicitation.
+// A call the hub could not record is a JSON-RPC internal error.
 func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := req.Params.Arguments
-		if len(args) == 0 || string(args) == "null" {
-			args = json.RawMessage("{}")
-		}
 		reqID := ""
 		if id, ok := req.Params.GetMeta()[requestIDMeta]; ok && id != nil {
 			reqID = fmt.Sprint(id)
@@ -253,23 +255,30 @@ func (s *Server) handler(info executor.Info) mcp.ToolHandler {
 			ctx, stop = s.progress(ctx, req.Session, tok, info.Name, turn)
 			defer stop()
 		}
-		call := hub.APIRequest{Identity: s.identity(req.Extra), TurnID: turn, Verb: info, Arguments: args}
 		asked, yes, why := confirmed(req.Params.InputResponses)
-		switch {
-		case asked && !yes:
+		if asked && !yes {
 			return resultOf(&executor.Outcome{Verb: info.Name, Err: executor.Errorf(executor.CodeCanceled, "%s was not run: the confirmation was %s.", info.Name, why)}), nil
-		case asked:
-			call.Confirmed = true
 		}
-		out, err := s.opts.Intake.Execute(ctx, call)
+		out, err := s.execute(ctx, s.identity(req.Extra), turn, info, req.Params.Arguments, asked)
 		if err != nil {
-			return nil, err
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
 		if !asked && out.Err != nil && out.Err.Code == executor.CodeConfirmationRequired && canElicit(req.Session) {
-			return askToConfirm(call, out), nil
+			return askToConfirm(out, info, req.Params.Arguments), nil
 		}
 		return resultOf(out), nil
 	}
+}
+
+// execute runs a tool's verb as a turn of identity. The hub gets the verb
+// as registered and the arguments as sent (none is an empty object): it
+// decodes no envelope and looks the verb up no more. confirmed says the
+// caller's user confirmed this exact call.
+func (s *Server) execute(ctx context.Context, identity, turn string, info executor.Info, args json.RawMessage, confirmed bool) (*executor.Outcome, error) {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	return s.opts.Intake.Execute(ctx, hub.APIRequest{Identity: identity, TurnID: turn, Verb: info, Arguments: args, Confirmed: confirmed})
 }
 
 // resultOf is a verb's outcome as a tool result: the result JSON as

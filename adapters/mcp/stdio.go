@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -46,7 +47,9 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	s.stdio.Store("stdio-" + hex.EncodeToString(b[:]))
 	s.report(hub.StateRunning, "stdio")
 	conn := newStdioConn(in, out, s.opts.MaxLineBytes, s.opts.MaxPending)
+	conn.direct = s
 	err := s.srv.Run(ctx, stdioTransport{conn})
+	conn.stopDirect()
 	s.Close()
 	s.report(hub.StateStopped, "")
 	if clientGone(err) {
@@ -88,7 +91,9 @@ func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) { retur
 //     hub's own, a fence, follows each notification and its answer, never
 //     written out, marks it done);
 //   - each tools/call's JSON-RPC id is handed to the tool handler in the
-//     params' _meta.
+//     params' _meta;
+//   - a plain tools/call is answered here, on the direct path
+//     (fastcall.go), the others go to the SDK.
 //
 // The hub asks the client nothing (no sampling, elicitation or roots), so
 // no request in progress waits on a line the bound keeps unread.
@@ -108,6 +113,22 @@ type stdioConn struct {
 	pending   map[jsonrpc.ID]bool // requests handed on and unanswered: true for a fence
 	fence     *jsonrpc.Request    // the fence to hand on at the next Read
 	fences    uint64
+
+	// The direct path (fastcall.go): nil direct turns it off. ready is set
+	// once initialize was answered with a result, canElicit from its
+	// params; cancels holds the direct calls in progress, calls counts
+	// the workers, jobs feeds the idle ones, base is the calls' context
+	// (ended with the input), stopped is set when the connection ends.
+	direct    directCaller
+	jobs      chan directJob
+	stopped   bool
+	initID    *jsonrpc.ID
+	ready     atomic.Bool
+	canElicit atomic.Bool
+	cancels   map[jsonrpc.ID]context.CancelFunc
+	calls     sync.WaitGroup
+	base      context.Context
+	endCalls  context.CancelFunc
 }
 
 type lineOrErr struct {
@@ -128,7 +149,9 @@ func newStdioConn(in io.Reader, out io.Writer, maxLine, maxPending int) *stdioCo
 		out: out, maxLine: maxLine, want: make(chan struct{}), lines: make(chan lineOrErr),
 		slots: make(chan struct{}, maxPending), closed: make(chan struct{}),
 		fenceBase: "hub-fence-" + hex.EncodeToString(b[:]) + "-", pending: map[jsonrpc.ID]bool{},
+		cancels: map[jsonrpc.ID]context.CancelFunc{}, jobs: make(chan directJob),
 	}
+	c.base, c.endCalls = context.WithCancel(context.Background())
 	go c.readLines(bufio.NewReaderSize(in, StdioReadAhead), maxLine)
 	return c
 }
@@ -210,6 +233,9 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		l, err := c.nextLine(ctx)
 		if err != nil && !errors.Is(err, errLineTooLong) {
 			c.done()
+			// As the SDK does with its own calls when the reading ends: no
+			// cancellation can come any more, nor can an answer be wanted.
+			c.endCalls()
 			return nil, err
 		}
 		msg, keep := c.admit(l.line, err)
@@ -265,6 +291,9 @@ func (c *stdioConn) admit(line []byte, readErr error) (jsonrpc.Message, bool) {
 		c.refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: a message is a JSON object; send one JSON-RPC 2.0 message per line")
 		return nil, false
 	}
+	if handled, keep := c.admitDirect(line); handled {
+		return nil, keep
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		c.refuse(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()+`; a line must be one JSON-RPC 2.0 request, notification or response ({"jsonrpc":"2.0",...})`)
@@ -275,6 +304,9 @@ func (c *stdioConn) admit(line []byte, readErr error) (jsonrpc.Message, bool) {
 		return msg, false // an answer to a request of the hub's: nothing waits on it
 	}
 	if !req.IsCall() {
+		if req.Method == "notifications/cancelled" {
+			c.cancelDirect(req.Params)
+		}
 		c.setFence()
 		return req, true
 	}
@@ -288,12 +320,47 @@ func (c *stdioConn) admit(line []byte, readErr error) (jsonrpc.Message, bool) {
 		c.refuse(&req.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is already in use by a request in progress", req.ID.Raw()))
 		return nil, false
 	}
-	if req.Method == "tools/call" {
+	switch req.Method {
+	case "tools/call":
 		if p, ok := withRequestID(req.Params, req.ID.Raw()); ok {
 			req.Params = p
 		}
+	case "initialize":
+		c.initializing(req)
 	}
 	return req, true
+}
+
+// initializing notes the initialize request: its id, to know when it is
+// answered (the direct path opens then), and whether the client can
+// answer an elicitation (declared elicitation in form mode or no mode, as
+// canElicit reads the SDK's copy).
+func (c *stdioConn) initializing(req *jsonrpc.Request) {
+	var p struct {
+		Capabilities struct {
+			Elicitation *struct {
+				Form json.RawMessage `json:"form"`
+				URL  json.RawMessage `json:"url"`
+			} `json:"elicitation"`
+		} `json:"capabilities"`
+	}
+	_ = json.Unmarshal(req.Params, &p) // the SDK answers params it cannot read
+	e := p.Capabilities.Elicitation
+	c.canElicit.Store(e != nil && (e.Form != nil || e.URL == nil))
+	id := req.ID
+	c.mu.Lock()
+	c.initID = &id
+	c.mu.Unlock()
+}
+
+// stopDirect ends the direct calls in progress and waits for them (their
+// turns are recorded before the connection's end returns).
+func (c *stdioConn) stopDirect() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.endCalls()
+	c.calls.Wait()
 }
 
 // setFence makes the next Read hand on a fence: a ping of the hub's own,
@@ -338,7 +405,11 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Lock()
 		fence, answers = c.pending[resp.ID]
 		delete(c.pending, resp.ID)
+		initialized := c.initID != nil && *c.initID == resp.ID && resp.Error == nil
 		c.mu.Unlock()
+		if initialized {
+			c.ready.Store(true)
+		}
 	}
 	if fence {
 		c.done()

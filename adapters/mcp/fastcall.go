@@ -1,0 +1,270 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/a6afc2ce/hermes-hub/executor"
+)
+
+// The direct path of tools/call over stdio (docs/mcp.md, "Per-call cost: the direct path of `hub mcp`").
+// The SDK stays the protocol implementation: it answers initialize, lists,
+// resources, prompts, completions, notifications and every call it alone
+// can serve. A plain tools/call (a known tool, params of name and arguments
+// only, after the session is initialised) is what an agent sends most, and
+// through the SDK it cost about 20 times the verb itself, most of it the
+// SDK decoding each value with a fresh JSON decoder and encoding the result
+// twice. The stdio connection answers such a call itself: its params
+// decoded once, the verb run through the same Execute as the SDK's handler
+// (access, confirmation, mirror: one decision path), the result encoded
+// once, as the SDK would encode it. A call the direct path cannot serve
+// exactly as the SDK would goes to the SDK unchanged:
+//
+//   - params with anything besides name and arguments (_meta with a
+//     progress token or the newer protocol's keys, input responses);
+//   - a tool the server does not list (the SDK's "unknown tool" error);
+//   - a call that may be held for confirmation from a client that can
+//     answer an elicitation (the SDK asks it).
+
+// directParams are the params of a tools/call the direct path serves.
+type directParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+}
+
+// directCaller runs the verbs of direct calls; *Server is one.
+type directCaller interface {
+	// directTool is the verb of a tool the direct path may run for a
+	// client that can (or cannot) elicit; false: the SDK takes the call.
+	directTool(name string, canElicit bool) (executor.Info, bool)
+	// callDirect runs the verb as the call's turn, request its JSON-RPC id.
+	callDirect(ctx context.Context, info executor.Info, args json.RawMessage, request string) (*executor.Outcome, error)
+}
+
+// directTool implements directCaller.
+func (s *Server) directTool(name string, canElicit bool) (executor.Info, bool) {
+	tools := s.direct.Load()
+	if tools == nil {
+		return executor.Info{}, false
+	}
+	info, ok := (*tools)[name]
+	if !ok {
+		return executor.Info{}, false
+	}
+	if canElicit {
+		h, can := s.opts.Intake.(holder)
+		if !can || h.MayHold([]string{s.opts.Identity}, info) {
+			return executor.Info{}, false
+		}
+	}
+	return info, true
+}
+
+// holder is the hub's answer to whether a call may be held for
+// confirmation (*hub.Hub); an Intake without it is taken to hold any.
+type holder interface {
+	MayHold(ids []string, info executor.Info) bool
+}
+
+// callDirect implements directCaller: the tool handler's call, without
+// progress (a progress token goes to the SDK) and without an elicited
+// confirmation (idem).
+func (s *Server) callDirect(ctx context.Context, info executor.Info, args json.RawMessage, request string) (*executor.Outcome, error) {
+	s.directCalls.Add(1)
+	return s.execute(ctx, s.opts.Identity, s.turnID(nil, request), info, args, false)
+}
+
+// directRequest is a line that may be a tools/call the direct path
+// serves: decoded in one pass, anything unexpected an error.
+type directRequest struct {
+	Version string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  *directParams   `json:"params"`
+}
+
+// admitDirect answers line, a JSON object, on the direct path when it is a
+// call the path serves (handled): its answer is written and its place
+// freed when the verb is done (keep), or, when its id is already in use,
+// it is refused here (not kept). A line it does not handle goes the SDK's
+// way, untouched.
+func (c *stdioConn) admitDirect(line []byte) (handled, keep bool) {
+	if c.direct == nil || !c.ready.Load() || !bytes.Contains(line, []byte(`"tools/call"`)) {
+		return false, false
+	}
+	var r directRequest
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil || r.Version != "2.0" || r.Method != "tools/call" || r.Params == nil || len(r.Params.Meta) > 0 {
+		return false, false
+	}
+	id, ok := directID(r.ID)
+	if !ok {
+		return false, false
+	}
+	info, ok := c.direct.directTool(r.Params.Name, c.canElicit.Load())
+	if !ok {
+		return false, false
+	}
+	ctx, cancel := context.WithCancel(c.base)
+	c.mu.Lock()
+	_, dup := c.pending[id]
+	if !dup {
+		c.pending[id] = false
+		c.cancels[id] = cancel
+	}
+	c.mu.Unlock()
+	if dup {
+		cancel()
+		c.refuse(&id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is already in use by a request in progress", id.Raw()))
+		return true, false
+	}
+	c.dispatch(directJob{ctx: ctx, cancel: cancel, id: id, info: info, args: r.Params.Arguments})
+	return true, true
+}
+
+// directJob is a direct call for a worker.
+type directJob struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	id     jsonrpc.ID
+	info   executor.Info
+	args   json.RawMessage
+}
+
+// dispatch hands a job to an idle worker, or to a new one. The workers
+// stay (at most one per message that may be in progress): a goroutine
+// per call would grow a fresh stack to the depth of a turn every time.
+func (c *stdioConn) dispatch(j directJob) {
+	select {
+	case c.jobs <- j:
+		return
+	default:
+	}
+	c.mu.Lock()
+	stopped := c.stopped
+	if !stopped {
+		c.calls.Add(1)
+	}
+	c.mu.Unlock()
+	if stopped { // the connection ended: no one waits for an answer
+		j.cancel()
+		c.done()
+		return
+	}
+	go c.work(j)
+}
+
+// work runs jobs until the connection's direct path stops.
+func (c *stdioConn) work(j directJob) {
+	defer c.calls.Done()
+	for {
+		c.runDirect(j)
+		select {
+		case j = <-c.jobs:
+		case <-c.base.Done():
+			return
+		}
+	}
+}
+
+// runDirect runs a direct call and writes its answer.
+func (c *stdioConn) runDirect(j directJob) {
+	ctx, id := j.ctx, j.id
+	defer j.cancel()
+	out, err := c.direct.callDirect(ctx, j.info, j.args, fmt.Sprint(id.Raw()))
+	line, err := answerLine(id, out, err)
+	c.mu.Lock()
+	delete(c.cancels, id)
+	delete(c.pending, id)
+	c.mu.Unlock()
+	// Once the input has ended no answer is written, as the SDK writes
+	// none while its connection shuts down: the client is gone, and a
+	// pipe it no longer reads could hold the write for ever.
+	if err == nil && c.base.Err() == nil {
+		err = c.writeLine(line)
+	}
+	c.done()
+	if err != nil {
+		// The client stopped reading: nothing more can be answered.
+		c.Close()
+	}
+}
+
+// directID is the id of a direct call: a JSON string or integer, which
+// the answer carries back as the SDK writes it; false for any other.
+func directID(raw json.RawMessage) (jsonrpc.ID, bool) {
+	var v any
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return jsonrpc.ID{}, false
+		}
+		v = s
+	default:
+		// An integer the SDK reads exactly (it reads numbers as float64).
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || n > 1<<53 || n < -(1<<53) {
+			return jsonrpc.ID{}, false
+		}
+		v = float64(n)
+	}
+	id, err := jsonrpc.MakeID(v)
+	return id, err == nil && id.IsValid()
+}
+
+// cancelDirect ends the direct call whose id a notifications/cancelled
+// names (the SDK, which also gets the notification, knows no such call).
+func (c *stdioConn) cancelDirect(params json.RawMessage) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.cancels[id]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// answerLine is the JSON-RPC answer to a direct call, with its newline:
+// the outcome as the tool handler's result (resultOf) encoded as the SDK
+// encodes a CallToolResult, or, when the call could not be recorded
+// (err), an internal error as the SDK's handler answers.
+func answerLine(id jsonrpc.ID, out *executor.Outcome, callErr error) ([]byte, error) {
+	if callErr != nil {
+		return encodeLine(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: callErr.Error()}})
+	}
+	text := executor.RenderText(out, false)
+	// The structured content holds what the text shows, about as long.
+	b := make([]byte, 0, 2*len(text)+256)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	switch v := id.Raw().(type) {
+	case string:
+		b = executor.AppendJSONString(b, v)
+	case int64:
+		b = strconv.AppendInt(b, v, 10)
+	}
+	b = append(b, `,"result":{"content":[{"type":"text","text":`...)
+	b = executor.AppendJSONString(b, text)
+	b = append(b, `}],"structuredContent":`...)
+	b = out.AppendJSON(b)
+	if !out.Succeeded() {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, "}}\n"...), nil
+}
