@@ -117,7 +117,6 @@ func (c *lineConn) initialize(caps string) {
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 }
 
-
 func (c *lineConn) direct() uint64 { return mcpsurface.DirectCalls(c.srv) }
 
 // TestDirectCallAnswersAsTheSDK: a plain tools/call is answered on the
