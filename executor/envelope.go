@@ -47,6 +47,11 @@ type Outcome struct {
 	// carry them.
 	Files    []SentFile
 	Duration time.Duration
+	// Encoded, when set, is the result JSON as JSON gave it, kept by whoever
+	// encoded it first (the hub, for the mirror's record of an API call) so
+	// that the surface answering the call does not encode a large result
+	// again. Whoever changes Value or Err afterwards sets it to nil.
+	Encoded []byte
 }
 
 // Succeeded reports whether the verb ran and returned no error.
@@ -60,6 +65,9 @@ func (o *Outcome) JSON() []byte { return o.AppendJSON(nil) }
 // writing many results, such as `hub exec --stdio`, encodes each into its
 // output buffer without a copy of its own.
 func (o *Outcome) AppendJSON(dst []byte) []byte {
+	if o.Encoded != nil {
+		return append(dst, o.Encoded...)
+	}
 	if o.Err != nil {
 		r := Result{Succeeded: false, ErrorMessage: o.Err.Message, ErrorCode: o.Err.Code}
 		return append(AppendResultJSON(dst, &r), '}')

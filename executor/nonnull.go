@@ -3,6 +3,7 @@ package executor
 import (
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // fillNilLists makes every nil slice or map of a result that its JSON
@@ -11,6 +12,9 @@ import (
 // result's schema does not accept (a list is an array, a map an object;
 // see SchemaOptions.Output). v is a pointer to a result struct.
 func fillNilLists(v reflect.Value) {
+	if !v.IsValid() || !mayHoldLists(v.Type()) {
+		return // nothing below can be a nil list: a list of 10,000 plain entries is not walked
+	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
@@ -43,4 +47,42 @@ func fillNilLists(v reflect.Value) {
 			}
 		}
 	}
+}
+
+// listPlans caches mayHoldLists per type.
+var listPlans sync.Map // reflect.Type → bool
+
+// mayHoldLists reports whether a value of type t can hold a slice or map
+// that fillNilLists fills: a struct field of slice or map kind, or such a
+// field further down (through pointers, slices and struct fields). An
+// interface may hold anything. A type that refers to itself is taken to
+// hold one while it is being decided.
+func mayHoldLists(t reflect.Type) bool {
+	if v, ok := listPlans.Load(t); ok {
+		return v.(bool)
+	}
+	listPlans.Store(t, true) // a cycle back to t finds "maybe"
+	holds := decideHoldsLists(t)
+	listPlans.Store(t, holds)
+	return holds
+}
+
+func decideHoldsLists(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice:
+		return mayHoldLists(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() || sf.Tag.Get("json") == "-" {
+				continue
+			}
+			if k := sf.Type.Kind(); k == reflect.Slice || k == reflect.Map || mayHoldLists(sf.Type) {
+				return true
+			}
+		}
+	}
+	return false
 }

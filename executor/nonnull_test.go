@@ -46,3 +46,43 @@ func TestResultListsAreNeverNull(t *testing.T) {
 		}
 	}
 }
+
+// treeNode refers to itself, through a list and a pointer.
+type treeNode struct {
+	Name     string     `json:"name"`
+	Children []treeNode `json:"children"`
+	Next     *treeNode  `json:"next,omitempty"`
+}
+
+type plainEntry struct {
+	Name string `json:"name"`
+	Size *int64 `json:"size,omitempty"`
+}
+
+type mixedResult struct {
+	executor.Result
+	Tree  treeNode     `json:"tree"`
+	Plain []plainEntry `json:"plain"`
+	Any   any          `json:"any"`
+}
+
+// TestResultListsAreNeverNullDeep: the nil lists of a type that refers to
+// itself are filled at every depth, and so are those behind an interface;
+// a long list of plain entries (which hold no list) stays as it is.
+func TestResultListsAreNeverNullDeep(t *testing.T) {
+	reg := executor.NewRegistry()
+	executor.MustRegister(reg, executor.Info{Name: "sys.mixed", Summary: "Mixed", ReadOnly: true},
+		executor.VerbFunc[NoArgs, mixedResult](func(context.Context, NoArgs) (mixedResult, error) {
+			return mixedResult{
+				Tree:  treeNode{Name: "a", Children: []treeNode{{Name: "b", Next: &treeNode{Name: "c"}}}},
+				Plain: []plainEntry{{Name: "x"}, {Name: "y"}},
+				Any:   &nestedList{},
+			}, nil
+		}))
+	x := executor.New(reg, executor.Options{})
+	out := x.Run(context.Background(), executor.Envelope{Verb: "sys.mixed", Arguments: json.RawMessage(`{}`)})
+	want := `{"succeeded":true,"tree":{"name":"a","children":[{"name":"b","children":[],"next":{"name":"c","children":[]}}]},"plain":[{"name":"x"},{"name":"y"}],"any":{"names":[]}}`
+	if got := string(out.JSON()); got != want {
+		t.Fatalf("result %s\nwant   %s", got, want)
+	}
+}

@@ -69,6 +69,10 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 		return nil, fmt.Errorf("api call %s: %w: %w", t.id, ErrNotMirrored, err)
 	}
 	out, by := h.apiOutcome(ctx, &t, &d)
+	if out.Encoded == nil {
+		// Encoded once: for the record below and for the surface's answer.
+		out.Encoded = out.JSON()
+	}
 	h.observeTurn(SurfaceAPI, &TurnResult{TurnID: t.id, Status: d.status()}, nil)
 	if err := h.mirrorAPI(context.WithoutCancel(ctx), &t, apiResult(&t, out, by), durable); err != nil {
 		// The verb has run; its outcome still reaches the caller.
@@ -151,7 +155,7 @@ func apiResult(t *turn, out *executor.Outcome, by answeredBy) store.MirrorRecord
 		meta[store.MetaErrorCode] = string(out.Err.Code)
 	}
 	meta = by.meta(meta)
-	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(out.JSON()), Meta: meta}
+	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(out.AppendJSON(nil)), Meta: meta}
 }
 
 // mirrorAPI writes a record of an API call; with durable, it returns once

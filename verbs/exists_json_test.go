@@ -78,3 +78,24 @@ func FuzzFsExistsResultJSON(f *testing.F) {
 		})
 	})
 }
+
+// TestFsReadFileResultJSON: FsReadFileResult.AppendJSON appends exactly
+// encoding/json's bytes, with and without the file, for text that needs
+// escaping, invalid UTF-8 and a failure.
+func TestFsReadFileResultJSON(t *testing.T) {
+	for _, r := range []verbs.FsReadFileResult{
+		{Result: executor.Result{Succeeded: true}, Content: "plain\n", File: &verbs.VfsFile{Path: "a.txt", Encoding: "utf-8", SizeBytes: 6}},
+		{Result: executor.Result{Succeeded: true}, Content: "<b>&\"q\"</b>\t\r\n\x00\x1f é ✓ \u2028\u2029 \xff\xfe end", File: &verbs.VfsFile{Path: "dir/<x>.txt", Encoding: "utf-8", SizeBytes: 1 << 40, Version: 7, CreatedAt: "2026-01-02T03:04:05.678Z", UpdatedAt: "2026-01-02T03:04:06.000Z"}},
+		{Result: executor.Result{Succeeded: true}, Content: "AAEC", File: &verbs.VfsFile{Path: "b.bin", Encoding: "base64"}},
+		{Result: executor.Result{Succeeded: true}},
+		{Result: executor.Result{ErrorMessage: `File "a<b>" not found`, ErrorCode: executor.CodeNotFound}},
+	} {
+		want := encodingJSON(t, &r)
+		if got := r.AppendJSON(nil); !bytes.Equal(got, want) {
+			t.Fatalf("AppendJSON = %s\nencoding/json: %s", got, want)
+		}
+		if got := r.AppendJSON([]byte("prefix")); !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Fatalf("AppendJSON after a prefix = %s", got)
+		}
+	}
+}

@@ -61,6 +61,9 @@ func BenchmarkToolCall(b *testing.B) {
 	for i := range 100 {
 		env.WriteFile(b, fmt.Sprintf("list/f%02d.txt", i), "x")
 	}
+	for i := range 10_000 {
+		env.WriteFile(b, fmt.Sprintf("list10k/f%05d.txt", i), "x")
+	}
 	srv, err := mcpsurface.New(mcpsurface.Options{Intake: env.Runtime.Hub, Version: "bench", Logger: testkit.Discard()})
 	if err != nil {
 		b.Fatal(err)
@@ -121,6 +124,7 @@ func BenchmarkToolCall(b *testing.B) {
 			return map[string]any{"path": "small.txt", "startLine": 1, "endLine": 50, "includeLineNumbers": false}
 		}},
 		{"listDir-100", "fs_listDir", func(int) map[string]any { return map[string]any{"path": "list"} }},
+		{"listDir-10000", "fs_listDir", func(int) map[string]any { return map[string]any{"path": "list10k"} }},
 		{"writeFile-4KB", "fs_writeFile", func(i int) map[string]any {
 			return map[string]any{"path": fmt.Sprintf("w/f%02d.txt", i%100), "content": strings.Repeat("w", 4096)}
 		}},
