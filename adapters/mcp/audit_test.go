@@ -38,7 +38,7 @@ func TestAuditLargeResult(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.RunStdio(ctx, sr, sw) }()
-	t.Cleanup(func() { cw.Close(); cancel(); <-done })
+	t.Cleanup(func() { cw.Close(); cancel(); _ = waitServed(t, done) })
 	r := bufio.NewReaderSize(cr, 1<<20)
 	send := func(line string) {
 		if _, err := io.WriteString(cw, line+"\n"); err != nil {

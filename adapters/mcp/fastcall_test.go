@@ -58,13 +58,8 @@ func openLines(t *testing.T, acc *config.Access) *lineConn {
 		// reader, as it would in a pipe's buffer.
 		go io.Copy(io.Discard, cr)
 		cw.Close()
-		select {
-		case err := <-c.done:
-			if err != nil {
-				t.Errorf("RunStdio: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("RunStdio did not end after the client hung up")
+		if err := waitServed(t, c.done); err != nil {
+			t.Errorf("RunStdio: %v", err)
 		}
 		cr.Close()
 	})

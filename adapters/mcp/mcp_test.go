@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -79,11 +81,27 @@ func serveStdioVersion(t *testing.T, o mcpsurface.Options, co *mcp.ClientOptions
 	t.Cleanup(func() {
 		cs.Close()
 		cancel()
-		if err := <-done; err != nil {
+		if err := waitServed(t, done); err != nil {
 			t.Errorf("RunStdio: %v", err)
 		}
 	})
 	return cs
+}
+
+// waitServed waits for RunStdio to end after its client left, failing with
+// the stacks of every goroutine when it does not within a minute (a test
+// that hangs says where).
+func waitServed(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		var b strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+		t.Fatalf("RunStdio still runs a minute after its client left; goroutines:\n%s", b.String())
+		return nil
+	}
 }
 
 // TestToolsGolden lists the tools of an identity that may run every verb

@@ -82,7 +82,12 @@ func TestProgressCarriesLastLines(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := <-done
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the call did not answer within a minute of its program's release")
+	}
 	if a.err != nil || a.res.IsError {
 		t.Fatalf("call: %v %+v", a.err, a.res)
 	}

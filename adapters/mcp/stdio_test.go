@@ -38,7 +38,7 @@ func TestStdioRefusesAnIDInUse(t *testing.T) {
 	t.Cleanup(func() {
 		cw.Close()
 		cancel()
-		if err := <-done; err != nil {
+		if err := waitServed(t, done); err != nil {
 			t.Errorf("RunStdio: %v", err)
 		}
 	})
