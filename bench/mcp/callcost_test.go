@@ -10,17 +10,34 @@ import (
 	"time"
 )
 
+// costSide is one protocol under BenchmarkCallCost: a hub process, how to
+// write its i-th fs.exists call, and whether an answer line is one.
+type costSide struct {
+	name   string
+	c      *child
+	req    func(id int) []byte
+	answer func(line []byte) bool
+	lat    stats
+	cpu    time.Duration
+	wall   time.Duration
+	calls  int
+}
+
 // BenchmarkCallCost is the cost of one call of the same verb (fs.exists)
-// on the hub's two stdio protocols, both over pipes to a hub process:
-// `hub exec --stdio` (the hub's own) and `hub mcp` (a tools/call of
-// fs_exists, run through the hub's Execute: access checked, mirrored).
-// Rounds alternate between the two so that both meet the same machine.
+// on the hub's stdio protocols, each over pipes to a hub process:
 //
-//   - one at a time: the client waits for each answer (p50 of the round
-//     trip, pipes and wake-ups included);
-//   - pipelined: 32 calls written before their answers are read, the
-//     server's CPU time per call (user and system, from /proc) and the
-//     calls per second.
+//   - exec: `hub exec --stdio` (the hub's own protocol; with the default
+//     mirror.cli, a read is not mirrored);
+//   - exec-mirrored: the same with mirror.cli: all (both records of every
+//     call written, as MCP writes them);
+//   - mcp: `hub mcp`, a tools/call of fs_exists (run through the hub's
+//     Execute: access checked, both records written).
+//
+// Rounds alternate between the sides so that all meet the same machine.
+// One at a time: the client waits for each answer (p50 of the round trip,
+// pipes and wake-ups included). Pipelined: 32 calls written before their
+// answers are read; the server's CPU time per call (user and system, from
+// /proc) and the calls per second.
 //
 // go test -run '^$' -bench CallCost ./bench/mcp/
 func BenchmarkCallCost(b *testing.B) {
@@ -30,112 +47,101 @@ func BenchmarkCallCost(b *testing.B) {
 	loadBefore := loadavg()
 	bin := buildHub(b)
 	dir := fixture(b)
-	conf := filepath.Join(b.TempDir(), "hub.yml")
-	yml := "state_dir: " + filepath.Join(b.TempDir(), "state") + "\naccess:\n  roles:\n    admin:\n      verbs: ['*']\n  grants:\n    agent:local: [admin]\n"
-	if err := os.WriteFile(conf, []byte(yml), 0o600); err != nil {
-		b.Fatal(err)
+	conf := func(extra string) string {
+		p := filepath.Join(b.TempDir(), "hub.yml")
+		yml := "state_dir: " + filepath.Join(b.TempDir(), "state") + "\naccess:\n  roles:\n    admin:\n      verbs: ['*']\n  grants:\n    agent:local: [admin]\n" + extra
+		if err := os.WriteFile(p, []byte(yml), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		return p
 	}
-	execSide := hubClient{startChild(b, "hub exec --stdio", dir, []string{"HUB_CONFIG="}, bin, "exec", "--stdio")}
-	mcpSide := &mcpClient{child: startChild(b, "hub mcp", dir, []string{"HUB_CONFIG="}, bin, "mcp", "--config", conf, "--workspace", dir)}
+	execReq := func(id int) []byte {
+		return fmt.Appendf(nil, `{"id":%d,"verb":"fs.exists","arguments":{"path":%q}}`, id, small.name)
+	}
+	execOK := func(line []byte) bool { return strings.Contains(string(line), `"exists":true`) }
+	mcpSide := &mcpClient{child: startChild(b, "hub mcp", dir, []string{"HUB_CONFIG="}, bin, "mcp", "--config", conf(""), "--workspace", dir)}
 	if err := mcpSide.initialize(); err != nil {
 		b.Fatal(err)
 	}
-	args := map[string]any{"path": small.name}
-	execReq := func(id int) []byte {
-		return fmt.Appendf(nil, `{"id":%d,"verb":"fs.exists","arguments":{"path":%q}}`, id, args["path"])
+	sides := []*costSide{
+		{name: "exec", c: startChild(b, "hub exec --stdio", dir, []string{"HUB_CONFIG="}, bin, "exec", "--stdio"), req: execReq, answer: execOK},
+		{name: "exec-mirrored", c: startChild(b, "hub exec --stdio (mirror.cli: all)", dir, []string{"HUB_CONFIG="}, bin, "exec", "--stdio", "--config", conf("mirror:\n  cli: all\n")), req: execReq, answer: execOK},
+		{name: "mcp", c: mcpSide.child, req: func(id int) []byte {
+			return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fs_exists","arguments":{"path":%q}}}`, id, small.name)
+		}, answer: execOK},
 	}
-	mcpReq := func(id int64) []byte {
-		return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fs_exists","arguments":{"path":%q}}}`, id, args["path"])
-	}
-	// Warm both (page cache, first mirror writes, code paths).
-	for i := range 200 {
-		if _, err := execSide.call(i, "fs.exists", args); err != nil {
+	id := 1 << 20 // above the ids mcpClient used for the handshake
+	roundTrip := func(s *costSide) time.Duration {
+		id++
+		t0 := time.Now()
+		if err := s.c.send(s.req(id)); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := mcpSide.callTool("fs_exists", args); err != nil {
+		line, err := s.c.receive()
+		if err != nil {
 			b.Fatal(err)
 		}
+		d := time.Since(t0)
+		if !s.answer(line) {
+			b.Fatalf("%s: %.300s", s.name, line)
+		}
+		return d
 	}
-
+	// Warm every side (page cache, the first mirror writes, code paths).
+	for range 200 {
+		for _, s := range sides {
+			roundTrip(s)
+		}
+	}
 	const perRound, depth = 500, 32
-	var execLat, mcpLat stats
-	var execCPU, mcpCPU time.Duration
-	var execCalls, mcpCalls int
-	var execWall, mcpWall time.Duration
-	id := 1000
 	b.ResetTimer()
 	for b.Loop() {
 		for range perRound {
-			id++
-			t0 := time.Now()
-			if _, err := execSide.call(id, "fs.exists", args); err != nil {
-				b.Fatal(err)
+			for _, s := range sides {
+				s.lat.lat = append(s.lat.lat, roundTrip(s))
 			}
-			execLat.lat = append(execLat.lat, time.Since(t0))
-			t0 = time.Now()
-			if _, err := mcpSide.callTool("fs_exists", args); err != nil {
-				b.Fatal(err)
-			}
-			mcpLat.lat = append(mcpLat.lat, time.Since(t0))
 		}
-		// Pipelined: depth calls in flight, perRound calls per side.
-		cpu0, t0 := cpuTime(b, execSide.child), time.Now()
-		for sent := 0; sent < perRound; sent += depth {
-			for k := range depth {
-				execSide.in.Write(execReq(id + k))
-				execSide.in.WriteByte('\n')
-			}
-			if err := execSide.in.Flush(); err != nil {
-				b.Fatal(err)
-			}
-			for range depth {
-				if _, err := execSide.receive(); err != nil {
+		for _, s := range sides {
+			cpu0, t0 := cpuTime(b, s.c), time.Now()
+			for sent := 0; sent < perRound; sent += depth {
+				for range depth {
+					id++
+					s.c.in.Write(s.req(id))
+					s.c.in.WriteByte('\n')
+				}
+				if err := s.c.in.Flush(); err != nil {
 					b.Fatal(err)
 				}
-			}
-			id += depth
-			execCalls += depth
-		}
-		execWall += time.Since(t0)
-		execCPU += cpuTime(b, execSide.child) - cpu0
-		cpu0, t0 = cpuTime(b, mcpSide.child), time.Now()
-		for sent := 0; sent < perRound; sent += depth {
-			for range depth {
-				mcpSide.nextID++
-				mcpSide.in.Write(mcpReq(mcpSide.nextID))
-				mcpSide.in.WriteByte('\n')
-			}
-			if err := mcpSide.in.Flush(); err != nil {
-				b.Fatal(err)
-			}
-			for range depth {
-				msg, err := mcpSide.receive()
-				if err != nil {
-					b.Fatal(err)
+				for range depth {
+					line, err := s.c.receive()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !s.answer(line) {
+						b.Fatalf("%s: %.300s", s.name, line)
+					}
 				}
-				if !strings.Contains(string(msg), `"succeeded":true`) {
-					b.Fatalf("hub mcp: %.300s", msg)
-				}
+				s.calls += depth
 			}
-			mcpCalls += depth
+			s.wall += time.Since(t0)
+			s.cpu += cpuTime(b, s.c) - cpu0
 		}
-		mcpWall += time.Since(t0)
-		mcpCPU += cpuTime(b, mcpSide.child) - cpu0
 	}
 	b.StopTimer()
-	execP50, mcpP50 := percentile(execLat.lat, 0.5)*1000, percentile(mcpLat.lat, 0.5)*1000
-	b.ReportMetric(execP50, "exec-p50-µs")
-	b.ReportMetric(mcpP50, "mcp-p50-µs")
-	b.ReportMetric(mcpP50/execP50, "mcp/exec-p50")
-	execPer := float64(execCPU.Microseconds()) / float64(execCalls)
-	mcpPer := float64(mcpCPU.Microseconds()) / float64(mcpCalls)
-	b.ReportMetric(execPer, "exec-cpu-µs/call")
-	b.ReportMetric(mcpPer, "mcp-cpu-µs/call")
-	if execPer > 0 {
-		b.ReportMetric(mcpPer/execPer, "mcp/exec-cpu")
+	p50 := map[string]float64{}
+	cpu := map[string]float64{}
+	for _, s := range sides {
+		p50[s.name] = percentile(s.lat.lat, 0.5) * 1000
+		cpu[s.name] = float64(s.cpu.Microseconds()) / float64(s.calls)
+		b.ReportMetric(p50[s.name], s.name+"-p50-µs")
+		b.ReportMetric(cpu[s.name], s.name+"-cpu-µs/call")
+		b.ReportMetric(float64(s.calls)/s.wall.Seconds(), s.name+"-pipelined-calls/s")
 	}
-	b.ReportMetric(float64(execCalls)/execWall.Seconds(), "exec-pipelined-calls/s")
-	b.ReportMetric(float64(mcpCalls)/mcpWall.Seconds(), "mcp-pipelined-calls/s")
+	b.ReportMetric(p50["mcp"]/p50["exec"], "mcp/exec-p50")
+	b.ReportMetric(p50["mcp"]/p50["exec-mirrored"], "mcp/exec-mirrored-p50")
+	if cpu["exec-mirrored"] > 0 {
+		b.ReportMetric(cpu["mcp"]/cpu["exec-mirrored"], "mcp/exec-mirrored-cpu")
+	}
 	b.ReportMetric(0, "ns/op")
 	b.Logf("load before %s, after %s", loadBefore, loadavg())
 }
