@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/adapters/discord/discordtest"
 	"github.com/a6afc2ce/hermes-hub/adapters/telegram/telegramtest"
 	"github.com/a6afc2ce/hermes-hub/internal/loopback"
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -489,14 +489,11 @@ func (w *world) dockerConfig() string {
 `, w.ws, w.opt.Docker.Image, w.opt.Docker.Host)
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is the port a hub of the lab listens on, the same across its
+// restarts: below the kernel's ephemeral range, so that no client
+// connection of the tests beside the lab takes it between two runs
+// (testkit.FreePort).
+func freePort() (int, error) { return testkit.FreePort() }
 
 // bigText is a file whose reading takes several chunks on Telegram (4096)
 // and Discord (2000), but not so many that it becomes an attachment.

@@ -163,12 +163,11 @@ func prefixed(prefix string, ss []string) []string {
 
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testkit.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // hubConfig is the fleet hub's configuration besides state_dir, nats and

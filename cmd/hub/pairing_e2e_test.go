@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,12 +52,10 @@ func startTelegramEmulator(t *testing.T, token string) *tgEmulator {
 		unavailable("node not installed")
 	}
 	script := testkit.NodeScript(t, filepath.Join("..", "..", "adapters", "telegram", "e2e"), "emulator.js")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testkit.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 
 	cmd := exec.Command(node, script, strconv.Itoa(port), token)
 	cmd.Dir = filepath.Dir(script)

@@ -15,8 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +26,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
 // ClusterName is the name of every cluster this package runs.
@@ -104,7 +104,7 @@ func NewCluster(dir string, n int) (*Cluster, error) {
 	for i := 1; i <= n; i++ {
 		s := &Server{Name: "s" + strconv.Itoa(i), Dir: filepath.Join(dir, "s"+strconv.Itoa(i)), bin: bin}
 		for _, p := range []*int{&s.Port, &s.ClusterPort, &s.HTTPPort} {
-			if *p, err = freePort(); err != nil {
+			if *p, err = testkit.FreePort(); err != nil {
 				return nil, err
 			}
 		}
@@ -114,63 +114,6 @@ func NewCluster(dir string, n int) (*Cluster, error) {
 		c.Servers = append(c.Servers, s)
 	}
 	return c, nil
-}
-
-// freePort chooses a port for a server to listen on, below the kernel's
-// ephemeral range when it can: a server binds its ports only when it
-// starts, and again at each restart, so a port handed out by the kernel
-// meanwhile (to any client connection of the tests beside it) would make
-// it fail with "address already in use". It falls back to a port the
-// kernel gives.
-func freePort() (int, error) {
-	low := ephemeralLow()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 200 {
-		if low <= minPort+1000 {
-			break
-		}
-		p := minPort + rand.IntN(low-minPort)
-		if portsGiven[p] {
-			continue
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		portsGiven[p] = true
-		return p, nil
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// minPort is the lowest port freePort chooses.
-const minPort = 20000
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{} // by freePort in this process
-)
-
-// ephemeralLow is the lowest port of the kernel's ephemeral range (Linux:
-// /proc/sys/net/ipv4/ip_local_port_range), 0 when it is not known.
-func ephemeralLow() int {
-	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 1 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[0])
-	return n
 }
 
 // URLs are the clients' addresses of every server, comma-separated, with

@@ -1,0 +1,67 @@
+package testkit
+
+import (
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// FreePort chooses a port for a server to listen on, below the kernel's
+// ephemeral range when it can: a server binds its ports only when it
+// starts, and again at each restart, so a port handed out by the kernel
+// meanwhile (to any client connection of the tests beside it) would make
+// it fail with "address already in use". It falls back to a port the
+// kernel gives.
+func FreePort() (int, error) {
+	low := ephemeralLow()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 200 {
+		if low <= minPort+1000 {
+			break
+		}
+		p := minPort + rand.IntN(low-minPort)
+		if portsGiven[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		portsGiven[p] = true
+		return p, nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// minPort is the lowest port FreePort chooses.
+const minPort = 20000
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{} // by FreePort in this process
+)
+
+// ephemeralLow is the lowest port of the kernel's ephemeral range (Linux:
+// /proc/sys/net/ipv4/ip_local_port_range), 0 when it is not known.
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 1 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
+}
