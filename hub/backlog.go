@@ -68,8 +68,10 @@ func (h *Hub) runHeld(ctx context.Context, pending []*chat.Inbound) {
 		if ctx.Err() != nil {
 			return
 		}
-		if _, err := h.handle(ctx, in); err != nil {
+		if res, err := h.handle(ctx, in); err != nil {
 			h.log.Error("accepted turn", "turn", in.TurnID, "err", err)
+		} else {
+			h.log.Info("ran a turn accepted before the last stop", "turn", in.TurnID, "status", res.Status)
 		}
 		h.unhold(in.TurnID)
 	}

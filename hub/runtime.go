@@ -274,6 +274,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 			defer close(rt.pendingDone)
 			rt.Hub.runHeld(rctx, pending)
 			rt.Hub.resumeConfirmed(rctx, confirmed)
+			rt.log.Info("ran the turns accepted before the last stop", "turns", len(pending), "confirmed", len(confirmed), "stopped", rctx.Err() != nil)
 		}()
 	}
 	return nil
