@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,8 +49,11 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	s.report(hub.StateRunning, "stdio")
 	conn := newStdioConn(in, out, s.opts.MaxLineBytes, s.opts.MaxPending)
 	conn.direct = s
+	finished := make(chan struct{})
+	go conn.unblockAtEnd(ctx, out, finished)
 	err := s.srv.Run(ctx, stdioTransport{conn})
 	conn.stopDirect()
+	close(finished)
 	s.Close()
 	s.report(hub.StateStopped, "")
 	if clientGone(err) {
@@ -362,6 +366,31 @@ func (c *stdioConn) stopDirect() {
 	c.endCalls()
 	c.calls.Wait()
 }
+
+// unblockAtEnd closes out when the connection is ending (its input ended,
+// or ctx) and has not finished stopGrace later: an answer is then being
+// written to a client that stopped reading before it closed its end (a
+// pipe that stays full), and ending the output ends that write, as
+// nothing more will be written. finished is closed once RunStdio is done.
+func (c *stdioConn) unblockAtEnd(ctx context.Context, out io.Writer, finished <-chan struct{}) {
+	select {
+	case <-c.base.Done(): // the input ended (Read), or the connection stops
+	case <-ctx.Done():
+	case <-finished:
+		return
+	}
+	select {
+	case <-finished:
+	case <-time.After(stopGrace):
+		if cl, ok := out.(io.Closer); ok {
+			_ = cl.Close()
+		}
+	}
+}
+
+// stopGrace is how long the end of `hub mcp` waits for its last writes
+// before it closes its output under one that waits for a client gone.
+const stopGrace = 2 * time.Second
 
 // setFence makes the next Read hand on a fence: a ping of the hub's own,
 // answered once the SDK's handler queue has passed the notification before
