@@ -567,6 +567,16 @@ func (h *Hub) connections() map[string]bool {
 func readStatus(ctx context.Context, kv jetstream.KeyValue, node string) (NodeStatus, error) {
 	st := NodeStatus{Name: node}
 	e, err := kv.Get(ctx, node)
+	for tries := 1; errors.Is(err, nats.ErrNoResponders) && tries < statusTries; tries++ {
+		// The bucket's stream between leaders (a cluster just formed, or
+		// failing over) answers no one for a moment.
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("status of node %s: %w", node, err)
+		case <-time.After(statusRetry):
+		}
+		e, err = kv.Get(ctx, node)
+	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return st, nil
 	}
@@ -582,6 +592,13 @@ func readStatus(ctx context.Context, kv jetstream.KeyValue, node string) (NodeSt
 	st.Heartbeat, st.Online = &hb, true
 	return st, nil
 }
+
+// statusTries and statusRetry bound how long a status read waits for the
+// bucket's stream to answer again: 2 s.
+const (
+	statusTries = 20
+	statusRetry = 100 * time.Millisecond
+)
 
 // ListStatus reads the status of the named nodes through an existing
 // connection (`hub nodes list` connects with the hub's key).
