@@ -20,6 +20,20 @@ func load(t *testing.T, yml string, environ map[string]string) (string, error) {
 	return p, err
 }
 
+// refusedWith fails unless yml is refused with an error that starts with
+// want (the file's path left out).
+func refusedWith(t *testing.T, yml, want string) {
+	t.Helper()
+	p, err := load(t, yml, nil)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	got := strings.ReplaceAll(err.Error(), "config "+p+": ", "")
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("got\n%s\nwant it to start with\n%s", got, want)
+	}
+}
+
 // problems are the *Error values err joins, in order.
 func problems(t *testing.T, err error) []*Error {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 )
 
@@ -143,7 +144,7 @@ func (w *world) setupNodes() error {
 	if count == 0 {
 		return nil
 	}
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		return err
 	}

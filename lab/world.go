@@ -318,7 +318,7 @@ func (w *world) setup() error {
 	}
 	w.tg = telegramtest.NewServer()
 	w.dc = discordtest.NewServer()
-	port, err := freePort()
+	port, err := testkit.FreePort() // the same across restarts, below the ephemeral range
 	if err != nil {
 		return err
 	}
@@ -488,12 +488,6 @@ func (w *world) dockerConfig() string {
       env_allow: [PATH]
 `, w.ws, w.opt.Docker.Image, w.opt.Docker.Host)
 }
-
-// freePort is the port a hub of the lab listens on, the same across its
-// restarts: below the kernel's ephemeral range, so that no client
-// connection of the tests beside the lab takes it between two runs
-// (testkit.FreePort).
-func freePort() (int, error) { return testkit.FreePort() }
 
 // bigText is a file whose reading takes several chunks on Telegram (4096)
 // and Discord (2000), but not so many that it becomes an attachment.

@@ -1,21 +1,14 @@
 package mcp_test
 
 import (
-	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	mcpsurface "github.com/a6afc2ce/hermes-hub/adapters/mcp"
-	"github.com/a6afc2ce/hermes-hub/config"
-	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
-	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
 
@@ -25,45 +18,19 @@ import (
 // the HTML escapes the SDK adds (\u003c, \u003e, \u0026) are undone, is the
 // record's text_sha256, and its length the record's text_bytes.
 func TestAuditLargeResult(t *testing.T) {
-	cfg := hubtest.Config(t, "", "")
-	cfg.Access = config.Access{Roles: map[string]config.Role{"admin": {Verbs: []string{"*"}}}, Grants: map[string][]string{"agent:local": {"admin"}}}
-	env := hubtest.Open(t, cfg, hubtest.Options{})
+	c := openLines(t, nil)
+	env, cfg := c.env, c.env.Config
 	env.WriteFile(t, "big.html", strings.Repeat("<p class=\"a&b\">line é \\u003c not an escape</p>\n", 4000))
-	srv, err := mcpsurface.New(mcpsurface.Options{Intake: env.Runtime.Hub, Version: "test", Logger: testkit.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr, sw := io.Pipe()
-	sr, cw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.RunStdio(ctx, sr, sw) }()
-	t.Cleanup(func() { cw.Close(); cancel(); _ = waitServed(t, done) })
-	r := bufio.NewReaderSize(cr, 1<<20)
-	send := func(line string) {
-		if _, err := io.WriteString(cw, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"audit","version":"0"}}}`)
-	if _, err := r.ReadBytes('\n'); err != nil {
-		t.Fatal(err)
-	}
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`{"jsonrpc":"2.0","id":"read-1","method":"tools/call","params":{"name":"fs_readFile","arguments":{"path":"big.html"}}}`)
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.initialize(`{}`)
+	c.send(`{"jsonrpc":"2.0","id":"read-1","method":"tools/call","params":{"name":"fs_readFile","arguments":{"path":"big.html"}}}`)
+	line := c.answer().Result
 	var answer struct {
-		Result struct {
-			StructuredContent json.RawMessage `json:"structuredContent"`
-		} `json:"result"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
-	if err := json.Unmarshal(line, &answer); err != nil || len(answer.Result.StructuredContent) == 0 {
+	if err := json.Unmarshal(line, &answer); err != nil || len(answer.StructuredContent) == 0 {
 		t.Fatalf("answer: %v %.300s", err, line)
 	}
-	sent := unescapeHTML(answer.Result.StructuredContent)
+	sent := unescapeHTML(answer.StructuredContent)
 	sum := sha256.Sum256(sent)
 
 	var rec *store.MirrorRecord

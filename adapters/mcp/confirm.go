@@ -16,10 +16,12 @@ const confirmInput = "confirm"
 // canElicit reports whether the client of ss declared elicitation (form
 // mode, or no mode: form) when it initialised.
 func canElicit(ss *mcp.ServerSession) bool {
-	if ss == nil {
-		return false
-	}
-	p := ss.InitializeParams()
+	return ss != nil && elicits(ss.InitializeParams())
+}
+
+// elicits reports whether initialize params p declare elicitation in form
+// mode, or in no mode (form).
+func elicits(p *mcp.InitializeParams) bool {
 	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 		return false
 	}

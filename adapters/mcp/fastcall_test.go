@@ -371,44 +371,20 @@ func TestStdioClientStopsReading(t *testing.T) {
 		{"SDK request", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := hubtest.Config(t, "", "")
-			cfg.Access = config.Access{
-				Roles:  map[string]config.Role{"admin": {Verbs: []string{"*"}}},
-				Grants: map[string][]string{"agent:local": {"admin"}},
-			}
-			env := hubtest.Open(t, cfg, hubtest.Options{})
-			srv, err := mcpsurface.New(mcpsurface.Options{Intake: env.Runtime.Hub, Version: "test", Logger: testkit.Discard()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cr, sw := io.Pipe() // unbuffered: a write waits until the client reads
-			sr, cw := io.Pipe()
-			done := make(chan error, 1)
-			go func() { done <- srv.RunStdio(context.Background(), sr, sw) }()
-			r := bufio.NewReader(cr)
-			send := func(line string) {
-				t.Helper()
-				if _, err := io.WriteString(cw, line+"\n"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-			if _, err := r.ReadBytes('\n'); err != nil {
-				t.Fatal(err)
-			}
-			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-			send(tc.line)
+			c := openLines(t, nil) // the pipes are unbuffered: a write waits until the client reads
+			c.initialize(`{}`)
+			c.send(tc.line)
 			time.Sleep(200 * time.Millisecond) // its answer now waits in the pipe
-			cw.Close()                         // the client leaves without reading it
+			c.w.Close()                        // the client leaves without reading it
 			select {
-			case err := <-done:
+			case err := <-c.done:
 				if err != nil {
 					t.Fatalf("RunStdio: %v", err)
 				}
+				c.done <- nil // for the cleanup
 			case <-time.After(30 * time.Second):
 				t.Fatal("RunStdio still runs 30 s after the client left")
 			}
-			cr.Close()
 		})
 	}
 }

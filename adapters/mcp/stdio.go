@@ -337,20 +337,12 @@ func (c *stdioConn) admit(line []byte, readErr error) (jsonrpc.Message, bool) {
 
 // initializing notes the initialize request: its id, to know when it is
 // answered (the direct path opens then), and whether the client can
-// answer an elicitation (declared elicitation in form mode or no mode, as
-// canElicit reads the SDK's copy).
+// answer an elicitation (elicits, as canElicit reads the SDK's copy).
 func (c *stdioConn) initializing(req *jsonrpc.Request) {
-	var p struct {
-		Capabilities struct {
-			Elicitation *struct {
-				Form json.RawMessage `json:"form"`
-				URL  json.RawMessage `json:"url"`
-			} `json:"elicitation"`
-		} `json:"capabilities"`
+	var p mcp.InitializeParams
+	if json.Unmarshal(req.Params, &p) == nil { // the SDK answers params it cannot read
+		c.canElicit.Store(elicits(&p))
 	}
-	_ = json.Unmarshal(req.Params, &p) // the SDK answers params it cannot read
-	e := p.Capabilities.Elicitation
-	c.canElicit.Store(e != nil && (e.Form != nil || e.URL == nil))
 	id := req.ID
 	c.mu.Lock()
 	c.initID = &id

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	mcpsurface "github.com/a6afc2ce/hermes-hub/adapters/mcp"
-	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/hub/hubtest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
@@ -20,60 +19,9 @@ import (
 // run, and not confused with the first); once the first is answered, the id
 // may be used again.
 func TestStdioRefusesAnIDInUse(t *testing.T) {
-	cfg := hubtest.Config(t, "", "")
-	cfg.Access = config.Access{
-		Roles:  map[string]config.Role{"admin": {Verbs: []string{"*"}}},
-		Grants: map[string][]string{"agent:local": {"admin"}},
-	}
-	env := hubtest.Open(t, cfg, hubtest.Options{})
-	srv, err := mcpsurface.New(mcpsurface.Options{Intake: env.Runtime.Hub, Logger: testkit.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr, sw := io.Pipe()
-	sr, cw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.RunStdio(ctx, sr, sw) }()
-	t.Cleanup(func() {
-		cw.Close()
-		cancel()
-		if err := waitServed(t, done); err != nil {
-			t.Errorf("RunStdio: %v", err)
-		}
-	})
-	out := bufio.NewReader(cr)
-	send := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(cw, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	type answer struct {
-		ID     any             `json:"id"`
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	read := func() answer {
-		t.Helper()
-		line, err := out.ReadBytes('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		var a answer
-		if err := json.Unmarshal(line, &a); err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		return a
-	}
-	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	if a := read(); a.Error != nil {
-		t.Fatalf("initialize: %+v", a.Error)
-	}
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c := openLines(t, nil)
+	send, read, env := c.send, c.answer, c.env
+	c.initialize(`{}`)
 	ws := env.Config.Workspace
 	send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"proc_run","arguments":{"executable":"sh","arguments":["-c","touch started; while [ ! -e release ]; do sleep 0.05; done; echo done"]}}}`)
 	testkit.WaitFor(t, "the first call to run", func() bool {
