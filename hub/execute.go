@@ -155,7 +155,16 @@ func apiResult(t *turn, out *executor.Outcome, by answeredBy) store.MirrorRecord
 		meta[store.MetaErrorCode] = string(out.Err.Code)
 	}
 	meta = by.meta(meta)
-	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(out.AppendJSON(nil)), Meta: meta}
+	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(encoded(out)), Meta: meta}
+}
+
+// encoded is out's result JSON: the bytes it was encoded to when it was,
+// without a copy.
+func encoded(out *executor.Outcome) []byte {
+	if out.Encoded != nil {
+		return out.Encoded
+	}
+	return out.JSON()
 }
 
 // mirrorAPI writes a record of an API call; with durable, it returns once
