@@ -89,28 +89,28 @@ type directRequest struct {
 	Params  *directParams   `json:"params"`
 }
 
-// admitDirect answers line, a JSON object, on the direct path when it is a
-// call the path serves (handled): its answer is written and its place
-// freed when the verb is done (keep), or, when its id is already in use,
-// it is refused here (not kept). A line it does not handle goes the SDK's
-// way, untouched.
-func (c *stdioConn) admitDirect(line []byte) (handled, keep bool) {
+// admitDirect takes line, a JSON object, for the direct path when it is a
+// call the path serves (handled): the job to run, whose answer is written
+// and whose place is freed when the verb is done, or, when its id is
+// already in use, none (the line is refused here). A line it does not
+// handle goes the SDK's way, untouched.
+func (c *stdioConn) admitDirect(line []byte) (handled bool, j *directJob) {
 	if c.direct == nil || !c.ready.Load() || !bytes.Contains(line, []byte(`"tools/call"`)) {
-		return false, false
+		return false, nil
 	}
 	var r directRequest
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil || r.Version != "2.0" || r.Method != "tools/call" || r.Params == nil || len(r.Params.Meta) > 0 {
-		return false, false
+		return false, nil
 	}
 	id, ok := directID(r.ID)
 	if !ok {
-		return false, false
+		return false, nil
 	}
 	info, ok := c.direct.directTool(r.Params.Name, c.canElicit.Load())
 	if !ok {
-		return false, false
+		return false, nil
 	}
 	ctx, cancel := context.WithCancel(c.base)
 	c.mu.Lock()
@@ -123,13 +123,12 @@ func (c *stdioConn) admitDirect(line []byte) (handled, keep bool) {
 	if dup {
 		cancel()
 		c.refuse(&id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is already in use by a request in progress", id.Raw()))
-		return true, false
+		return true, nil
 	}
-	c.dispatch(directJob{ctx: ctx, cancel: cancel, id: id, info: info, args: r.Params.Arguments})
-	return true, true
+	return true, &directJob{ctx: ctx, cancel: cancel, id: id, info: info, args: r.Params.Arguments}
 }
 
-// directJob is a direct call for a worker.
+// directJob is a direct call to run.
 type directJob struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -138,40 +137,22 @@ type directJob struct {
 	args   json.RawMessage
 }
 
-// dispatch hands a job to an idle worker, or to a new one. The workers
-// stay (at most one per message that may be in progress): a goroutine
-// per call would grow a fresh stack to the depth of a turn every time.
-func (c *stdioConn) dispatch(j directJob) {
-	select {
-	case c.jobs <- j:
-		return
-	default:
-	}
+// start counts j among the calls the connection's end waits for, true; or,
+// when the connection has ended (no one waits for an answer), drops it and
+// frees its place, false.
+func (c *stdioConn) start(j *directJob) bool {
 	c.mu.Lock()
 	stopped := c.stopped
 	if !stopped {
 		c.calls.Add(1)
 	}
 	c.mu.Unlock()
-	if stopped { // the connection ended: no one waits for an answer
+	if stopped {
 		j.cancel()
 		c.done()
-		return
+		return false
 	}
-	go c.work(j)
-}
-
-// work runs jobs until the connection's direct path stops.
-func (c *stdioConn) work(j directJob) {
-	defer c.calls.Done()
-	for {
-		c.runDirect(j)
-		select {
-		case j = <-c.jobs:
-		case <-c.base.Done():
-			return
-		}
-	}
+	return true
 }
 
 // runDirect runs a direct call and writes its answer.
@@ -191,6 +172,7 @@ func (c *stdioConn) runDirect(j directJob) {
 		err = c.writeLine(line)
 	}
 	c.done()
+	c.calls.Done()
 	if err != nil {
 		// The client stopped reading: nothing more can be answered.
 		c.Close()

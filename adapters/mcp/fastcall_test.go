@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -387,4 +388,49 @@ func TestStdioClientStopsReading(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadingGoesOnDuringACall: a direct call runs in the goroutine that
+// read it, which hands the reading to another first: while a long call
+// runs, a ping, other direct calls and the long call's cancellation are
+// read and answered; once the input ended, no goroutine of the
+// connection's reading is left.
+func TestReadingGoesOnDuringACall(t *testing.T) {
+	c := openLines(t, nil)
+	c.initialize(`{}`)
+	ws := c.env.Config.Workspace
+	c.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"proc_run","arguments":{"executable":"sh","arguments":["-c","touch started; sleep 60"]}}}`)
+	testkit.WaitFor(t, "the call to start its program", func() bool {
+		_, err := os.Stat(filepath.Join(ws, "started"))
+		return err == nil
+	})
+	for i := range 5 {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fs_exists","arguments":{"path":"started"}}}`, i))
+		if a := c.answer(); a.ID != float64(i) || !strings.Contains(string(a.Result), `"exists":true`) {
+			t.Fatalf("call %d while a long one runs: %v %s %+v", i, a.ID, a.Result, a.Error)
+		}
+	}
+	c.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	if a := c.answer(); a.ID != "p" || a.Error != nil {
+		t.Fatalf("ping while a long call runs: %v %+v", a.ID, a.Error)
+	}
+	if c.direct() != 6 {
+		t.Fatalf("direct calls %d, want 6", c.direct())
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long","reason":"user"}}`)
+	if a := c.answer(); a.ID != "long" || !strings.Contains(string(a.Result), `"errorCode":"cancelled"`) {
+		t.Fatalf("the cancelled call's answer: %v %s %+v", a.ID, a.Result, a.Error)
+	}
+	go io.Copy(io.Discard, c.r)
+	c.w.Close()
+	testkit.WaitFor(t, "the connection's readers to end with its input", func() bool {
+		return !strings.Contains(stacks(), "stdioConn).reader")
+	})
+}
+
+// stacks are the stacks of every goroutine.
+func stacks() string {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+	return b.String()
 }

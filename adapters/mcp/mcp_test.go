@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -97,9 +96,7 @@ func waitServed(t *testing.T, done <-chan error) error {
 	case err := <-done:
 		return err
 	case <-time.After(time.Minute):
-		var b strings.Builder
-		_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
-		t.Fatalf("RunStdio still runs a minute after its client left; goroutines:\n%s", b.String())
+		t.Fatalf("RunStdio still runs a minute after its client left; goroutines:\n%s", stacks())
 		return nil
 	}
 }

@@ -47,8 +47,7 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	_, _ = rand.Read(b[:])
 	s.stdio.Store("stdio-" + hex.EncodeToString(b[:]))
 	s.report(hub.StateRunning, "stdio")
-	conn := newStdioConn(in, out, s.opts.MaxLineBytes, s.opts.MaxPending)
-	conn.direct = s
+	conn := newStdioConn(in, out, s.opts.MaxLineBytes, s.opts.MaxPending, s)
 	finished := make(chan struct{})
 	go conn.unblockAtEnd(ctx, out, finished)
 	err := s.srv.Run(ctx, stdioTransport{conn})
@@ -106,9 +105,10 @@ type stdioConn struct {
 	wmu     sync.Mutex // one message per write
 	maxLine int
 
-	want   chan struct{}  // asks the reader for the next line
-	lines  chan lineOrErr // the reader's answer
-	slots  chan struct{}  // a token per message in progress
+	in     *bufio.Reader // read by the goroutine that has the reading turn
+	turn   chan struct{} // hands the reading turn to an idle goroutine
+	msgs   chan msgOrErr // the reader's messages for the SDK (Read)
+	slots  chan struct{} // a token per message in progress
 	closed chan struct{}
 	once   sync.Once
 
@@ -121,10 +121,9 @@ type stdioConn struct {
 	// The direct path (fastcall.go): nil direct turns it off. ready is set
 	// once initialize was answered with a result, canElicit from its
 	// params; cancels holds the direct calls in progress, calls counts
-	// the workers, jobs feeds the idle ones, base is the calls' context
-	// (ended with the input), stopped is set when the connection ends.
+	// the goroutines running one, base is the calls' context (ended with
+	// the input), stopped is set when the connection ends.
 	direct    directCaller
-	jobs      chan directJob
 	stopped   bool
 	initID    *jsonrpc.ID
 	ready     atomic.Bool
@@ -135,12 +134,18 @@ type stdioConn struct {
 	endCalls  context.CancelFunc
 }
 
-type lineOrErr struct {
-	line []byte
-	err  error
+// msgOrErr is what the reader hands Read: a message for the SDK, marked
+// when it is a notification (a fence follows it), or the error that ended
+// the input.
+type msgOrErr struct {
+	msg          jsonrpc.Message
+	notification bool
+	err          error
 }
 
-func newStdioConn(in io.Reader, out io.Writer, maxLine, maxPending int) *stdioConn {
+// newStdioConn starts reading in; direct runs the direct calls (nil: every
+// message goes to the SDK).
+func newStdioConn(in io.Reader, out io.Writer, maxLine, maxPending int, direct directCaller) *stdioConn {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLineBytes
 	}
@@ -150,37 +155,94 @@ func newStdioConn(in io.Reader, out io.Writer, maxLine, maxPending int) *stdioCo
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	c := &stdioConn{
-		out: out, maxLine: maxLine, want: make(chan struct{}), lines: make(chan lineOrErr),
+		out: out, maxLine: maxLine, in: bufio.NewReaderSize(in, StdioReadAhead),
+		turn: make(chan struct{}), msgs: make(chan msgOrErr),
 		slots: make(chan struct{}, maxPending), closed: make(chan struct{}),
 		fenceBase: "hub-fence-" + hex.EncodeToString(b[:]) + "-", pending: map[jsonrpc.ID]bool{},
-		cancels: map[jsonrpc.ID]context.CancelFunc{}, jobs: make(chan directJob),
+		cancels: map[jsonrpc.ID]context.CancelFunc{}, direct: direct,
 	}
 	c.base, c.endCalls = context.WithCancel(context.Background())
-	go c.readLines(bufio.NewReaderSize(in, StdioReadAhead), maxLine)
+	go c.reader()
 	return c
 }
 
-// readLines reads one line each time Read asks for one, so the input is
-// read no further ahead of the messages in progress than one line and the
-// read buffer (StdioReadAhead). It ends at the end
-// of the input, on a read error, or when the connection closes (a read
-// blocked on the input ends with the process, as with any stdin reader).
-func (c *stdioConn) readLines(r *bufio.Reader, maxLine int) {
+// The reading turn: one goroutine at a time reads the input, one line
+// per free place among the messages in progress (slots), so the hub reads
+// no further ahead of its answers than the read buffer (StdioReadAhead).
+// A message for the SDK it hands to Read. A direct call it runs itself,
+// after handing the turn to an idle goroutine (or a new one): the
+// goroutine woken by the line's arrival answers it, with no hand-off
+// between reading a call and running it, and the next line is read while
+// the call runs. The goroutines stay, idle between their turns and calls
+// (at most one per message that may be in progress), so a call does not
+// grow a fresh stack to the depth of a turn.
+
+// reader takes reading turns and runs the direct calls it reads, until
+// the input ends or the connection closes (a read blocked on the input
+// ends with the process, as with any stdin reader).
+func (c *stdioConn) reader() {
+	for {
+		j, ok := c.readUntilDirect()
+		if !ok {
+			return
+		}
+		select {
+		case c.turn <- struct{}{}:
+		default:
+			go c.reader()
+		}
+		c.runDirect(j)
+		select {
+		case <-c.turn:
+		case <-c.base.Done(): // the input ended: no turn will come
+			return
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+// readUntilDirect reads lines, handing their messages to Read and
+// answering those that hold none, until it reads a direct call it may run
+// (true) or the reading ends (false).
+func (c *stdioConn) readUntilDirect() (directJob, bool) {
 	for {
 		select {
-		case <-c.want:
+		case c.slots <- struct{}{}:
 		case <-c.closed:
-			return
+			return directJob{}, false
 		}
-		line, err := readLine(r, maxLine)
-		select {
-		case c.lines <- lineOrErr{line, err}:
-		case <-c.closed:
-			return
-		}
+		line, err := readLine(c.in, c.maxLine)
 		if err != nil && !errors.Is(err, errLineTooLong) {
-			return
+			c.done()
+			// As the SDK does with its own calls when the reading ends: no
+			// cancellation can come any more, nor can an answer be wanted.
+			c.endCalls()
+			c.hand(msgOrErr{err: err})
+			return directJob{}, false
 		}
+		m, j, keep := c.admit(line, err)
+		switch {
+		case j != nil:
+			if c.start(j) {
+				return *j, true
+			}
+		case !keep:
+			c.done()
+		}
+		if m.msg != nil && !c.hand(m) {
+			return directJob{}, false
+		}
+	}
+}
+
+// hand gives Read a message, false if the connection closed first.
+func (c *stdioConn) hand(m msgOrErr) bool {
+	select {
+	case c.msgs <- m:
+		return true
+	case <-c.closed:
+		return false
 	}
 }
 
@@ -220,99 +282,68 @@ func readLine(r *bufio.Reader, maxLine int) ([]byte, error) {
 }
 
 // Read hands the SDK the next message: the fence due after a notification,
-// or the next line that holds a message, once a message in progress leaves
-// room for it.
+// or the next message the reader read.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if f := c.takeFence(); f != nil {
 		return f, nil
 	}
-	for {
-		select {
-		case c.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-c.closed:
-			return nil, io.EOF
+	select {
+	case m := <-c.msgs:
+		if m.notification {
+			c.setFence()
 		}
-		l, err := c.nextLine(ctx)
-		if err != nil && !errors.Is(err, errLineTooLong) {
-			c.done()
-			// As the SDK does with its own calls when the reading ends: no
-			// cancellation can come any more, nor can an answer be wanted.
-			c.endCalls()
-			return nil, err
-		}
-		msg, keep := c.admit(l.line, err)
-		if !keep {
-			c.done()
-		}
-		if msg != nil {
-			return msg, nil
-		}
+		return m.msg, m.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
 	}
 }
 
-func (c *stdioConn) nextLine(ctx context.Context) (lineOrErr, error) {
-	select {
-	case c.want <- struct{}{}:
-	case <-ctx.Done():
-		return lineOrErr{}, ctx.Err()
-	case <-c.closed:
-		return lineOrErr{}, io.EOF
-	}
-	select {
-	case l := <-c.lines:
-		return l, l.err
-	case <-ctx.Done():
-		return lineOrErr{}, ctx.Err()
-	case <-c.closed:
-		return lineOrErr{}, io.EOF
-	}
-}
-
-// admit decodes a line and returns the message to hand on (nil for none)
-// and whether it stays in progress. A line that holds no message is
-// answered here.
-func (c *stdioConn) admit(line []byte, readErr error) (jsonrpc.Message, bool) {
+// admit decodes a line and returns the message to hand on (none when
+// m.msg is nil), or the direct call to run (j), and whether the line
+// stays in progress. A line that holds no message is answered here.
+func (c *stdioConn) admit(line []byte, readErr error) (m msgOrErr, j *directJob, keep bool) {
 	if readErr != nil {
 		c.refuse(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: the line is longer than %d bytes, the most one message may hold (web.max_body_bytes)", c.maxLine))
-		return nil, false
+		return m, nil, false
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return nil, false
+		return m, nil, false
 	}
 	if !json.Valid(line) {
 		c.refuse(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON; send one JSON-RPC 2.0 message per line")
-		return nil, false
+		return m, nil, false
 	}
 	switch line[0] {
 	case '{':
 	case '[':
 		c.refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: batches are not accepted over stdio; send one JSON-RPC 2.0 message per line")
-		return nil, false
+		return m, nil, false
 	default:
 		c.refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: a message is a JSON object; send one JSON-RPC 2.0 message per line")
-		return nil, false
+		return m, nil, false
 	}
-	if handled, keep := c.admitDirect(line); handled {
-		return nil, keep
+	if handled, j := c.admitDirect(line); handled {
+		return m, j, j != nil
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		c.refuse(idOf(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()+`; a line must be one JSON-RPC 2.0 request, notification or response ({"jsonrpc":"2.0",...})`)
-		return nil, false
+		return m, nil, false
 	}
+	m.msg = msg
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		return msg, false // an answer to a request of the hub's: nothing waits on it
+		return m, nil, false // an answer to a request of the hub's: nothing waits on it
 	}
 	if !req.IsCall() {
 		if req.Method == "notifications/cancelled" {
 			c.cancelDirect(req.Params)
 		}
-		c.setFence()
-		return req, true
+		m.notification = true // Read sets the fence that follows it
+		return m, nil, true
 	}
 	c.mu.Lock()
 	_, dup := c.pending[req.ID]
@@ -322,7 +353,7 @@ func (c *stdioConn) admit(line []byte, readErr error) (jsonrpc.Message, bool) {
 	c.mu.Unlock()
 	if dup {
 		c.refuse(&req.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is already in use by a request in progress", req.ID.Raw()))
-		return nil, false
+		return msgOrErr{}, nil, false
 	}
 	switch req.Method {
 	case "tools/call":
@@ -332,7 +363,7 @@ func (c *stdioConn) admit(line []byte, readErr error) (jsonrpc.Message, bool) {
 	case "initialize":
 		c.initializing(req)
 	}
-	return req, true
+	return m, nil, true
 }
 
 // initializing notes the initialize request: its id, to know when it is
