@@ -164,10 +164,16 @@ func TestFence(t *testing.T) {
 		{"short runs keep three", "a `b` ``c``", "", "```\na `b` ``c``\n```"},
 		{"longer than any run", "```go\nx\n```", "md", "````md\n```go\nx\n```\n````"},
 		{"five backticks", "`````", "", "``````\n`````\n``````"},
+		{"runs at both ends", "````a`b``", "", "`````\n````a`b``\n`````"},
+		{"the longest run last", "`a``b````", "", "`````\n`a``b````\n`````"},
+		{"one backtick alone", "`", "", "```\n`\n```"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := executor.Fence(tc.text, tc.lang); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			if got, want := executor.Headed("`f.go` lines 1–2", tc.text, tc.lang), "`f.go` lines 1–2\n"+tc.want; got != want {
+				t.Errorf("Headed: got %q, want %q", got, want)
 			}
 		})
 	}

@@ -155,7 +155,7 @@ func apiResult(t *turn, out *executor.Outcome, by answeredBy) store.MirrorRecord
 		meta[store.MetaErrorCode] = string(out.Err.Code)
 	}
 	meta = by.meta(meta)
-	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Text: string(encoded(out)), Meta: meta}
+	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Bytes: encoded(out), Meta: meta}
 }
 
 // encoded is out's result JSON: the bytes it was encoded to when it was,

@@ -105,15 +105,19 @@ var ErrMirrorClosed = errors.New("mirror is closed")
 // MirrorRecord is one line of a chat mirror (docs/state.md, "Mirrors").
 // Every field is always written, empty or not.
 type MirrorRecord struct {
-	TS          time.Time         `json:"ts"`
-	Direction   string            `json:"direction"` // "inbound" | "outbound"
-	Platform    string            `json:"platform"`
-	ChatID      string            `json:"chat_id"`
-	ThreadID    string            `json:"thread_id"`
-	MessageID   string            `json:"message_id"`
-	Actor       string            `json:"actor"`
-	Kind        string            `json:"kind"`
-	Text        string            `json:"text"`
+	TS        time.Time `json:"ts"`
+	Direction string    `json:"direction"` // "inbound" | "outbound"
+	Platform  string    `json:"platform"`
+	ChatID    string    `json:"chat_id"`
+	ThreadID  string    `json:"thread_id"`
+	MessageID string    `json:"message_id"`
+	Actor     string    `json:"actor"`
+	Kind      string    `json:"kind"`
+	Text      string    `json:"text"`
+	// Bytes, when set, is the text as the caller holds it, in place of
+	// Text: a large result is not copied whole into a string, and only
+	// what the record keeps of it (the first MaxTextBytes) is.
+	Bytes       []byte            `json:"-"`
 	Meta        map[string]string `json:"meta"`
 	RunID       string            `json:"run_id"`
 	EventType   string            `json:"event_type"`
@@ -434,20 +438,30 @@ func (m *Mirror) write(rec MirrorRecord) (*mirrorStream, uint64, error) {
 		rec.TS = m.opts.Clock.Now()
 	}
 	rec.TS = rec.TS.UTC()
-	rec.TextPreview = TextPreview(rec.Text)
-	rec.TextBytes = len(rec.Text)
+	text, size := rec.Text, len(rec.Text)
+	sum := func() [sha256.Size]byte { return sha256.Sum256([]byte(rec.Text)) }
+	if b := rec.Bytes; b != nil {
+		// Enough of it for the preview and for the text kept.
+		keep := max(m.opts.MaxTextBytes+utf8.UTFMax, PreviewRunes*utf8.UTFMax+2)
+		text, size = string(b[:min(len(b), keep)]), len(b)
+		sum = func() [sha256.Size]byte { return sha256.Sum256(b) }
+		rec.Bytes = nil
+	}
+	rec.TextPreview = TextPreview(text)
+	rec.TextBytes = size
 	if rec.Meta == nil {
 		rec.Meta = map[string]string{}
 	}
-	if len(rec.Text) > m.opts.MaxTextBytes {
-		sum := sha256.Sum256([]byte(rec.Text))
+	if size > m.opts.MaxTextBytes {
+		sum := sum()
 		meta := make(map[string]string, len(rec.Meta)+2) // the caller's map stays as it is
 		maps.Copy(meta, rec.Meta)
 		meta[MetaTextTruncated] = "true"
 		meta[MetaTextSHA256] = hex.EncodeToString(sum[:])
 		rec.Meta = meta
-		rec.Text = cutText(rec.Text, m.opts.MaxTextBytes)
+		text = cutText(text, m.opts.MaxTextBytes)
 	}
+	rec.Text = text
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

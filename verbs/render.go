@@ -66,7 +66,7 @@ func (r *FsReadFileResult) Render(args any) string {
 	if r.File != nil && r.File.Encoding == EncodingBase64 {
 		return fmt.Sprintf("`%s` is binary (%d bytes); add --json for its content in base64.", p, r.File.SizeBytes)
 	}
-	return fmt.Sprintf("`%s`%s\n%s", p, versionNote(r.File), executor.Fence(r.Content, langFor(p)))
+	return executor.Headed("`"+p+"`"+versionNote(r.File), r.Content, langFor(p))
 }
 
 // Render implements executor.Renderer: the range under its line numbers;
@@ -84,7 +84,7 @@ func (r *FsReadRangeResult) Render(args any) string {
 	default:
 		head = fmt.Sprintf("`%s` last %d %s", a.Path, n, plural(n, "line", "lines"))
 	}
-	return head + "\n" + executor.Fence(r.Content, langFor(a.Path))
+	return executor.Headed(head, r.Content, langFor(a.Path))
 }
 
 // Render implements executor.Renderer.

@@ -73,7 +73,12 @@ func TestWatch(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(e.Dir, "sub"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		e.Put("sub/new.txt", "x")
+		// Made whole elsewhere and renamed in: written in place, the file
+		// would be heard as it was created, empty.
+		e.Put("new.tmp", "x")
+		if err := os.Rename(filepath.Join(e.Dir, "new.tmp"), filepath.Join(e.Dir, "sub", "new.txt")); err != nil {
+			t.Fatal(err)
+		}
 	})
 	if !created.Changed || !created.Exists || created.SizeBytes != 1 {
 		t.Fatalf("a creation: %+v", created)

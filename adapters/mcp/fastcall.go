@@ -232,8 +232,14 @@ func answerLine(id jsonrpc.ID, out *executor.Outcome, callErr error) ([]byte, er
 		return encodeLine(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: callErr.Error()}})
 	}
 	text := executor.RenderText(out, false)
-	// The structured content holds what the text shows, about as long.
-	b := make([]byte, 0, 2*len(text)+256)
+	// Room for the text escaped (a line end takes two bytes, a few more
+	// for quotes and the like) and the result as encoded, so that a large
+	// answer is made without a copy to grow it.
+	structured := len(out.Encoded)
+	if structured == 0 {
+		structured = len(text)
+	}
+	b := make([]byte, 0, len(text)+len(text)/8+structured+256)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	switch v := id.Raw().(type) {
 	case string:
