@@ -100,16 +100,28 @@ func (r *FsListDirResult) Render(args any) string {
 	if len(r.Entries) == 0 {
 		return fmt.Sprintf("`%s` is empty.", p)
 	}
+	head := fmt.Sprintf("`%s` (%d %s)", p, len(r.Entries), plural(int64(len(r.Entries)), "entry", "entries"))
+	// Written without fmt, in a buffer made once: a listing may hold
+	// thousands of entries.
+	const dir, file = "\n📁 ", "\n📄 "
+	n := len(head)
+	for _, e := range r.Entries {
+		n += len(dir) + len(e.Name) + 1
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "`%s` (%d %s)\n", p, len(r.Entries), plural(int64(len(r.Entries)), "entry", "entries"))
+	b.Grow(n)
+	b.WriteString(head)
 	for _, e := range r.Entries {
 		if e.IsDirectory {
-			fmt.Fprintf(&b, "📁 %s/\n", e.Name)
+			b.WriteString(dir)
+			b.WriteString(e.Name)
+			b.WriteByte('/')
 		} else {
-			fmt.Fprintf(&b, "📄 %s\n", e.Name)
+			b.WriteString(file)
+			b.WriteString(e.Name)
 		}
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return b.String()
 }
 
 // Render implements executor.Renderer: the command line and how it ended,
