@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -664,8 +665,9 @@ func loadavg() string {
 // alternating which goes first; every answer is checked outside the timed
 // round trip. Reported per operation: each server's round trips per second
 // (count over the summed round-trip times), hub/mcp (the ratio of those),
-// and each server's p50 and p99 latency. A summary table is printed at the
-// end.
+// each server's p50 and p99 latency, and the p50 of the floor (floorSource:
+// a process that does nothing but answer as many bytes as the hub did). A
+// summary table is printed at the end.
 func BenchmarkVersusMCP(b *testing.B) {
 	node, script := mcpServer(b)
 	loadBefore := loadavg()
@@ -676,21 +678,21 @@ func BenchmarkVersusMCP(b *testing.B) {
 	if err := ref.initialize(); err != nil {
 		b.Fatal(err)
 	}
-	hubRound := func(o op, i int) (time.Duration, hubResult, error) {
+	hubRound := func(o op, i int) (time.Duration, int, hubResult, error) {
 		t0 := time.Now()
 		msg, err := hub.call(i, o.hubVerb, o.hubArgs(i))
 		d := time.Since(t0)
 		if err != nil {
-			return d, hubResult{}, err
+			return d, 0, hubResult{}, err
 		}
 		var r hubResult
 		if err := json.Unmarshal(msg, &r); err != nil {
-			return d, r, fmt.Errorf("decode %.200s: %w", msg, err)
+			return d, len(msg), r, fmt.Errorf("decode %.200s: %w", msg, err)
 		}
 		if r.ID != i {
-			return d, r, fmt.Errorf("id %d, want %d", r.ID, i)
+			return d, len(msg), r, fmt.Errorf("id %d, want %d", r.ID, i)
 		}
-		return d, r, nil
+		return d, len(msg), r, nil
 	}
 	compare(b, "hub exec --stdio", loadBefore, dir, ref, hubRound)
 }
@@ -720,15 +722,15 @@ func BenchmarkMCPVersusMCP(b *testing.B) {
 	if err := ref.initialize(); err != nil {
 		b.Fatal(err)
 	}
-	hubRound := func(o op, i int) (time.Duration, hubResult, error) {
+	hubRound := func(o op, i int) (time.Duration, int, hubResult, error) {
 		t0 := time.Now()
 		msg, err := hub.callTool(strings.ReplaceAll(o.hubVerb, ".", "_"), o.hubArgs(i))
 		d := time.Since(t0)
 		if err != nil {
-			return d, hubResult{}, err
+			return d, 0, hubResult{}, err
 		}
 		r, err := structured(msg)
-		return d, r, err
+		return d, len(msg), r, err
 	}
 	compare(b, "hub mcp", loadBefore, dir, ref, hubRound)
 }
@@ -769,18 +771,75 @@ func mcpServer(b *testing.B) (node, script string) {
 	return node, script
 }
 
+// floorSource is the floor of a round trip: a process that does no work,
+// answering each line, a decimal n, with n bytes and a newline. Asked for
+// the length of the hub's last answer, it measures what the pipes, the
+// wake-ups of two idle processes and the client's reading of as many
+// bytes cost on this machine, which no server can go below.
+const floorSource = `package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+)
+
+func main() {
+	r := bufio.NewReaderSize(os.Stdin, 64<<10)
+	w := bufio.NewWriterSize(os.Stdout, 64<<10)
+	var answer []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return
+		}
+		n, err := strconv.Atoi(string(bytes.TrimSpace(line)))
+		if err != nil || n < 0 {
+			return
+		}
+		if len(answer) != n+1 {
+			answer = append(bytes.Repeat([]byte("x"), n), '\n')
+		}
+		w.Write(answer)
+		if w.Flush() != nil {
+			return
+		}
+	}
+}
+`
+
+// startFloor builds floorSource and starts it.
+func startFloor(b *testing.B) *child {
+	b.Helper()
+	dir := b.TempDir()
+	src := filepath.Join(dir, "floor.go")
+	if err := os.WriteFile(src, []byte(floorSource), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(dir, "floor")
+	if out, err := exec.Command("go", "build", "-o", bin, src).CombinedOutput(); err != nil {
+		b.Fatalf("build the floor program: %v\n%s", err, out)
+	}
+	return startChild(b, "floor", dir, nil, bin)
+}
+
 // compare runs every operation against the hub (hubRound makes one timed
-// round trip) and the reference server, one round trip each per iteration.
-func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRound func(o op, i int) (time.Duration, hubResult, error)) {
+// round trip and gives the length of the answer) and the reference
+// server, one round trip each per iteration, and a round trip to the
+// floor (floorSource) for as many bytes as the hub's answer.
+func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRound func(o op, i int) (time.Duration, int, hubResult, error)) {
+	floor := startFloor(b)
 	type row struct {
-		name     string
-		hub, mcp stats
+		name            string
+		hub, mcp, floor stats
 	}
 	var rows []row
 	for _, o := range ops() {
-		var hubStats, mcpStats stats
+		var hubStats, mcpStats, floorStats stats
 		ok := b.Run(o.name, func(b *testing.B) {
-			hubStats, mcpStats = stats{}, stats{}
+			hubStats, mcpStats, floorStats = stats{}, stats{}, stats{}
+			answer := 0 // the length of the hub's last answer
 			prepare := func() {
 				if o.prepare != nil {
 					if err := o.prepare(dir); err != nil {
@@ -790,7 +849,8 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 			}
 			roundHub := func(i int) {
 				prepare()
-				d, r, err := hubRound(o, i)
+				d, n, r, err := hubRound(o, i)
+				answer = n
 				if err != nil {
 					b.Fatalf("%s %s round trip %d: %v", label, o.name, i, err)
 				}
@@ -819,6 +879,18 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 				}
 				mcpStats.lat = append(mcpStats.lat, d)
 			}
+			roundFloor := func() {
+				t0 := time.Now()
+				if err := floor.send(strconv.AppendInt(nil, int64(answer), 10)); err != nil {
+					b.Fatal(err)
+				}
+				msg, err := floor.receive()
+				d := time.Since(t0)
+				if err != nil || len(msg) != answer+1 {
+					b.Fatalf("floor: %d bytes, want %d: %v", len(msg), answer+1, err)
+				}
+				floorStats.lat = append(floorStats.lat, d)
+			}
 			if o.settle != nil {
 				if err := o.settle(dir); err != nil {
 					b.Fatalf("%s: settle: %v", o.name, err)
@@ -829,8 +901,9 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 			for i := range 10 {
 				roundHub(-1 - i)
 				roundMCP(-1 - i)
+				roundFloor()
 			}
-			hubStats, mcpStats = stats{}, stats{}
+			hubStats, mcpStats, floorStats = stats{}, stats{}, stats{}
 			i := 0
 			for b.Loop() {
 				if i%2 == 0 {
@@ -840,6 +913,9 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 					roundMCP(i)
 					roundHub(i)
 				}
+				// After the reference's round trip as often as after the
+				// hub's: both leave the floor's process idle as long.
+				roundFloor()
 				i++
 			}
 			h, m := hubStats.opsPerSec(), mcpStats.opsPerSec()
@@ -852,10 +928,11 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 			b.ReportMetric(percentile(hubStats.lat, 0.99), "hub-p99-ms")
 			b.ReportMetric(percentile(mcpStats.lat, 0.50), "mcp-p50-ms")
 			b.ReportMetric(percentile(mcpStats.lat, 0.99), "mcp-p99-ms")
+			b.ReportMetric(percentile(floorStats.lat, 0.50), "floor-p50-ms")
 			b.ReportMetric(0, "ns/op") // one iteration is a pair of round trips: see the metrics
 		})
 		if ok && len(hubStats.lat) > 0 {
-			rows = append(rows, row{o.name, hubStats, mcpStats})
+			rows = append(rows, row{o.name, hubStats, mcpStats, floorStats})
 		}
 	}
 	if len(rows) == 0 {
@@ -863,12 +940,12 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s vs MCP filesystem server (load average %s before, %s after)\n", label, loadBefore, loadavg())
-	fmt.Fprintf(&sb, "| operation | round trips | hub ops/s | MCP ops/s | hub/MCP | hub p50/p99 ms | MCP p50/p99 ms |\n")
-	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&sb, "| operation | round trips | hub ops/s | MCP ops/s | hub/MCP | hub p50/p99 ms | MCP p50/p99 ms | floor p50 ms |\n")
+	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		h, m := r.hub.opsPerSec(), r.mcp.opsPerSec()
-		fmt.Fprintf(&sb, "| %s | %d | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f |\n", r.name, len(r.hub.lat), h, m, h/m,
-			percentile(r.hub.lat, 0.50), percentile(r.hub.lat, 0.99), percentile(r.mcp.lat, 0.50), percentile(r.mcp.lat, 0.99))
+		fmt.Fprintf(&sb, "| %s | %d | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f | %.3f |\n", r.name, len(r.hub.lat), h, m, h/m,
+			percentile(r.hub.lat, 0.50), percentile(r.hub.lat, 0.99), percentile(r.mcp.lat, 0.50), percentile(r.mcp.lat, 0.99), percentile(r.floor.lat, 0.50))
 	}
 	// The geometric mean of the ratios weighs every operation alike.
 	logSum := 0.0
