@@ -86,6 +86,7 @@ func runMCP(env *cliEnv, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger.Info("serving MCP on stdio", "identity", *identity, "state", rt.State.Dir(), "workspace", tc.set.Default().Dir(), "run_id", rt.RunID)
+	growPipe(env.stdout)
 	return srv.RunStdio(ctx, env.stdin, env.stdout)
 }
 

@@ -100,3 +100,25 @@ func (p *pipeRoom) take(n int) bool {
 	p.used += need
 	return true
 }
+
+// growPipe makes the pipe w is, when it is one, hold up to a mebibyte
+// (the most an unprivileged process may ask for, fs.pipe-max-size's
+// default), so that a large answer is written in one go rather than 64 KiB
+// at a time, each waiting for the client to read. Best effort: nothing
+// changes when w is not a pipe or the size is refused.
+func growPipe(w io.Writer) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		var st unix.Stat_t
+		if unix.Fstat(int(fd), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
+			_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20)
+		}
+	})
+}

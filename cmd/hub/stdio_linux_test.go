@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -91,4 +93,30 @@ func TestPipeRoomNeverWaits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGrowPipe: hub mcp's output pipe is made to hold a mebibyte; a file,
+// or a writer that is not one, is left as it is.
+func TestGrowPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	growPipe(w)
+	size, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size < 1<<20 {
+		t.Errorf("the pipe holds %d bytes after growPipe, want 1 MiB", size)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	growPipe(f)
+	growPipe(io.Discard)
 }

@@ -10,3 +10,6 @@ import "io"
 func writeRoom(io.Writer) func(n int) bool {
 	return func(int) bool { return false }
 }
+
+// growPipe changes nothing here: only Linux lets a pipe's size be set.
+func growPipe(io.Writer) {}
