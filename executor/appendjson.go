@@ -113,10 +113,11 @@ func appendString[T []byte | string](dst []byte, s T, escapeHTML bool) []byte {
 
 // plainWord reports whether the eight bytes of w are all printable ASCII
 // other than `"` and `\`: bytes JSON writes as they are, with HTML
-// escaping off. (The tests of a byte below 0x20 and of a byte equal to
-// one value are the classic ones of "Bit Twiddling Hacks"; a byte at or
-// above 0x80 fails the word, so their false positives, which need such a
-// byte, cost only the slower look.)
+// escaping off. (A byte below 0x20 is found by subtracting 0x20 from
+// every byte and looking for a high bit the byte did not have; a byte
+// equal to a value, by the same with 0x01 after an XOR with the value. A
+// byte at or above 0x80 fails the word, so their false positives, which
+// need such a byte, cost only the slower look.)
 func plainWord(w uint64) bool {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(lo*'"'), w^(lo*'\\')
