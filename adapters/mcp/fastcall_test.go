@@ -115,6 +115,17 @@ func (c *lineConn) initialize(caps string) {
 
 func (c *lineConn) direct() uint64 { return mcpsurface.DirectCalls(c.srv) }
 
+// startLong sends the call "long", a proc_run of sh that touches started
+// and then runs script, and waits until its program runs.
+func (c *lineConn) startLong(script string) {
+	c.t.Helper()
+	c.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"proc_run","arguments":{"executable":"sh","arguments":["-c","touch started; ` + script + `"]}}}`)
+	testkit.WaitFor(c.t, "the call to start its program", func() bool {
+		_, err := os.Stat(filepath.Join(c.env.Config.Workspace, "started"))
+		return err == nil
+	})
+}
+
 // TestDirectCallAnswersAsTheSDK: a plain tools/call is answered on the
 // direct path with the JSON the SDK gives for the same call (sent once
 // with a _meta, which only the SDK takes): text and structured content,
@@ -258,11 +269,7 @@ func TestDirectCallCancelled(t *testing.T) {
 	c := openLines(t, nil)
 	c.initialize(`{}`)
 	ws := c.env.Config.Workspace
-	c.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"proc_run","arguments":{"executable":"sh","arguments":["-c","touch started; sleep 60; touch finished"]}}}`)
-	testkit.WaitFor(t, "the call to start its program", func() bool {
-		_, err := os.Stat(filepath.Join(ws, "started"))
-		return err == nil
-	})
+	c.startLong("sleep 60; touch finished")
 	if c.direct() != 1 {
 		t.Fatalf("direct calls %d, want 1", c.direct())
 	}
@@ -342,11 +349,7 @@ func TestDirectCallClientGone(t *testing.T) {
 	c := openLines(t, nil)
 	c.initialize(`{}`)
 	ws := c.env.Config.Workspace
-	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"proc_run","arguments":{"executable":"sh","arguments":["-c","touch started; sleep 60; touch finished"]}}}`)
-	testkit.WaitFor(t, "the call to start its program", func() bool {
-		_, err := os.Stat(filepath.Join(ws, "started"))
-		return err == nil
-	})
+	c.startLong("sleep 60; touch finished")
 	c.w.Close()
 	select {
 	case err := <-c.done:
@@ -398,12 +401,7 @@ func TestStdioClientStopsReading(t *testing.T) {
 func TestReadingGoesOnDuringACall(t *testing.T) {
 	c := openLines(t, nil)
 	c.initialize(`{}`)
-	ws := c.env.Config.Workspace
-	c.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"proc_run","arguments":{"executable":"sh","arguments":["-c","touch started; sleep 60"]}}}`)
-	testkit.WaitFor(t, "the call to start its program", func() bool {
-		_, err := os.Stat(filepath.Join(ws, "started"))
-		return err == nil
-	})
+	c.startLong("sleep 60")
 	for i := range 5 {
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fs_exists","arguments":{"path":"started"}}}`, i))
 		if a := c.answer(); a.ID != float64(i) || !strings.Contains(string(a.Result), `"exists":true`) {
