@@ -211,7 +211,13 @@ func (h *Hub) setup(ctx context.Context) error {
 	// One results stream per node: JetStream deduplicates message ids
 	// across a whole stream, so a node that published another node's call
 	// id first would otherwise have the real result dropped as a copy.
-	if err := js.DeleteStream(ctx, legacyResultsStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	_, err = placed(ctx, func() (struct{}, error) {
+		if err := js.DeleteStream(ctx, legacyResultsStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return struct{}{}, err
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
 		return fmt.Errorf("remove the shared results stream of an earlier version: %w", err)
 	}
 	for _, n := range h.names {
@@ -219,8 +225,10 @@ func (h *Hub) setup(ctx context.Context) error {
 		if _, err := placed(ctx, func() (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, requests) }); err != nil {
 			return fmt.Errorf("stream of node %s: %w", n, err)
 		}
-		_, err = js.CreateOrUpdateConsumer(ctx, nodeStream(n), jetstream.ConsumerConfig{
-			Durable: workConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: h.opts.AckWait, MaxDeliver: maxDeliver,
+		_, err = placed(ctx, func() (jetstream.Consumer, error) {
+			return js.CreateOrUpdateConsumer(ctx, nodeStream(n), jetstream.ConsumerConfig{
+				Durable: workConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: h.opts.AckWait, MaxDeliver: maxDeliver,
+			})
 		})
 		if err != nil {
 			return fmt.Errorf("consumer of node %s: %w", n, err)
@@ -249,21 +257,23 @@ func (h *Hub) setup(ctx context.Context) error {
 // placementWait is how long setup waits for a cluster to place a stream
 // or the bucket with their replicas: a server that has just started or
 // rejoined counts as an offline peer for a moment ("no suitable peers for
-// placement"), and the hub starting beside it would otherwise fail.
+// placement"), a cluster still electing the leader of its JetStream
+// answers no request (each request then times out, or finds no
+// responder), and the hub starting beside it would otherwise fail.
 const placementWait = 15 * time.Second
 
 // jsNoSuitablePeers is JetStream's error code for a stream or bucket it
 // cannot place on enough servers now.
 const jsNoSuitablePeers jetstream.ErrorCode = 10005
 
-// placed calls create until it succeeds, fails otherwise than by
-// placement, placementWait passes, or ctx ends.
+// placed calls create until it succeeds, fails otherwise than by a
+// cluster not ready yet (unplaced, no answer in the request's time, no
+// responder), placementWait passes, or ctx ends.
 func placed[T any](ctx context.Context, create func() (T, error)) (T, error) {
 	deadline := time.Now().Add(placementWait)
 	for {
 		v, err := create()
-		var apiErr *jetstream.APIError
-		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jsNoSuitablePeers || time.Now().After(deadline) {
+		if err == nil || !notReady(ctx, err) || time.Now().After(deadline) {
 			return v, err
 		}
 		select {
@@ -271,6 +281,22 @@ func placed[T any](ctx context.Context, create func() (T, error)) (T, error) {
 			return v, err
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// notReady reports whether err, from a JetStream request made with ctx,
+// says the cluster cannot answer yet rather than that the request was
+// refused: a stream it cannot place, a request that timed out while ctx
+// itself goes on, or no server answering JetStream's requests.
+func notReady(ctx context.Context, err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr.ErrorCode == jsNoSuitablePeers
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return ctx.Err() == nil
+	default:
+		return errors.Is(err, nats.ErrNoResponders)
 	}
 }
 
