@@ -150,10 +150,15 @@ func (s *Server) watchLoop(ctx context.Context, wt *watch, uri, p, since string)
 		}
 		var res watchResult
 		args := map[string]any{"path": p, "since": since, "timeoutSeconds": watchSeconds}
-		if err := s.turnAs(ctx, ss, identity, "fs.watch", args, &res); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
+		err := s.turnAs(ctx, ss, identity, "fs.watch", args, &res)
+		if ctx.Err() != nil {
+			// Unsubscribed while the turn ran: a change it saw may be one
+			// made after the unsubscribing was answered, which no one asked
+			// to hear of (the verb looks at the file before it listens for
+			// the end of its context).
+			return
+		}
+		if err != nil {
 			s.log.Warn("resource watch", "uri", uri, "identity", identity, "err", err)
 			select {
 			case <-ctx.Done():
