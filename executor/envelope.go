@@ -54,6 +54,16 @@ type Outcome struct {
 	Encoded []byte
 }
 
+// EncodedJSON is the result JSON (see JSON), encoded the first time it is
+// asked for and kept in Encoded: the mirror's record and the surface's
+// answer share one encoding.
+func (o *Outcome) EncodedJSON() []byte {
+	if o.Encoded == nil {
+		o.Encoded = o.JSON()
+	}
+	return o.Encoded
+}
+
 // Succeeded reports whether the verb ran and returned no error.
 func (o *Outcome) Succeeded() bool { return o.Err == nil }
 

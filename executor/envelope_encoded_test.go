@@ -19,3 +19,17 @@ func TestOutcomeEncodedIsKept(t *testing.T) {
 		t.Fatalf("JSON once Encoded is cleared = %s", got)
 	}
 }
+
+// TestOutcomeEncodedJSONOnce: EncodedJSON encodes the result the first
+// time and keeps it; later calls give the same bytes.
+func TestOutcomeEncodedJSONOnce(t *testing.T) {
+	o := &Outcome{Verb: "fs.exists", Value: map[string]any{"succeeded": true, "n": 1}}
+	first := o.EncodedJSON()
+	if string(first) != `{"n":1,"succeeded":true}` || string(o.Encoded) != string(first) {
+		t.Fatalf("EncodedJSON = %s, Encoded = %s", first, o.Encoded)
+	}
+	o.Value = map[string]any{"changed": true} // not seen: the encoding is kept
+	if again := o.EncodedJSON(); &again[0] != &first[0] {
+		t.Fatalf("EncodedJSON encoded again: %s", again)
+	}
+}

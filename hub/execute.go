@@ -69,11 +69,9 @@ func (h *Hub) Execute(ctx context.Context, req APIRequest) (*executor.Outcome, e
 		return nil, fmt.Errorf("api call %s: %w: %w", t.id, ErrNotMirrored, err)
 	}
 	out, by := h.apiOutcome(ctx, &t, &d)
-	if out.Encoded == nil {
-		// Encoded once: for the record below and for the surface's answer.
-		out.Encoded = out.JSON()
-	}
 	h.observeTurn(SurfaceAPI, &TurnResult{TurnID: t.id, Status: d.status()}, nil)
+	// apiResult encodes the result once (EncodedJSON), for the record and
+	// for the surface's answer.
 	if err := h.mirrorAPI(context.WithoutCancel(ctx), &t, apiResult(&t, out, by), durable); err != nil {
 		// The verb has run; its outcome still reaches the caller.
 		h.log.Error("mirror api result", "turn", t.id, "err", fmt.Sprint(err))
@@ -155,16 +153,7 @@ func apiResult(t *turn, out *executor.Outcome, by answeredBy) store.MirrorRecord
 		meta[store.MetaErrorCode] = string(out.Err.Code)
 	}
 	meta = by.meta(meta)
-	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Bytes: encoded(out), Meta: meta}
-}
-
-// encoded is out's result JSON: the bytes it was encoded to when it was,
-// without a copy.
-func encoded(out *executor.Outcome) []byte {
-	if out.Encoded != nil {
-		return out.Encoded
-	}
-	return out.JSON()
+	return store.MirrorRecord{Direction: store.DirectionOutbound, Platform: "api", Actor: "hub", Kind: "result", Bytes: out.EncodedJSON(), Meta: meta}
 }
 
 // mirrorAPI writes a record of an API call; with durable, it returns once

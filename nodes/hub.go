@@ -211,7 +211,7 @@ func (h *Hub) setup(ctx context.Context) error {
 	// One results stream per node: JetStream deduplicates message ids
 	// across a whole stream, so a node that published another node's call
 	// id first would otherwise have the real result dropped as a copy.
-	_, err = placed(ctx, func() (struct{}, error) {
+	_, err = whenReady(ctx, placementWait, func() (struct{}, error) {
 		if err := js.DeleteStream(ctx, legacyResultsStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return struct{}{}, err
 		}
@@ -222,10 +222,10 @@ func (h *Hub) setup(ctx context.Context) error {
 	}
 	for _, n := range h.names {
 		requests, results := streamConfigs(n, keep, h.opts.CallTimeout, h.opts.Limits, h.opts.Replicas)
-		if _, err := placed(ctx, func() (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, requests) }); err != nil {
+		if _, err := whenReady(ctx, placementWait, func() (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, requests) }); err != nil {
 			return fmt.Errorf("stream of node %s: %w", n, err)
 		}
-		_, err = placed(ctx, func() (jetstream.Consumer, error) {
+		_, err = whenReady(ctx, placementWait, func() (jetstream.Consumer, error) {
 			return js.CreateOrUpdateConsumer(ctx, nodeStream(n), jetstream.ConsumerConfig{
 				Durable: workConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: h.opts.AckWait, MaxDeliver: maxDeliver,
 			})
@@ -233,7 +233,7 @@ func (h *Hub) setup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("consumer of node %s: %w", n, err)
 		}
-		if _, err := placed(ctx, func() (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, results) }); err != nil {
+		if _, err := whenReady(ctx, placementWait, func() (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, results) }); err != nil {
 			return fmt.Errorf("results stream of node %s: %w", n, err)
 		}
 		cc, err := h.consume(ctx, n)
@@ -242,7 +242,7 @@ func (h *Hub) setup(ctx context.Context) error {
 		}
 		h.cc = append(h.cc, cc)
 	}
-	h.kv, err = placed(ctx, func() (jetstream.KeyValue, error) {
+	h.kv, err = whenReady(ctx, placementWait, func() (jetstream.KeyValue, error) {
 		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: statusBucket, TTL: h.opts.HeartbeatTTL, History: 1, Storage: jetstream.FileStorage,
 			MaxValueSize: maxHeartbeatBytes, MaxBytes: statusBucketBytes(len(h.names)), Replicas: h.opts.Replicas,
@@ -266,13 +266,13 @@ const placementWait = 15 * time.Second
 // cannot place on enough servers now.
 const jsNoSuitablePeers jetstream.ErrorCode = 10005
 
-// placed calls create until it succeeds, fails otherwise than by a
-// cluster not ready yet (unplaced, no answer in the request's time, no
-// responder), placementWait passes, or ctx ends.
-func placed[T any](ctx context.Context, create func() (T, error)) (T, error) {
-	deadline := time.Now().Add(placementWait)
+// whenReady calls do until it succeeds, fails otherwise than by a
+// cluster not ready yet (notReady: unplaced, no answer in the request's
+// time, no responder), within has passed, or ctx ends.
+func whenReady[T any](ctx context.Context, within time.Duration, do func() (T, error)) (T, error) {
+	deadline := time.Now().Add(within)
 	for {
-		v, err := create()
+		v, err := do()
 		if err == nil || !notReady(ctx, err) || time.Now().After(deadline) {
 			return v, err
 		}
@@ -592,17 +592,9 @@ func (h *Hub) connections() map[string]bool {
 
 func readStatus(ctx context.Context, kv jetstream.KeyValue, node string) (NodeStatus, error) {
 	st := NodeStatus{Name: node}
-	e, err := kv.Get(ctx, node)
-	for tries := 1; errors.Is(err, nats.ErrNoResponders) && tries < statusTries; tries++ {
-		// The bucket's stream between leaders (a cluster just formed, or
-		// failing over) answers no one for a moment.
-		select {
-		case <-ctx.Done():
-			return st, fmt.Errorf("status of node %s: %w", node, err)
-		case <-time.After(statusRetry):
-		}
-		e, err = kv.Get(ctx, node)
-	}
+	// The bucket's stream between leaders (a cluster just formed, or
+	// failing over) answers no one for a moment.
+	e, err := whenReady(ctx, statusWait, func() (jetstream.KeyValueEntry, error) { return kv.Get(ctx, node) })
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return st, nil
 	}
@@ -619,12 +611,9 @@ func readStatus(ctx context.Context, kv jetstream.KeyValue, node string) (NodeSt
 	return st, nil
 }
 
-// statusTries and statusRetry bound how long a status read waits for the
-// bucket's stream to answer again: 2 s.
-const (
-	statusTries = 20
-	statusRetry = 100 * time.Millisecond
-)
+// statusWait is how long a status read waits for the bucket's stream to
+// answer again.
+const statusWait = 2 * time.Second
 
 // ListStatus reads the status of the named nodes through an existing
 // connection (`hub nodes list` connects with the hub's key).

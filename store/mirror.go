@@ -439,13 +439,10 @@ func (m *Mirror) write(rec MirrorRecord) (*mirrorStream, uint64, error) {
 	}
 	rec.TS = rec.TS.UTC()
 	text, size := rec.Text, len(rec.Text)
-	sum := func() [sha256.Size]byte { return sha256.Sum256([]byte(rec.Text)) }
 	if b := rec.Bytes; b != nil {
 		// Enough of it for the preview and for the text kept.
 		keep := max(m.opts.MaxTextBytes+utf8.UTFMax, PreviewRunes*utf8.UTFMax+2)
 		text, size = string(b[:min(len(b), keep)]), len(b)
-		sum = func() [sha256.Size]byte { return sha256.Sum256(b) }
-		rec.Bytes = nil
 	}
 	rec.TextPreview = TextPreview(text)
 	rec.TextBytes = size
@@ -453,7 +450,11 @@ func (m *Mirror) write(rec MirrorRecord) (*mirrorStream, uint64, error) {
 		rec.Meta = map[string]string{}
 	}
 	if size > m.opts.MaxTextBytes {
-		sum := sum()
+		whole := rec.Bytes
+		if whole == nil {
+			whole = []byte(rec.Text)
+		}
+		sum := sha256.Sum256(whole)
 		meta := make(map[string]string, len(rec.Meta)+2) // the caller's map stays as it is
 		maps.Copy(meta, rec.Meta)
 		meta[MetaTextTruncated] = "true"

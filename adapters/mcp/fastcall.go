@@ -90,10 +90,11 @@ type directRequest struct {
 }
 
 // admitDirect takes line, a JSON object, for the direct path when it is a
-// call the path serves (handled): the job to run, whose answer is written
-// and whose place is freed when the verb is done, or, when its id is
-// already in use, none (the line is refused here). A line it does not
-// handle goes the SDK's way, untouched.
+// call the path serves (handled): the job to run, counted among the calls
+// the connection's end waits for, whose answer is written and whose place
+// is freed when the verb is done; or none, when its id is already in use
+// (the line is refused here) or the connection has ended (no one waits for
+// an answer). A line it does not handle goes the SDK's way, untouched.
 func (c *stdioConn) admitDirect(line []byte) (handled bool, j *directJob) {
 	if c.direct == nil || !c.ready.Load() || !bytes.Contains(line, []byte(`"tools/call"`)) {
 		return false, nil
@@ -112,17 +113,21 @@ func (c *stdioConn) admitDirect(line []byte) (handled bool, j *directJob) {
 	if !ok {
 		return false, nil
 	}
+	if !c.claim(id) {
+		return true, nil
+	}
 	ctx, cancel := context.WithCancel(c.base)
 	c.mu.Lock()
-	_, dup := c.pending[id]
-	if !dup {
-		c.pending[id] = false
+	stopped := c.stopped
+	if stopped {
+		delete(c.pending, id)
+	} else {
 		c.cancels[id] = cancel
+		c.calls.Add(1)
 	}
 	c.mu.Unlock()
-	if dup {
+	if stopped {
 		cancel()
-		c.refuse(&id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is already in use by a request in progress", id.Raw()))
 		return true, nil
 	}
 	return true, &directJob{ctx: ctx, cancel: cancel, id: id, info: info, args: r.Params.Arguments}
@@ -135,24 +140,6 @@ type directJob struct {
 	id     jsonrpc.ID
 	info   executor.Info
 	args   json.RawMessage
-}
-
-// start counts j among the calls the connection's end waits for, true; or,
-// when the connection has ended (no one waits for an answer), drops it and
-// frees its place, false.
-func (c *stdioConn) start(j *directJob) bool {
-	c.mu.Lock()
-	stopped := c.stopped
-	if !stopped {
-		c.calls.Add(1)
-	}
-	c.mu.Unlock()
-	if stopped {
-		j.cancel()
-		c.done()
-		return false
-	}
-	return true
 }
 
 // runDirect runs a direct call and writes its answer.

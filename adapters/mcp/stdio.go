@@ -49,7 +49,7 @@ func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	s.report(hub.StateRunning, "stdio")
 	conn := newStdioConn(in, out, s.opts.MaxLineBytes, s.opts.MaxPending, s)
 	finished := make(chan struct{})
-	go conn.unblockAtEnd(ctx, out, finished)
+	go conn.unblockAtEnd(ctx, finished)
 	err := s.srv.Run(ctx, stdioTransport{conn})
 	conn.stopDirect()
 	close(finished)
@@ -222,12 +222,10 @@ func (c *stdioConn) readUntilDirect() (directJob, bool) {
 			return directJob{}, false
 		}
 		m, j, keep := c.admit(line, err)
-		switch {
-		case j != nil:
-			if c.start(j) {
-				return *j, true
-			}
-		case !keep:
+		if j != nil {
+			return *j, true
+		}
+		if !keep {
 			c.done()
 		}
 		if m.msg != nil && !c.hand(m) {
@@ -345,14 +343,7 @@ func (c *stdioConn) admit(line []byte, readErr error) (m msgOrErr, j *directJob,
 		m.notification = true // Read sets the fence that follows it
 		return m, nil, true
 	}
-	c.mu.Lock()
-	_, dup := c.pending[req.ID]
-	if !dup {
-		c.pending[req.ID] = false
-	}
-	c.mu.Unlock()
-	if dup {
-		c.refuse(&req.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is already in use by a request in progress", req.ID.Raw()))
+	if !c.claim(req.ID) {
 		return msgOrErr{}, nil, false
 	}
 	switch req.Method {
@@ -364,6 +355,21 @@ func (c *stdioConn) admit(line []byte, readErr error) (m msgOrErr, j *directJob,
 		c.initializing(req)
 	}
 	return m, nil, true
+}
+
+// claim takes id for a request in progress; false, the line refused,
+// when a request in progress has it already.
+func (c *stdioConn) claim(id jsonrpc.ID) bool {
+	c.mu.Lock()
+	_, dup := c.pending[id]
+	if !dup {
+		c.pending[id] = false
+	}
+	c.mu.Unlock()
+	if dup {
+		c.refuse(&id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %v is already in use by a request in progress", id.Raw()))
+	}
+	return !dup
 }
 
 // initializing notes the initialize request: its id, to know when it is
@@ -390,14 +396,14 @@ func (c *stdioConn) stopDirect() {
 	c.calls.Wait()
 }
 
-// unblockAtEnd closes out when the connection is ending (its input ended,
-// or ctx) and has not finished stopGrace later: an answer is then being
-// written to a client that stopped reading before it closed its end (a
-// pipe that stays full), and ending the output ends that write, as
+// unblockAtEnd closes the output when the connection is ending (its input
+// ended, or ctx) and has not finished stopGrace later: an answer is then
+// being written to a client that stopped reading before it closed its end
+// (a pipe that stays full), and ending the output ends that write, as
 // nothing more will be written. finished is closed once RunStdio is done.
-func (c *stdioConn) unblockAtEnd(ctx context.Context, out io.Writer, finished <-chan struct{}) {
+func (c *stdioConn) unblockAtEnd(ctx context.Context, finished <-chan struct{}) {
 	select {
-	case <-c.base.Done(): // the input ended (Read), or the connection stops
+	case <-c.base.Done(): // the input ended (the reader), or the connection stops
 	case <-ctx.Done():
 	case <-finished:
 		return
@@ -405,7 +411,7 @@ func (c *stdioConn) unblockAtEnd(ctx context.Context, out io.Writer, finished <-
 	select {
 	case <-finished:
 	case <-time.After(stopGrace):
-		if cl, ok := out.(io.Closer); ok {
+		if cl, ok := c.out.(io.Closer); ok {
 			_ = cl.Close()
 		}
 	}
