@@ -184,7 +184,7 @@ func buildImage(t *testing.T, cli *client.Client, bin, busybox string) string {
 func serveImage(t *testing.T, cli *client.Client, tag string) string {
 	t.Helper()
 	ctx := context.Background()
-	port := freePort(t)
+	port := fmt.Sprint(testkit.Port(t))
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Image:      tag,
 		Config:     &container.Config{Env: []string{"HUB_WEB_LISTEN=127.0.0.1:" + port}},
@@ -361,15 +361,6 @@ func logs(cli *client.Client, id string) string {
 	defer r.Close()
 	b, _ := io.ReadAll(r)
 	return string(b) // multiplexed: frame headers show as a few stray bytes
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	p, err := testkit.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprint(p)
 }
 
 func randHex(t *testing.T) string {

@@ -115,6 +115,21 @@ func (c *lineConn) initialize(caps string) {
 
 func (c *lineConn) direct() uint64 { return mcpsurface.DirectCalls(c.srv) }
 
+// ended waits until RunStdio has returned without an error, within the
+// given time of the client's leaving.
+func (c *lineConn) ended(within time.Duration) {
+	c.t.Helper()
+	select {
+	case err := <-c.done:
+		if err != nil {
+			c.t.Fatalf("RunStdio: %v", err)
+		}
+		c.done <- nil // for the cleanup
+	case <-time.After(within):
+		c.t.Fatalf("RunStdio still runs %v after the client left", within)
+	}
+}
+
 // startLong sends the call "long", a proc_run of sh that touches started
 // and then runs script, and waits until its program runs.
 func (c *lineConn) startLong(script string) {
@@ -351,15 +366,7 @@ func TestDirectCallClientGone(t *testing.T) {
 	ws := c.env.Config.Workspace
 	c.startLong("sleep 60; touch finished")
 	c.w.Close()
-	select {
-	case err := <-c.done:
-		if err != nil {
-			t.Fatalf("RunStdio: %v", err)
-		}
-		c.done <- nil // for the cleanup
-	case <-time.After(20 * time.Second):
-		t.Fatal("RunStdio still runs 20 s after the client hung up")
-	}
+	c.ended(20 * time.Second)
 	if _, err := os.Stat(filepath.Join(ws, "finished")); err == nil {
 		t.Fatal("the program ran to its end")
 	}
@@ -380,15 +387,7 @@ func TestStdioClientStopsReading(t *testing.T) {
 			c.send(tc.line)
 			time.Sleep(200 * time.Millisecond) // its answer now waits in the pipe
 			c.w.Close()                        // the client leaves without reading it
-			select {
-			case err := <-c.done:
-				if err != nil {
-					t.Fatalf("RunStdio: %v", err)
-				}
-				c.done <- nil // for the cleanup
-			case <-time.After(30 * time.Second):
-				t.Fatal("RunStdio still runs 30 s after the client left")
-			}
+			c.ended(30 * time.Second)
 		})
 	}
 }

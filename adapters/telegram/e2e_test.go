@@ -61,15 +61,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	p, err := testkit.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // startEmulator starts the emulator, or skips the test when node or the
 // npm package is missing.
 func startEmulator(t *testing.T, token string) *emulator {
@@ -81,7 +72,7 @@ func startEmulator(t *testing.T, token string) *emulator {
 	script := testkit.NodeScript(t, "e2e", "emulator.js")
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &emulator{t: t, stderr: &syncBuffer{}}
-	e.cmd = exec.CommandContext(ctx, node, script, fmt.Sprint(freePort(t)), token)
+	e.cmd = exec.CommandContext(ctx, node, script, fmt.Sprint(testkit.Port(t)), token)
 	e.cmd.Dir = filepath.Dir(script)
 	e.cmd.Stderr = e.stderr
 	e.cmd.WaitDelay = 5 * time.Second

@@ -117,7 +117,7 @@ func runFleet(t *testing.T, o fleetOpts) {
 			upstream = append(upstream, s.Listen())
 		}
 	} else {
-		port := freeLoopbackPort(t)
+		port := testkit.Port(t)
 		nats := fmt.Sprintf("{embedded: true, listen: \"127.0.0.1:%d\", ack_wait: 5s}", port)
 		seeds = writeHubConfig(t, f.config, filepath.Join(f.dir, "state"), nats, f.names, extra)
 		upstream = []string{fmt.Sprintf("127.0.0.1:%d", port)}
@@ -159,15 +159,6 @@ func prefixed(prefix string, ss []string) []string {
 		out[i] = prefix + s
 	}
 	return out
-}
-
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	p, err := testkit.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // hubConfig is the fleet hub's configuration besides state_dir, nats and

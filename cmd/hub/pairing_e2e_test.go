@@ -52,10 +52,7 @@ func startTelegramEmulator(t *testing.T, token string) *tgEmulator {
 		unavailable("node not installed")
 	}
 	script := testkit.NodeScript(t, filepath.Join("..", "..", "adapters", "telegram", "e2e"), "emulator.js")
-	port, err := testkit.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := testkit.Port(t)
 
 	cmd := exec.Command(node, script, strconv.Itoa(port), token)
 	cmd.Dir = filepath.Dir(script)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // FreePort chooses a port for a server to listen on, below the kernel's
@@ -19,10 +20,7 @@ func FreePort() (int, error) {
 	low := ephemeralLow()
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	for range 200 {
-		if low <= minPort+1000 {
-			break
-		}
+	for tries := 0; low > minPort+1000 && tries < 200; tries++ {
 		p := minPort + rand.IntN(low-minPort)
 		if portsGiven[p] {
 			continue
@@ -41,6 +39,16 @@ func FreePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Port is FreePort for a test, which it fails when no port can be had.
+func Port(t testing.TB) int {
+	t.Helper()
+	p, err := FreePort()
+	if err != nil {
+		t.Fatalf("choose a port: %v", err)
+	}
+	return p
 }
 
 // minPort is the lowest port FreePort chooses.
