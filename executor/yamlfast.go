@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/a6afc2ce/hermes-hub/internal/jsonstr"
 )
 
 // yamlFast converts the YAML that envelopes and chat bodies actually use to
@@ -805,4 +807,4 @@ func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
 // appendJSONString writes s as a JSON string exactly as json.Marshal does:
 // <, > and & escaped for HTML, U+2028 and U+2029 escaped, invalid UTF-8
 // replaced by U+FFFD.
-func appendJSONString(dst, s []byte) []byte { return appendString(dst, s, true) }
+func appendJSONString(dst, s []byte) []byte { return jsonstr.Append(dst, s, true) }

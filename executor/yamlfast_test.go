@@ -2,10 +2,8 @@ package executor
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // yamlFastCases are documents for the differential test and seeds for
@@ -193,22 +191,6 @@ func FuzzYAMLFast(f *testing.F) {
 		}
 		if !bytes.Equal(fast, slow) {
 			t.Fatalf("%q: fast path gave %s, yaml.v3 path gave %s", doc, fast, slow)
-		}
-	})
-}
-
-// FuzzAppendJSONString: appendJSONString writes what json.Marshal writes.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "a", "<&>", "\"\\", "\x00\x1f\x7f\b\f\n\r\t", "\u2028\u2029", "é😀", "\xff\xfe", "a\xc3"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, s []byte) {
-		want, _ := json.Marshal(string(s))
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("%q: got %s, want %s", s, got, want)
-		}
-		if !utf8.Valid(appendJSONString(nil, s)) {
-			t.Fatalf("%q: invalid UTF-8 out", s)
 		}
 	})
 }

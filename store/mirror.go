@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -167,11 +165,18 @@ func InboundRecord(in *chat.Inbound, kind string) MirrorRecord {
 // when cut.
 func TextPreview(s string) string {
 	var b strings.Builder
+	b.Grow(min(len(s), PreviewRunes*utf8.UTFMax) + len("…"))
 	n := 0
 	for i := 0; i < len(s); {
 		if n == PreviewRunes {
 			b.WriteString("…")
 			break
+		}
+		if c := s[i]; c < utf8.RuneSelf && c != '\r' && c != '\n' {
+			b.WriteByte(c)
+			i++
+			n++
+			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
@@ -463,13 +468,18 @@ func (m *Mirror) write(rec MirrorRecord) (*mirrorStream, uint64, error) {
 		text = cutText(text, m.opts.MaxTextBytes)
 	}
 	rec.Text = text
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(rec); err != nil { // Encode adds the newline
+	bp := lineBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= keptLineBuf {
+			lineBufs.Put(bp)
+		}
+	}()
+	line, err := rec.appendJSON((*bp)[:0])
+	*bp = line
+	if err != nil {
 		return nil, 0, fmt.Errorf("mirror append: encode: %w", err)
 	}
-	seq, err := s.write(buf.Bytes())
+	seq, err := s.write(line)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -97,6 +97,9 @@ func TestTextPreview(t *testing.T) {
 		{long, strings.Repeat("é", 200) + "…"},
 		{strings.Repeat("x", 200), strings.Repeat("x", 200)},
 		{strings.Repeat("\n", 201), strings.Repeat(" ", 200) + "…"},
+		{strings.Repeat("x", 199) + "éy", strings.Repeat("x", 199) + "é…"},
+		{"bad \xff\xe2\x82 end", "bad \ufffd\ufffd\ufffd end"},
+		{"\x00\x7f tab\t", "\x00\x7f tab\t"},
 	}
 	for _, tt := range tests {
 		if got := TextPreview(tt.in); got != tt.want {
