@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/a6afc2ce/hermes-hub/chat"
 	"github.com/a6afc2ce/hermes-hub/clock"
@@ -113,8 +114,9 @@ type MirrorRecord struct {
 	Kind      string    `json:"kind"`
 	Text      string    `json:"text"`
 	// Bytes, when set, is the text as the caller holds it, in place of
-	// Text: a large result is not copied whole into a string, and only
-	// what the record keeps of it (the first MaxTextBytes) is.
+	// Text: a result is not copied into a string; the record is encoded
+	// from these bytes (the first MaxTextBytes of them), which the caller
+	// must not change until Append returns.
 	Bytes       []byte            `json:"-"`
 	Meta        map[string]string `json:"meta"`
 	RunID       string            `json:"run_id"`
@@ -445,9 +447,11 @@ func (m *Mirror) write(rec MirrorRecord) (*mirrorStream, uint64, error) {
 	rec.TS = rec.TS.UTC()
 	text, size := rec.Text, len(rec.Text)
 	if b := rec.Bytes; b != nil {
-		// Enough of it for the preview and for the text kept.
+		// Enough of it for the preview and for the text kept, read in
+		// place: the record is encoded here and kept nowhere, and the
+		// caller does not change its bytes while Append runs.
 		keep := max(m.opts.MaxTextBytes+utf8.UTFMax, PreviewRunes*utf8.UTFMax+2)
-		text, size = string(b[:min(len(b), keep)]), len(b)
+		text, size = unsafe.String(unsafe.SliceData(b), min(len(b), keep)), len(b)
 	}
 	rec.TextPreview = TextPreview(text)
 	rec.TextBytes = size

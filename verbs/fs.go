@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+	"unsafe"
 
 	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 
@@ -288,11 +289,12 @@ func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLar
 		}
 		m = &meta
 	}
-	content := string(data)
 	if enc == EncodingBase64 {
-		content = base64.StdEncoding.EncodeToString(data)
+		return base64.StdEncoding.EncodeToString(data), vfsFile(show, enc, int64(len(data)), m), nil
 	}
-	return content, vfsFile(show, enc, int64(len(data)), m), nil
+	// data is this call's own buffer and is not written again: the string
+	// shares it instead of copying the file (a megabyte for a 1 MB read).
+	return unsafe.String(unsafe.SliceData(data), len(data)), vfsFile(show, enc, int64(len(data)), m), nil
 }
 
 // WriteFile implements fs.writeFile. Without a mode it creates the file or
