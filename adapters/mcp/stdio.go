@@ -107,6 +107,7 @@ type stdioConn struct {
 
 	in     *bufio.Reader // read by the goroutine that has the reading turn
 	turn   chan struct{} // hands the reading turn to an idle goroutine
+	handed atomic.Int64  // how many times the turn was handed on
 	msgs   chan msgOrErr // the reader's messages for the SDK (Read)
 	slots  chan struct{} // a token per message in progress
 	closed chan struct{}
@@ -169,13 +170,15 @@ func newStdioConn(in io.Reader, out io.Writer, maxLine, maxPending int, direct d
 // The reading turn: one goroutine at a time reads the input, one line
 // per free place among the messages in progress (slots), so the hub reads
 // no further ahead of its answers than the read buffer (StdioReadAhead).
-// A message for the SDK it hands to Read. A direct call it runs itself,
-// after handing the turn to an idle goroutine (or a new one): the
-// goroutine woken by the line's arrival answers it, with no hand-off
-// between reading a call and running it, and the next line is read while
-// the call runs. The goroutines stay, idle between their turns and calls
-// (at most one per message that may be in progress), so a call does not
-// grow a fresh stack to the depth of a turn.
+// A message for the SDK it hands to Read. A direct call it runs itself:
+// the goroutine woken by the line's arrival answers it, with no hand-off
+// between reading a call and running it. The turn goes to an idle
+// goroutine (or a new one) while the call runs, so that the next line is
+// read meanwhile: at once when more input waits, else when the call
+// outlasts keepTurnFor (runKeepingTurn). The goroutines stay, idle
+// between their turns and calls (at most one per message that may be in
+// progress), so a call does not grow a fresh stack to the depth of a
+// turn.
 
 // reader takes reading turns and runs the direct calls it reads, until
 // the input ends or the connection closes (a read blocked on the input
@@ -186,12 +189,9 @@ func (c *stdioConn) reader() {
 		if !ok {
 			return
 		}
-		select {
-		case c.turn <- struct{}{}:
-		default:
-			go c.reader()
+		if c.runKeepingTurn(j) {
+			continue
 		}
-		c.runDirect(j)
 		select {
 		case <-c.turn:
 		case <-c.base.Done(): // the input ended: no turn will come
@@ -199,6 +199,43 @@ func (c *stdioConn) reader() {
 		case <-c.closed:
 			return
 		}
+	}
+}
+
+// keepTurnFor is how long a direct call runs before the goroutine running
+// it hands the reading turn on, when no further input is waiting: most
+// calls end sooner, and then the turn stays with it, with no other
+// thread woken for the next line.
+const keepTurnFor = 50 * time.Microsecond
+
+// runKeepingTurn runs j. It hands the reading turn on at once when the
+// client has written more (the next line is read while j runs), else
+// after keepTurnFor if j still runs; true when the call ended first and
+// this goroutine kept the turn.
+func (c *stdioConn) runKeepingTurn(j directJob) bool {
+	if c.in.Buffered() > 0 {
+		c.passTurn()
+		c.runDirect(j)
+		return false
+	}
+	var decided atomic.Bool
+	t := time.AfterFunc(keepTurnFor, func() {
+		if decided.CompareAndSwap(false, true) {
+			c.passTurn()
+		}
+	})
+	c.runDirect(j)
+	t.Stop()
+	return decided.CompareAndSwap(false, true)
+}
+
+// passTurn hands the reading turn to an idle goroutine, or a new one.
+func (c *stdioConn) passTurn() {
+	c.handed.Add(1)
+	select {
+	case c.turn <- struct{}{}:
+	default:
+		go c.reader()
 	}
 }
 
