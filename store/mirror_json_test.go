@@ -50,7 +50,7 @@ func TestMirrorLineMatchesEncodingJSON(t *testing.T) {
 		"empty meta":    {TS: ts, Meta: map[string]string{}},
 		"many meta":     {TS: ts, Meta: map[string]string{"k9": "9", "k1": "1", "k5": "5", "k3": "3", "k7": "7", "k2": "2", "k8": "8", "k4": "4", "k6": "6", "k0": "0"}},
 		"whole second":  {TS: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
-		"offset zone":   {TS: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", -(3*3600 + 30*60)))},
+		"offset zone":   {TS: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", -(3*3600+30*60)))},
 		"year 0":        {TS: time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)},
 		"year 10000":    {TS: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		"year -1":       {TS: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},

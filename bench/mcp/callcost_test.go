@@ -17,7 +17,8 @@ type costSide struct {
 	c      *child
 	req    func(id int) []byte
 	answer func(line []byte) bool
-	lat    stats
+	lat    stats // one call at a time, the sides in turns
+	b2b    stats // one call at a time, the next sent as soon as an answer comes
 	cpu    time.Duration
 	wall   time.Duration
 	calls  int
@@ -35,7 +36,11 @@ type costSide struct {
 //
 // Rounds alternate between the sides so that all meet the same machine.
 // One at a time: the client waits for each answer (p50 of the round trip,
-// pipes and wake-ups included). Pipelined: 32 calls written before their
+// pipes and wake-ups included), the sides in turns, so each side's
+// process waits idle between its calls, as for a client that thinks
+// between calls. Back to back: the same, each side's calls one after
+// another, the next sent as soon as an answer comes (a client in a
+// loop). Pipelined: 32 calls written before their
 // answers are read; the server's CPU time per call (its threads' run time
 // as the scheduler counts it, from /proc; see cpuTime) and the calls per
 // second.
@@ -103,6 +108,11 @@ func BenchmarkCallCost(b *testing.B) {
 			}
 		}
 		for _, s := range sides {
+			for range perRound {
+				s.b2b.lat = append(s.b2b.lat, roundTrip(s))
+			}
+		}
+		for _, s := range sides {
 			cpu0, t0 := cpuTime(b, s.c), time.Now()
 			for sent := 0; sent < perRound; sent += depth {
 				for range depth {
@@ -135,6 +145,7 @@ func BenchmarkCallCost(b *testing.B) {
 		p50[s.name] = percentile(s.lat.lat, 0.5) * 1000
 		cpu[s.name] = float64(s.cpu.Microseconds()) / float64(s.calls)
 		b.ReportMetric(p50[s.name], s.name+"-p50-µs")
+		b.ReportMetric(percentile(s.b2b.lat, 0.5)*1000, s.name+"-b2b-p50-µs")
 		b.ReportMetric(cpu[s.name], s.name+"-cpu-µs/call")
 		b.ReportMetric(float64(s.calls)/s.wall.Seconds(), s.name+"-pipelined-calls/s")
 	}
