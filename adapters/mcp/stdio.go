@@ -172,13 +172,12 @@ func newStdioConn(in io.Reader, out io.Writer, maxLine, maxPending int, direct d
 // no further ahead of its answers than the read buffer (StdioReadAhead).
 // A message for the SDK it hands to Read. A direct call it runs itself:
 // the goroutine woken by the line's arrival answers it, with no hand-off
-// between reading a call and running it. The turn goes to an idle
-// goroutine (or a new one) while the call runs, so that the next line is
-// read meanwhile: at once when more input waits, else when the call
-// outlasts keepTurnFor (runKeepingTurn). The goroutines stay, idle
-// between their turns and calls (at most one per message that may be in
-// progress), so a call does not grow a fresh stack to the depth of a
-// turn.
+// between reading a call and running it. When the call outlasts
+// keepTurnFor, the turn goes to an idle goroutine (or a new one), so that
+// the next line is read while it runs (runKeepingTurn). The goroutines
+// stay, idle between their turns and calls (at most one per message that
+// may be in progress), so a call does not grow a fresh stack to the depth
+// of a turn.
 
 // reader takes reading turns and runs the direct calls it reads, until
 // the input ends or the connection closes (a read blocked on the input
@@ -203,21 +202,15 @@ func (c *stdioConn) reader() {
 }
 
 // keepTurnFor is how long a direct call runs before the goroutine running
-// it hands the reading turn on, when no further input is waiting: most
-// calls end sooner, and then the turn stays with it, with no other
-// thread woken for the next line.
+// it hands the reading turn on: most calls end sooner, and then the turn
+// stays with it, with no other goroutine woken for the next line (nor,
+// for a client that writes several calls at once, for each of them).
 const keepTurnFor = 50 * time.Microsecond
 
-// runKeepingTurn runs j. It hands the reading turn on at once when the
-// client has written more (the next line is read while j runs), else
-// after keepTurnFor if j still runs; true when the call ended first and
-// this goroutine kept the turn.
+// runKeepingTurn runs j, handing the reading turn on if j still runs
+// after keepTurnFor; true when the call ended first and this goroutine
+// kept the turn.
 func (c *stdioConn) runKeepingTurn(j directJob) bool {
-	if c.in.Buffered() > 0 {
-		c.passTurn()
-		c.runDirect(j)
-		return false
-	}
 	var decided atomic.Bool
 	t := time.AfterFunc(keepTurnFor, func() {
 		if decided.CompareAndSwap(false, true) {
