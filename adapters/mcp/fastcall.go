@@ -142,8 +142,9 @@ type directJob struct {
 	args   json.RawMessage
 }
 
-// runDirect runs a direct call and writes its answer.
-func (c *stdioConn) runDirect(j directJob) {
+// runDirect runs a direct call and writes its answer, unless hold, given
+// the answer once the call has ended, keeps it for a later write.
+func (c *stdioConn) runDirect(j directJob, hold func(line []byte) bool) {
 	ctx, id := j.ctx, j.id
 	defer j.cancel()
 	out, err := c.direct.callDirect(ctx, j.info, j.args, fmt.Sprint(id.Raw()))
@@ -156,7 +157,9 @@ func (c *stdioConn) runDirect(j directJob) {
 	// none while its connection shuts down: the client is gone, and a
 	// pipe it no longer reads could hold the write for ever.
 	if err == nil && c.base.Err() == nil {
-		err = c.writeLine(line)
+		if !hold(line) {
+			err = c.writeLine(line)
+		}
 	}
 	c.done()
 	c.calls.Done()

@@ -425,6 +425,40 @@ func TestReadingGoesOnDuringACall(t *testing.T) {
 	})
 }
 
+// TestBurstOfBothPaths: direct calls and messages for the SDK written in
+// one go (answers of direct calls are held to go out together) are all
+// answered, each once.
+func TestBurstOfBothPaths(t *testing.T) {
+	c := openLines(t, nil)
+	c.initialize(`{}`)
+	var burst strings.Builder
+	want := map[string]bool{}
+	for i := range 41 {
+		id := fmt.Sprint(i)
+		switch i % 10 {
+		case 5:
+			fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":"%s","method":"ping"}`+"\n", id)
+		case 7:
+			fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":"%s","method":"tools/list"}`+"\n", id)
+		default:
+			fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":"%s","method":"tools/call","params":{"name":"fs_exists","arguments":{"path":"."}}}`+"\n", id)
+		}
+		want[id] = true
+	}
+	go io.WriteString(c.w, burst.String())
+	for range len(want) {
+		a := c.answer()
+		id, _ := a.ID.(string)
+		if !want[id] || a.Error != nil {
+			t.Fatalf("answer %v (error %+v): not one of the burst's, or twice", a.ID, a.Error)
+		}
+		delete(want, id)
+	}
+	if c.direct() != 33 {
+		t.Errorf("direct calls %d, want 33", c.direct())
+	}
+}
+
 // stacks are the stacks of every goroutine.
 func stacks() string {
 	var b strings.Builder

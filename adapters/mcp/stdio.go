@@ -103,6 +103,7 @@ func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) { retur
 type stdioConn struct {
 	out     io.Writer
 	wmu     sync.Mutex // one message per write
+	held    []byte     // answers written with the next write (holdLine)
 	maxLine int
 
 	in     *bufio.Reader // read by the goroutine that has the reading turn
@@ -188,7 +189,7 @@ func (c *stdioConn) reader() {
 		if !ok {
 			return
 		}
-		if c.runKeepingTurn(j) {
+		if c.runKeepingTurn(j, c.lineWaiting()) {
 			continue
 		}
 		select {
@@ -208,18 +209,43 @@ func (c *stdioConn) reader() {
 const keepTurnFor = 50 * time.Microsecond
 
 // runKeepingTurn runs j, handing the reading turn on if j still runs
-// after keepTurnFor; true when the call ended first and this goroutine
-// kept the turn.
-func (c *stdioConn) runKeepingTurn(j directJob) bool {
-	var decided atomic.Bool
+// after keepTurnFor (with the answers held so far: they go out then);
+// true when the call ended first and this goroutine kept the turn. When
+// the client had written more than j (more: a whole line was read in
+// behind it), j's answer is held, to go out with those of the next calls
+// in one write, if that needs no wait; else the turn goes on before the
+// answer is written, so that a write the client does not read holds no
+// reading.
+func (c *stdioConn) runKeepingTurn(j directJob, more bool) bool {
+	const running, handed, kept = 0, 1, 2
+	var state atomic.Int32
 	t := time.AfterFunc(keepTurnFor, func() {
-		if decided.CompareAndSwap(false, true) {
+		if state.CompareAndSwap(running, handed) {
 			c.passTurn()
+			c.flushHeld()
 		}
 	})
-	c.runDirect(j)
+	c.runDirect(j, func(line []byte) bool {
+		if !more || !state.CompareAndSwap(running, kept) {
+			return false
+		}
+		if c.tryHold(line) {
+			return true
+		}
+		state.Store(handed)
+		c.passTurn()
+		return false
+	})
 	t.Stop()
-	return decided.CompareAndSwap(false, true)
+	return state.Load() == kept || state.CompareAndSwap(running, kept)
+}
+
+// lineWaiting reports whether a whole line is read in and waits: the
+// next read returns without waiting for the client. Only the goroutine
+// with the reading turn may ask.
+func (c *stdioConn) lineWaiting() bool {
+	b, _ := c.in.Peek(c.in.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // passTurn hands the reading turn to an idle goroutine, or a new one.
@@ -237,9 +263,15 @@ func (c *stdioConn) passTurn() {
 // (true) or the reading ends (false).
 func (c *stdioConn) readUntilDirect() (directJob, bool) {
 	for {
+		// Answers held for the next write go out before anything that
+		// may wait: a read of a line not yet sent, a free place, Read.
+		if !c.lineWaiting() {
+			c.sendHeld()
+		}
 		select {
 		case c.slots <- struct{}{}:
 		case <-c.closed:
+			c.sendHeld() // the answers of calls that ended before
 			return directJob{}, false
 		}
 		line, err := readLine(c.in, c.maxLine)
@@ -257,6 +289,9 @@ func (c *stdioConn) readUntilDirect() (directJob, bool) {
 		}
 		if !keep {
 			c.done()
+		}
+		if m.msg != nil {
+			c.sendHeld()
 		}
 		if m.msg != nil && !c.hand(m) {
 			return directJob{}, false
@@ -515,12 +550,67 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
-// writeLine writes data, which ends with its newline.
+// maxHeld bounds the answers held for one write.
+const maxHeld = 64 << 10
+
+// writeLine writes data, which ends with its newline, after the answers
+// held so far.
 func (c *stdioConn) writeLine(data []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if len(c.held) > 0 {
+		data = append(c.held, data...)
+		c.held = c.held[:0]
+	}
 	_, err := c.out.Write(data)
 	return err
+}
+
+// tryHold keeps data, which ends with its newline, for the next write,
+// unless a write is in progress or the answers held would pass maxHeld.
+func (c *stdioConn) tryHold(data []byte) bool {
+	if !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	if len(c.held)+len(data) > maxHeld {
+		return false
+	}
+	c.held = append(c.held, data...)
+	return true
+}
+
+// sendHeld has the answers held written by a goroutine of their own, if
+// there are any: the goroutine with the reading turn never waits on a
+// client that does not read (it would then not read the input's end).
+func (c *stdioConn) sendHeld() {
+	if c.wmu.TryLock() {
+		none := len(c.held) == 0
+		c.wmu.Unlock()
+		if none {
+			return
+		}
+	}
+	go c.flushHeld()
+}
+
+// flushHeld writes the answers held.
+func (c *stdioConn) flushHeld() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.writeHeldLocked()
+}
+
+// writeHeldLocked writes the answers held; the caller holds wmu.
+func (c *stdioConn) writeHeldLocked() {
+	if len(c.held) == 0 {
+		return
+	}
+	_, err := c.out.Write(c.held)
+	c.held = c.held[:0]
+	if err != nil {
+		c.Close()
+	}
 }
 
 // encodeLine is a message as jsonrpc.EncodeMessage encodes it, with its

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
 )
@@ -132,4 +134,93 @@ func TestLongCallsHandTheReadingTurnOn(t *testing.T) {
 	if line, err := answers.ReadString('\n'); err != nil || !strings.Contains(line, `"id":3,`) {
 		t.Fatalf("the second held call's answer: %q %v", line, err)
 	}
+}
+
+// Calls written at once are answered together, and every answer goes
+// out: the last of a burst, those held before a call that is held up,
+// and those of a client that stops reading end nothing but its own
+// connection.
+func TestHeldAnswersGoOut(t *testing.T) {
+	f, w, answers := openTurns(t)
+	readIDs := func(n int) map[int]bool {
+		t.Helper()
+		seen := map[int]bool{}
+		for range n {
+			var a struct{ ID int }
+			line, err := answers.ReadString('\n')
+			if err != nil || json.Unmarshal([]byte(line), &a) != nil || seen[a.ID] {
+				t.Fatalf("an answer (%d read before): %q %v", len(seen), line, err)
+			}
+			seen[a.ID] = true
+		}
+		return seen
+	}
+	var burst strings.Builder
+	for i := range 100 {
+		burst.WriteString(call(i, "t"))
+	}
+	go io.WriteString(w, burst.String())
+	if seen := readIDs(100); len(seen) != 100 || !seen[0] || !seen[99] {
+		t.Fatalf("answers of a burst of 100: %v", seen)
+	}
+	// Ten quick calls, then one held up: the ten are answered while it is.
+	burst.Reset()
+	for i := range 10 {
+		burst.WriteString(call(200+i, "t"))
+	}
+	burst.WriteString(call(300, "hold"))
+	go io.WriteString(w, burst.String())
+	if seen := readIDs(10); seen[300] {
+		t.Fatalf("the held call was answered before it was let go: %v", seen)
+	}
+	close(f.release)
+	if seen := readIDs(1); !seen[300] {
+		t.Fatalf("the held call's answer: %v", seen)
+	}
+}
+
+// A client that writes a burst of calls and reads none of the answers,
+// then leaves: the connection ends (its reading is not held by an answer
+// it does not read).
+func TestBurstUnreadEnds(t *testing.T) {
+	for name, tail := range map[string]string{"calls": "", "then a blank line": "\n"} {
+		t.Run(name, func(t *testing.T) { burstUnreadEnds(t, tail) })
+	}
+}
+
+func burstUnreadEnds(t *testing.T, tail string) {
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	f := &turnCaller{release: make(chan struct{})}
+	f.c = newStdioConn(sr, sw, 0, 0, f)
+	f.c.ready.Store(true)
+	var burst strings.Builder
+	for i := range 50 {
+		burst.WriteString(call(i, "t"))
+	}
+	if _, err := io.WriteString(cw, burst.String()+tail); err != nil {
+		t.Fatal(err)
+	}
+	cw.Close()
+	// The input's end reaches Read (the SDK's side) although no answer
+	// was read: the pipe takes none until the client reads.
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := f.c.Read(context.Background()); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("Read ended with %v, want the input's end", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the input's end was not read 30 s after the client left, its answers unread")
+	}
+	f.c.Close()
+	cr.Close() // the writes waiting for the client end
 }
