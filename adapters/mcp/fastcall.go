@@ -89,6 +89,14 @@ type directRequest struct {
 	Params  *directParams   `json:"params"`
 }
 
+// decodeDirect reads a tools/call line of any shape encoding/json
+// reads; false when it holds a key the direct path does not know.
+func decodeDirect(line []byte) (r directRequest, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	return r, dec.Decode(&r) == nil
+}
+
 // admitDirect takes line, a JSON object, for the direct path when it is a
 // call the path serves (handled): the job to run, counted among the calls
 // the connection's end waits for, whose answer is written and whose place
@@ -99,10 +107,11 @@ func (c *stdioConn) admitDirect(line []byte) (handled bool, j *directJob) {
 	if c.direct == nil || !c.ready.Load() || !bytes.Contains(line, []byte(`"tools/call"`)) {
 		return false, nil
 	}
-	var r directRequest
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil || r.Version != "2.0" || r.Method != "tools/call" || r.Params == nil || len(r.Params.Meta) > 0 {
+	r, ok := scanDirect(line)
+	if !ok {
+		r, ok = decodeDirect(line)
+	}
+	if !ok || r.Version != "2.0" || r.Method != "tools/call" || r.Params == nil || len(r.Params.Meta) > 0 {
 		return false, nil
 	}
 	id, ok := directID(r.ID)
