@@ -109,10 +109,12 @@ type stdioConn struct {
 	in     *bufio.Reader // read by the goroutine that has the reading turn
 	turn   chan struct{} // hands the reading turn to an idle goroutine
 	handed atomic.Int64  // how many times the turn was handed on
-	msgs   chan msgOrErr // the reader's messages for the SDK (Read)
-	slots  chan struct{} // a token per message in progress
-	closed chan struct{}
-	once   sync.Once
+	// keepTurn is keepTurnFor (a test's own value where it counts turns)
+	keepTurn time.Duration
+	msgs     chan msgOrErr // the reader's messages for the SDK (Read)
+	slots    chan struct{} // a token per message in progress
+	closed   chan struct{}
+	once     sync.Once
 
 	fenceBase string
 	mu        sync.Mutex
@@ -161,7 +163,7 @@ func newStdioConn(in io.Reader, out io.Writer, maxLine, maxPending int, direct d
 		turn: make(chan struct{}), msgs: make(chan msgOrErr),
 		slots: make(chan struct{}, maxPending), closed: make(chan struct{}),
 		fenceBase: "hub-fence-" + hex.EncodeToString(b[:]) + "-", pending: map[jsonrpc.ID]bool{},
-		cancels: map[jsonrpc.ID]context.CancelFunc{}, direct: direct,
+		cancels: map[jsonrpc.ID]context.CancelFunc{}, direct: direct, keepTurn: keepTurnFor,
 	}
 	c.base, c.endCalls = context.WithCancel(context.Background())
 	go c.reader()
@@ -219,7 +221,7 @@ const keepTurnFor = 50 * time.Microsecond
 func (c *stdioConn) runKeepingTurn(j directJob, more bool) bool {
 	const running, handed, kept = 0, 1, 2
 	var state atomic.Int32
-	t := time.AfterFunc(keepTurnFor, func() {
+	t := time.AfterFunc(c.keepTurn, func() {
 		if state.CompareAndSwap(running, handed) {
 			c.passTurn()
 			c.flushHeld()
