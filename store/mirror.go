@@ -460,8 +460,8 @@ func (m *Mirror) write(rec MirrorRecord) (*mirrorStream, uint64, error) {
 	}
 	if size > m.opts.MaxTextBytes {
 		whole := rec.Bytes
-		if whole == nil {
-			whole = []byte(rec.Text)
+		if whole == nil { // the text in place, only read by the hash
+			whole = unsafe.Slice(unsafe.StringData(rec.Text), len(rec.Text))
 		}
 		sum := sha256.Sum256(whole)
 		meta := make(map[string]string, len(rec.Meta)+2) // the caller's map stays as it is

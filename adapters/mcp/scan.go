@@ -12,27 +12,25 @@ import (
 // same directRequest as decodeDirect for such a line, without reflection;
 // false for any other line, which decodeDirect then reads (fuzzed against
 // it: FuzzScanDirect). line is valid JSON: the caller checked it.
-func scanDirect(line []byte) (r directRequest, ok bool) {
+func scanDirect(line []byte) (directRequest, bool) {
+	var r directRequest
 	var p directParams
 	var got [4]bool // jsonrpc, id, method, params
 	end := scanObject(line, 0, func(key, val []byte) bool {
 		switch string(key) {
 		case "jsonrpc":
-			r.Version, ok = plainValue(val)
-			return ok && !seen(&got[0])
+			return plainOnce(&r.Version, val, &got[0])
 		case "id":
 			r.ID = val
 			return !seen(&got[1])
 		case "method":
-			r.Method, ok = plainValue(val)
-			return ok && !seen(&got[2])
+			return plainOnce(&r.Method, val, &got[2])
 		case "params":
 			var has [2]bool // name, arguments
 			e := scanObject(val, 0, func(key, val []byte) bool {
 				switch string(key) {
 				case "name":
-					p.Name, ok = plainValue(val)
-					return ok && !seen(&has[0])
+					return plainOnce(&p.Name, val, &has[0])
 				case "arguments":
 					p.Arguments = val
 					return !seen(&has[1])
@@ -100,11 +98,13 @@ func scanObject(b []byte, i int, member func(key, val []byte) bool) int {
 	}
 }
 
-// plainValue is the text of a JSON string without escapes, in valid
-// UTF-8; false for any other value.
-func plainValue(v []byte) (string, bool) {
+// plainOnce sets dst to the text of v, a JSON string without escapes in
+// valid UTF-8, and marks its key seen; false for any other value or a key
+// seen before.
+func plainOnce(dst *string, v []byte, key *bool) bool {
 	s, ok := plainString(v)
-	return string(s), ok
+	*dst = string(s)
+	return ok && !seen(key)
 }
 
 // plainString is what is between the quotes of s, a JSON string, when it

@@ -103,7 +103,7 @@ func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) { retur
 type stdioConn struct {
 	out     io.Writer
 	wmu     sync.Mutex // one message per write
-	held    []byte     // answers written with the next write (holdLine)
+	held    []byte     // answers written with the next write (tryHold)
 	maxLine int
 
 	in     *bufio.Reader // read by the goroutine that has the reading turn
@@ -294,9 +294,9 @@ func (c *stdioConn) readUntilDirect() (directJob, bool) {
 		}
 		if m.msg != nil {
 			c.sendHeld()
-		}
-		if m.msg != nil && !c.hand(m) {
-			return directJob{}, false
+			if !c.hand(m) {
+				return directJob{}, false
+			}
 		}
 	}
 }
@@ -582,9 +582,10 @@ func (c *stdioConn) tryHold(data []byte) bool {
 	return true
 }
 
-// sendHeld has the answers held written by a goroutine of their own, if
-// there are any: the goroutine with the reading turn never waits on a
-// client that does not read (it would then not read the input's end).
+// sendHeld has the answers held written by a goroutine of their own
+// (flushHeld), if there are any: the goroutine with the reading turn never
+// waits on a client that does not read (it would then not read the
+// input's end).
 func (c *stdioConn) sendHeld() {
 	if c.wmu.TryLock() {
 		none := len(c.held) == 0
@@ -596,15 +597,11 @@ func (c *stdioConn) sendHeld() {
 	go c.flushHeld()
 }
 
-// flushHeld writes the answers held.
+// flushHeld writes the answers held. A failed write ends the connection,
+// as a failed answer does.
 func (c *stdioConn) flushHeld() {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.writeHeldLocked()
-}
-
-// writeHeldLocked writes the answers held; the caller holds wmu.
-func (c *stdioConn) writeHeldLocked() {
 	if len(c.held) == 0 {
 		return
 	}

@@ -195,19 +195,15 @@ func TestBurstUnreadEnds(t *testing.T) {
 }
 
 func burstUnreadEnds(t *testing.T, tail string) {
-	cr, sw := io.Pipe()
-	sr, cw := io.Pipe()
-	f := &turnCaller{release: make(chan struct{})}
-	f.c = newStdioConn(sr, sw, 0, 0, f)
-	f.c.ready.Store(true)
+	f, w, _ := openTurns(t, keepTurnFor) // the answers are never read
 	var burst strings.Builder
 	for i := range DefaultMaxPending - 2 {
 		burst.WriteString(call(i, "t"))
 	}
-	if _, err := io.WriteString(cw, burst.String()+tail); err != nil {
+	if _, err := io.WriteString(w, burst.String()+tail); err != nil {
 		t.Fatal(err)
 	}
-	cw.Close()
+	w.Close()
 	// The input's end reaches Read (the SDK's side) although no answer
 	// was read: the pipe takes none until the client reads.
 	done := make(chan error, 1)
@@ -227,6 +223,4 @@ func burstUnreadEnds(t *testing.T, tail string) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the input's end was not read 30 s after the client left, its answers unread")
 	}
-	f.c.Close()
-	cr.Close() // the writes waiting for the client end
 }
