@@ -25,8 +25,14 @@ type Renderer interface {
 // Renderer, or a generic listing of its JSON fields. The call's notes
 // follow, one paragraph each.
 func RenderText(out *Outcome, raw bool) string {
-	text := renderText(out, raw)
-	for _, n := range out.Notes {
+	return renderText(out, raw) + NotesText(out.Notes)
+}
+
+// NotesText is what RenderText appends to a rendering for the call's
+// notes: each a paragraph.
+func NotesText(notes []string) string {
+	var text string
+	for _, n := range notes {
 		text += "\n\nℹ " + n
 	}
 	return text
@@ -73,9 +79,28 @@ func Fence(text, lang string) string {
 // Headed is head, a newline and text in a code fence as Fence makes it, in
 // one allocation: a large file's text is copied once.
 func Headed(head, text, lang string) string {
+	before, body, after := HeadedParts(head, text, lang)
+	return before + body + after
+}
+
+// HeadedParts is Headed's text in three parts, before + body + after,
+// where body is text without its final line ends: a surface that sends
+// text whose encoding it already holds (BodyRenderer) copies that part.
+func HeadedParts(head, text, lang string) (before, body, after string) {
 	f := fenceFor(text)
-	text = strings.TrimRight(text, "\n")
-	return head + "\n" + f + lang + "\n" + text + "\n" + f
+	return head + "\n" + f + lang + "\n", strings.TrimRight(text, "\n"), "\n" + f
+}
+
+// BodyRenderer is a Renderer whose text holds, whole, a string its result
+// JSON holds too (a file's content), so that a surface sending both, as
+// MCP's text and structured content, escapes that string once. Given enc,
+// the result JSON as its AppendJSON wrote it, RenderBody returns Render's
+// text as before + body + after, where enc[start:end] is body's JSON
+// encoding without its quotes; ok is false when the text does not hold
+// the string (a binary file) or enc is not that result's encoding.
+type BodyRenderer interface {
+	Renderer
+	RenderBody(args any, enc []byte) (before, after string, start, end int, ok bool)
 }
 
 // fenceFor is the code fence for text: one backtick more than its longest

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"strings"
@@ -67,6 +68,33 @@ func (r *FsReadFileResult) Render(args any) string {
 		return fmt.Sprintf("`%s` is binary (%d bytes); add --json for its content in base64.", p, r.File.SizeBytes)
 	}
 	return executor.Headed("`"+p+"`"+versionNote(r.File), r.Content, langFor(p))
+}
+
+// RenderBody implements executor.BodyRenderer: Render's text of a text
+// file, whose content enc (this result as AppendJSON writes it) holds
+// escaped between `,"content":"` and the file's description. The span is
+// checked against enc: the bytes around it are what AppendJSON writes
+// around the content, and the line ends Render leaves out are the ones it
+// cuts.
+func (r *FsReadFileResult) RenderBody(args any, enc []byte) (before, after string, start, end int, ok bool) {
+	if r.sent != nil || r.File == nil || r.File.Encoding == EncodingBase64 || !r.Succeeded {
+		return "", "", 0, 0, false
+	}
+	p := argsAs[FsReadFileArgs](args).Path
+	before, body, after := executor.HeadedParts("`"+p+"`"+versionNote(r.File), r.Content, langFor(p))
+	head := append(executor.AppendResultJSON(nil, &r.Result), `,"content":"`...)
+	tail := append(r.File.appendJSON(append([]byte(nil), `","file":`...)), '}')
+	cut := 2 * (len(r.Content) - len(body)) // each line end cut is `\n`
+	start, end = len(head), len(enc)-len(tail)-cut
+	if end < start || !bytes.Equal(enc[:start], head) || !bytes.Equal(enc[len(enc)-len(tail):], tail) {
+		return "", "", 0, 0, false
+	}
+	for i := end; i < end+cut; i += 2 {
+		if enc[i] != '\\' || enc[i+1] != 'n' {
+			return "", "", 0, 0, false
+		}
+	}
+	return before, after, start, end, true
 }
 
 // Render implements executor.Renderer: the range under its line numbers;

@@ -152,12 +152,13 @@ type directJob struct {
 }
 
 // runDirect runs a direct call and writes its answer, unless hold, given
-// the answer once the call has ended, keeps it for a later write.
+// an answer of one part once the call has ended, keeps it for a later
+// write.
 func (c *stdioConn) runDirect(j directJob, hold func(line []byte) bool) {
 	ctx, id := j.ctx, j.id
 	defer j.cancel()
 	out, err := c.direct.callDirect(ctx, j.info, j.args, fmt.Sprint(id.Raw()))
-	line, err := answerLine(id, out, err)
+	parts, err := answerParts(id, out, err)
 	c.mu.Lock()
 	delete(c.cancels, id)
 	delete(c.pending, id)
@@ -166,8 +167,11 @@ func (c *stdioConn) runDirect(j directJob, hold func(line []byte) bool) {
 	// none while its connection shuts down: the client is gone, and a
 	// pipe it no longer reads could hold the write for ever.
 	if err == nil && c.base.Err() == nil {
-		if !hold(line) {
-			err = c.writeLine(line)
+		switch {
+		case len(parts) > 1:
+			err = c.writeParts(parts)
+		case !hold(parts[0]):
+			err = c.writeLine(parts[0])
 		}
 	}
 	c.done()
@@ -222,23 +226,64 @@ func (c *stdioConn) cancelDirect(params json.RawMessage) {
 	}
 }
 
-// answerLine is the JSON-RPC answer to a direct call, with its newline:
-// the outcome as the tool handler's result (resultOf) encoded as the SDK
-// encodes a CallToolResult, or, when the call could not be recorded
-// (err), an internal error as the SDK's handler answers.
-func answerLine(id jsonrpc.ID, out *executor.Outcome, callErr error) ([]byte, error) {
+// partsFrom is the size of a result from which its answer is written in
+// parts (answerParts): under it, one buffer, which a held answer needs.
+const partsFrom = 64 << 10
+
+// answerParts is the JSON-RPC answer to a direct call, with its newline,
+// in parts written one after another: the outcome as the tool handler's
+// result (resultOf) encoded as the SDK encodes a CallToolResult, or, when
+// the call could not be recorded (callErr), an internal error as the SDK's
+// handler answers. A result of partsFrom bytes or more is not copied: its
+// encoding (out.Encoded, made for the mirror) is a part of its own, and
+// when its text holds a string the encoding holds escaped (a file's
+// content, executor.BodyRenderer), that string's part is cut from it
+// instead of being escaped again. Under partsFrom, one part.
+func answerParts(id jsonrpc.ID, out *executor.Outcome, callErr error) ([][]byte, error) {
 	if callErr != nil {
-		return encodeLine(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: callErr.Error()}})
+		line, err := encodeLine(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: callErr.Error()}})
+		return [][]byte{line}, err
 	}
+	enc := out.EncodedJSON()
+	if len(enc) < partsFrom {
+		return [][]byte{answerLine(id, out)}, nil
+	}
+	b := answerHead(make([]byte, 0, 512), id)
+	var body []byte
+	if br, ok := out.Value.(executor.BodyRenderer); ok && out.Succeeded() {
+		if before, after, start, end, ok := br.RenderBody(out.Args, enc); ok {
+			// The text's string is open after before and closed after
+			// after: its three parts are escaped apart, which gives the
+			// same bytes, since before ends and after begins with a line
+			// end.
+			b = executor.AppendJSONString(b, before)
+			b = b[:len(b)-1]
+			body = enc[start:end]
+			rest := executor.AppendJSONString(make([]byte, 0, len(after)+64), after+executor.NotesText(out.Notes))
+			return [][]byte{b, body, answerMiddle(rest[1:]), enc, answerTail(nil, out)}, nil
+		}
+	}
+	b = executor.AppendJSONString(b, executor.RenderText(out, false))
+	return [][]byte{answerMiddle(b), enc, answerTail(nil, out)}, nil
+}
+
+// answerLine is the answer of answerParts in one buffer.
+func answerLine(id jsonrpc.ID, out *executor.Outcome) []byte {
 	text := executor.RenderText(out, false)
 	// Room for the text escaped (a line end takes two bytes, a few more
-	// for quotes and the like) and the result as encoded, so that a large
+	// for quotes and the like) and the result as encoded, so that the
 	// answer is made without a copy to grow it.
 	structured := len(out.Encoded)
 	if structured == 0 {
 		structured = len(text)
 	}
-	b := make([]byte, 0, len(text)+len(text)/8+structured+256)
+	b := answerHead(make([]byte, 0, len(text)+len(text)/8+structured+256), id)
+	b = answerMiddle(executor.AppendJSONString(b, text))
+	return answerTail(out.AppendJSON(b), out)
+}
+
+// answerHead appends the answer's beginning, up to its text's string.
+func answerHead(b []byte, id jsonrpc.ID) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	switch v := id.Raw().(type) {
 	case string:
@@ -246,12 +291,18 @@ func answerLine(id jsonrpc.ID, out *executor.Outcome, callErr error) ([]byte, er
 	case int64:
 		b = strconv.AppendInt(b, v, 10)
 	}
-	b = append(b, `,"result":{"content":[{"type":"text","text":`...)
-	b = executor.AppendJSONString(b, text)
-	b = append(b, `}],"structuredContent":`...)
-	b = out.AppendJSON(b)
+	return append(b, `,"result":{"content":[{"type":"text","text":`...)
+}
+
+// answerMiddle appends what comes between the text's string and the
+// structured content.
+func answerMiddle(b []byte) []byte { return append(b, `}],"structuredContent":`...) }
+
+// answerTail appends what follows the structured content, to the
+// newline.
+func answerTail(b []byte, out *executor.Outcome) []byte {
 	if !out.Succeeded() {
 		b = append(b, `,"isError":true`...)
 	}
-	return append(b, "}}\n"...), nil
+	return append(b, "}}\n"...)
 }

@@ -568,6 +568,26 @@ func (c *stdioConn) writeLine(data []byte) error {
 	return err
 }
 
+// writeParts writes an answer in parts, after the answers held, with no
+// other write between them.
+func (c *stdioConn) writeParts(parts [][]byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if len(c.held) > 0 {
+		_, err := c.out.Write(c.held)
+		c.held = c.held[:0]
+		if err != nil {
+			return err
+		}
+	}
+	for _, p := range parts {
+		if _, err := c.out.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // tryHold keeps data, which ends with its newline, for the next write,
 // unless a write is in progress or the answers held would pass maxHeld.
 func (c *stdioConn) tryHold(data []byte) bool {
