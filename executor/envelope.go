@@ -59,9 +59,47 @@ type Outcome struct {
 // answer share one encoding.
 func (o *Outcome) EncodedJSON() []byte {
 	if o.Encoded == nil {
-		o.Encoded = o.JSON()
+		var dst []byte
+		if b, ok := encodedBuffers.Get().(*[]byte); ok {
+			dst = (*b)[:0]
+		}
+		o.Encoded = o.AppendJSON(dst)
 	}
 	return o.Encoded
+}
+
+// encodedBuffers are the buffers of encodings given back (Release),
+// each for the next EncodedJSON.
+var encodedBuffers sync.Pool
+
+// maxReleased is the largest buffer Release keeps: a larger one is
+// left to the collector rather than held for results that rarely need it.
+const maxReleased = 8 << 20
+
+// Releaser is a result holding memory a surface may give back for the
+// next calls' results once it holds the last reference to the outcome
+// (Release): a file read whole shares the buffer it was read into.
+type Releaser interface {
+	Release()
+}
+
+// Release gives back what the outcome holds for the next outcomes: the
+// buffer of its encoding (EncodedJSON) and the result's own (Releaser),
+// and clears Encoded and Value, so that a later use finds nothing rather
+// than memory another call writes. Only the last holder of the outcome may
+// call it, once nothing reads it any more: a surface that has written its
+// answer (the direct path of `hub mcp`). A large result, as large as the
+// file a read returns, is then not garbage to collect at every call.
+func (o *Outcome) Release() {
+	b := o.Encoded
+	o.Encoded = nil
+	if cap(b) > 0 && cap(b) <= maxReleased {
+		encodedBuffers.Put(&b)
+	}
+	if r, ok := o.Value.(Releaser); ok {
+		r.Release()
+	}
+	o.Value = nil
 }
 
 // Succeeded reports whether the verb ran and returned no error.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 	"unsafe"
@@ -206,7 +207,7 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 	}
 	defer release()
 	limit := p.ws.opts.MaxReadBytes
-	res.Content, res.File, err = readWhole(ctx, p, l, limit, func(size int64) error {
+	res.Content, res.File, res.buf, err = readWhole(ctx, p, l, limit, func(size int64) error {
 		return executor.Errorf(executor.CodeTooLarge,
 			"File %s is %d bytes; fs.readFile returns at most %d (use fs.lineCount and fs.readRange to read part of it)", l.Show(), size, limit)
 	})
@@ -234,7 +235,7 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 // one more that finds its end (io.ReadAll starts at 512 bytes and grows,
 // copying: 9 reads for 4 KB, 20 copies for 1 MB).
 func readUpTo(ctx context.Context, r io.Reader, size, most int64) ([]byte, error) {
-	buf := make([]byte, 0, min(max(size+1, 512), most))
+	buf := readBuffer(min(max(size+1, 512), most))
 	for int64(len(buf)) < most {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -255,24 +256,58 @@ func readUpTo(ctx context.Context, r io.Reader, size, most int64) ([]byte, error
 	return buf, nil
 }
 
+// Buffers of files read whole: a read of pooledReadFrom bytes or more
+// takes its buffer from readBuffers, where a result that shared one puts
+// it back once its last holder is done with it (FsReadFileResult.Release),
+// so that a client reading large files one after another does not make a
+// file's size of garbage at every call. Buffers over pooledReadMax are left
+// to the collector.
+var readBuffers sync.Pool // of *[]byte
+
+const (
+	pooledReadFrom = 64 << 10
+	pooledReadMax  = 16 << 20
+)
+
+// readBuffer is an empty buffer of at least want bytes: one given back,
+// or a new one.
+func readBuffer(want int64) []byte {
+	if want >= pooledReadFrom {
+		if b, ok := readBuffers.Get().(*[]byte); ok && int64(cap(*b)) >= want {
+			return (*b)[:0]
+		}
+	}
+	return make([]byte, 0, want)
+}
+
+// giveBack puts buf, which nothing reads any more, in readBuffers.
+func giveBack(buf []byte) {
+	if cap(buf) >= pooledReadFrom && cap(buf) <= pooledReadMax {
+		readBuffers.Put(&buf)
+	}
+}
+
 // readWhole reads the located file whole, as fs.readFile returns it, if
-// it is at most limit bytes (tooLarge makes the error otherwise).
-func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLarge func(size int64) error) (string, *VfsFile, error) {
+// it is at most limit bytes (tooLarge makes the error otherwise). Text
+// shares the buffer it was read into, which shared returns (nil for
+// base64, a copy).
+func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLarge func(size int64) error) (content string, file *VfsFile, shared []byte, err error) {
 	show := l.Show()
 	f, fi, err := openRegular(l)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	defer f.Close()
 	if fi.Size() > limit {
-		return "", nil, tooLarge(fi.Size())
+		return "", nil, nil, tooLarge(fi.Size())
 	}
 	data, err := readUpTo(ctx, f, fi.Size(), limit+1)
 	if err != nil {
-		return "", nil, confine.FSError(err, show, "read")
+		return "", nil, nil, confine.FSError(err, show, "read")
 	}
 	if int64(len(data)) > limit {
-		return "", nil, tooLarge(int64(len(data)))
+		giveBack(data)
+		return "", nil, nil, tooLarge(int64(len(data)))
 	}
 	enc := EncodingUTF8
 	if !isText(data) {
@@ -282,7 +317,7 @@ func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLar
 	if p.sess != nil {
 		meta, err := p.sess.metaOf(l.Name(), fi)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		if meta.Encoding == string(EncodingBase64) {
 			enc = EncodingBase64
@@ -290,11 +325,14 @@ func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLar
 		m = &meta
 	}
 	if enc == EncodingBase64 {
-		return base64.StdEncoding.EncodeToString(data), vfsFile(show, enc, int64(len(data)), m), nil
+		b64 := base64.StdEncoding.EncodeToString(data)
+		giveBack(data)
+		return b64, vfsFile(show, enc, int64(len(data)), m), nil, nil
 	}
-	// data is this call's own buffer and is not written again: the string
-	// shares it instead of copying the file (a megabyte for a 1 MB read).
-	return unsafe.String(unsafe.SliceData(data), len(data)), vfsFile(show, enc, int64(len(data)), m), nil
+	// data is this call's own buffer and is not written again until it is
+	// given back: the string shares it instead of copying the file (a
+	// megabyte for a 1 MB read).
+	return unsafe.String(unsafe.SliceData(data), len(data)), vfsFile(show, enc, int64(len(data)), m), data, nil
 }
 
 // WriteFile implements fs.writeFile. Without a mode it creates the file or

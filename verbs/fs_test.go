@@ -519,3 +519,39 @@ func TestSymlinksInsideWorkspace(t *testing.T) {
 	}
 	e.Fails(executor.CodeForbiddenPath, "fs.readFile", verbs.FsReadFileArgs{Path: "b/state/hub.db"}, "reserved for the hub's state")
 }
+
+// TestReadFileRelease: a large file's result gives its buffer back
+// (Release) and forgets its content; the reads after it, which may take
+// that buffer, each read their own file whole, of any size, text or
+// binary.
+func TestReadFileRelease(t *testing.T) {
+	e := verbtest.New(t, func(_ *verbs.Options, w *verbs.WorkspaceOptions) { w.MaxReadBytes = 4 << 20 })
+	files := map[string]string{
+		"a.txt": strings.Repeat("a", 300<<10) + "\n",
+		"b.txt": strings.Repeat("b", 100<<10),
+		"c.txt": strings.Repeat("c", 1<<20),
+		"d.txt": "small\n",
+		"e.bin": strings.Repeat("\x00e", 80<<10),
+	}
+	for p, s := range files {
+		e.Put(p, s)
+	}
+	for _, p := range []string{"a.txt", "b.txt", "c.txt", "a.txt", "d.txt", "e.bin", "c.txt", "b.txt", "b.txt"} {
+		res, err := e.Set.ReadFile(context.Background(), verbs.FsReadFileArgs{Path: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := files[p]
+		if res.File.Encoding == verbs.EncodingBase64 {
+			want = base64.StdEncoding.EncodeToString([]byte(want))
+		}
+		if res.Content != want {
+			t.Fatalf("%s: %d bytes, not the file's %d", p, len(res.Content), len(want))
+		}
+		var _ executor.Releaser = &res
+		res.Release()
+		if res.Content != "" && res.File.Encoding != verbs.EncodingBase64 {
+			t.Fatalf("%s: content kept after Release", p)
+		}
+	}
+}

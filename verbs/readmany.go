@@ -81,7 +81,7 @@ func readOne(ctx context.Context, p Place, path string, left, limit int64) (stri
 		return "", nil, err
 	}
 	defer l.Close()
-	return readWhole(ctx, p, l, left, func(size int64) error {
+	content, f, _, err := readWhole(ctx, p, l, left, func(size int64) error {
 		if size > limit {
 			return executor.Errorf(executor.CodeTooLarge,
 				"File %s is %d bytes; fs.readMany returns at most %d in all (use fs.readRange to read part of it)", l.Show(), size, limit)
@@ -89,6 +89,9 @@ func readOne(ctx context.Context, p Place, path string, left, limit int64) (stri
 		return executor.Errorf(executor.CodeTooLarge,
 			"File %s is %d bytes, more than the %d left of the %d fs.readMany returns in one call; read it in another call", l.Show(), size, left, limit)
 	})
+	// The content is a result's of its own (never given back): the
+	// buffer it shares stays with it.
+	return content, f, err
 }
 
 var _ executor.Renderer = (*FsReadManyResult)(nil)

@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -49,6 +50,17 @@ type FsReadFileResult struct {
 	// sent is the file a chat got instead of the content: binary, or text
 	// longer than a chat reply should carry (docs/uploads.md).
 	sent *executor.SentFile
+	// buf is the buffer Content shares, if it does (readWhole).
+	buf []byte
+}
+
+// Release implements executor.Releaser: the buffer the content shares goes
+// back to the reads of large files, and Content is cleared.
+func (r *FsReadFileResult) Release() {
+	if r.buf != nil {
+		giveBack(r.buf)
+		r.buf, r.Content = nil, ""
+	}
 }
 
 // AppendJSON appends the result as encoding/json encodes it (see
@@ -56,9 +68,7 @@ type FsReadFileResult struct {
 // encodes, and encoding/json's reflection and buffer copy showed in the
 // profile of a 1 MB read.
 func (r *FsReadFileResult) AppendJSON(dst []byte) []byte {
-	if dst == nil {
-		dst = make([]byte, 0, len(r.Content)+len(r.Content)/16+256)
-	}
+	dst = slices.Grow(dst, len(r.Content)+len(r.Content)/16+256)
 	dst = executor.AppendResultJSON(dst, &r.Result)
 	dst = append(dst, `,"content":`...)
 	dst = executor.AppendJSONString(dst, r.Content)

@@ -174,6 +174,11 @@ func (c *stdioConn) runDirect(j directJob, hold func(line []byte) bool) {
 			err = c.writeLine(parts[0])
 		}
 	}
+	if out != nil {
+		// The answer is written or held (a copy): nothing reads the
+		// outcome any more.
+		out.Release()
+	}
 	c.done()
 	c.calls.Done()
 	if err != nil {

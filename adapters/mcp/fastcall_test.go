@@ -465,3 +465,54 @@ func stacks() string {
 	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
 	return b.String()
 }
+
+// TestLargeReadsEachTheirOwn: large files read one after another and
+// written at once, whose answers go out in parts and whose buffers are
+// given back for the next reads: each answer holds its own file whole, in
+// its text and its structured content.
+func TestLargeReadsEachTheirOwn(t *testing.T) {
+	c := openLines(t, nil)
+	var files []string
+	for i := range 5 {
+		content := strings.Repeat(fmt.Sprintf("file %d line\n", i), (70<<10)*(i+1)/12)
+		files = append(files, content)
+		c.env.WriteFile(t, fmt.Sprintf("f%d.txt", i), content)
+	}
+	c.initialize(`{}`)
+	check := func(a lineAnswer, want string) {
+		t.Helper()
+		var r struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			Structured struct {
+				Content string `json:"content"`
+			} `json:"structuredContent"`
+		}
+		if a.Error != nil || json.Unmarshal(a.Result, &r) != nil || len(r.Content) != 1 {
+			t.Fatalf("answer %v: %.300s", a.ID, a.Result)
+		}
+		if r.Structured.Content != want || !strings.Contains(r.Content[0].Text, strings.TrimRight(want, "\n")) {
+			t.Fatalf("answer %v: structured content of %d bytes, text of %d, not its file's %d", a.ID, len(r.Structured.Content), len(r.Content[0].Text), len(want))
+		}
+	}
+	order := []int{0, 3, 1, 4, 2, 0, 0, 4, 3, 1}
+	before := c.direct()
+	for i, f := range order {
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fs_readFile","arguments":{"path":"f%d.txt"}}}`, i, f))
+		check(c.answer(), files[f])
+	}
+	var burst strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&burst, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fs_readFile","arguments":{"path":"f%d.txt"}}}`+"\n", 100+i, order[i%len(order)])
+	}
+	go io.WriteString(c.w, burst.String())
+	for range 30 {
+		a := c.answer()
+		id, _ := a.ID.(float64)
+		check(a, files[order[(int(id)-100)%len(order)]])
+	}
+	if got := c.direct() - before; got != 40 {
+		t.Fatalf("%d calls on the direct path, want 40", got)
+	}
+}
