@@ -555,3 +555,49 @@ func TestReadFileRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestListDirRelease: a large listing gives its slice back (Release) and
+// forgets its entries; the listings after it, which may take that slice,
+// each hold their own directory's entries, kinds included, and nothing of
+// a longer listing before them.
+func TestListDirRelease(t *testing.T) {
+	e := verbtest.New(t, func(*verbs.Options, *verbs.WorkspaceOptions) {})
+	sizes := map[string]int{"big": 3000, "mid": 1500, "small": 3}
+	for d, n := range sizes {
+		for i := range n {
+			if i%10 == 0 {
+				if err := os.MkdirAll(filepath.Join(e.Dir, d, fmt.Sprintf("d%05d", i)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			e.Put(fmt.Sprintf("%s/f%05d", d, i), "x")
+		}
+	}
+	for _, d := range []string{"big", "mid", "big", "small", "mid", "mid", "big"} {
+		res, err := e.Set.ListDir(context.Background(), verbs.FsListDirArgs{Path: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Entries) != sizes[d] {
+			t.Fatalf("%s: %d entries, want %d", d, len(res.Entries), sizes[d])
+		}
+		dirs := (sizes[d] + 9) / 10
+		for i, en := range res.Entries {
+			wantDir := i < dirs
+			want := fmt.Sprintf("d%05d", i*10)
+			if !wantDir {
+				k := i - dirs
+				want = fmt.Sprintf("f%05d", k+k/9+1)
+			}
+			if en.Name != want || en.IsDirectory != wantDir {
+				t.Fatalf("%s: entry %d is %+v, want %s (directory %v)", d, i, en, want, wantDir)
+			}
+		}
+		var _ executor.Releaser = &res
+		res.Release()
+		if res.Entries != nil {
+			t.Fatalf("%s: entries kept after Release", d)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 
 	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 
@@ -117,13 +118,49 @@ func hostListing(des []confine.Entry) *dirListing {
 	return newDirListing(dirs, files, links)
 }
 
+// Slices of entries of large listings: a listing of pooledEntriesFrom
+// entries or more takes its slice from entrySlices, where its result puts
+// it back once its last holder is done with it (FsListDirResult.Release),
+// so that a client listing a large directory again and again does not make
+// a listing's size of garbage, pointers for the collector to follow, at
+// every call. Slices over pooledEntriesMax are left to the collector.
+var entrySlices sync.Pool // of *[]DirEntry
+
+const (
+	pooledEntriesFrom = 1 << 10
+	pooledEntriesMax  = 1 << 18
+)
+
+// entrySlice is an empty slice for n entries: one given back, or a new
+// one.
+func entrySlice(n int) []DirEntry {
+	if n >= pooledEntriesFrom {
+		if e, ok := entrySlices.Get().(*[]DirEntry); ok && cap(*e) >= n {
+			return (*e)[:0]
+		}
+	}
+	return make([]DirEntry, 0, n)
+}
+
+// Release implements executor.Releaser: a large listing's slice goes back
+// for the next listings, emptied (it holds no names then), and Entries is
+// cleared.
+func (r *FsListDirResult) Release() {
+	e := r.Entries
+	r.Entries = nil
+	if cap(e) >= pooledEntriesFrom && cap(e) <= pooledEntriesMax {
+		clear(e[:cap(e)])
+		entrySlices.Put(&e)
+	}
+}
+
 // hostEntries returns the entries of the host listing l of the directory
 // at workspace path name: directories first, then files, each group by
 // name. A link is resolved now (with every check of Locate) and counts as
 // a directory when it leads to one.
 func (w *Workspace) hostEntries(l *dirListing, name string) []DirEntry {
 	n := l.len()
-	out := make([]DirEntry, 0, n)
+	out := entrySlice(n)
 	first := l.dirs + l.files // the first link
 	if first == n {
 		for i := range n {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -268,7 +269,8 @@ func answerParts(id jsonrpc.ID, out *executor.Outcome, callErr error) ([][]byte,
 			return [][]byte{b, body, answerMiddle(rest[1:]), enc, answerTail(nil, out)}, nil
 		}
 	}
-	b = executor.AppendJSONString(b, executor.RenderText(out, false))
+	text := executor.RenderText(out, false)
+	b = executor.AppendJSONString(slices.Grow(b, len(text)+len(text)/8+64), text)
 	return [][]byte{answerMiddle(b), enc, answerTail(nil, out)}, nil
 }
 
