@@ -90,6 +90,36 @@ func BenchmarkReadRange(b *testing.B) {
 	}
 }
 
+// BenchmarkReadRangeHead reads the first 50 lines of a 20,000-line file
+// (800 KB) whose line count is known, as an agent looks at a file's head:
+// the cost is the call's own, with the block it reads through kept between
+// calls. A file made by this run is left 2 s first (racyWindow), so that
+// its count is kept as a later run's would be.
+func BenchmarkReadRangeHead(b *testing.B) {
+	name := benchFile(b, "hub-bench-20k-lines.txt", 20_000)
+	if fi, err := os.Stat(filepath.Join(os.TempDir(), name)); err == nil {
+		time.Sleep(time.Until(fi.ModTime().Add(2500 * time.Millisecond)))
+	}
+	s := benchSet(b)
+	no := false
+	args := verbs.FsReadRangeArgs{Path: name, StartLine: 1, EndLine: 50, IncludeLineNumbers: &no}
+	want := strings.TrimSuffix(benchLine(1), "\n")
+	if _, err := s.ReadRange(context.Background(), args); err != nil { // the count, kept
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := s.ReadRange(context.Background(), args)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Content[:len(want)] != want {
+			b.Fatalf("content starts %q", r.Content[:len(want)])
+		}
+	}
+}
+
 // BenchmarkLineCount counts a 20 MB and a 200 MB file; bytes allocated per
 // operation are the same for both.
 func BenchmarkLineCount(b *testing.B) {

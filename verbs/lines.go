@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
@@ -37,9 +38,27 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
+// Blocks of blockSize the line verbs read files through, and readers over
+// them, kept between calls: allocated at each call, a block (zeroed, its
+// pages given back to the system between calls and faulted in again) cost
+// more than reading a range of fifty lines from it.
+var (
+	blocks       sync.Pool // of *[]byte
+	blockReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, blockSize) }}
+)
+
+// block is a buffer of blockSize bytes, to give back to blocks.
+func block() []byte {
+	if b, ok := blocks.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, blockSize)
+}
+
 // countLines counts the lines of r in blocks.
 func countLines(r io.Reader) (int, error) {
-	buf := make([]byte, blockSize)
+	buf := block()
+	defer blocks.Put(&buf)
 	n := 0
 	var last byte = '\n'
 	for {
@@ -70,7 +89,8 @@ func countLinesIndex(r io.Reader, size int64) (int, []lineMark, error) {
 		return n, nil, err
 	}
 	marks := make([]lineMark, 0, size/stride+1)
-	buf := make([]byte, blockSize)
+	buf := block()
+	defer blocks.Put(&buf)
 	n := 0
 	var pos int64 // offset of buf[0] in the file
 	next := stride
@@ -245,7 +265,9 @@ func (s *Set) ReadRange(ctx context.Context, a FsReadRangeArgs) (FsReadRangeResu
 			return res, confine.FSError(err, show, "read")
 		}
 	}
-	br := bufio.NewReaderSize(src, blockSize)
+	br := blockReaders.Get().(*bufio.Reader)
+	br.Reset(src)
+	defer func() { br.Reset(nil); blockReaders.Put(br) }()
 	if !backward {
 		skip := a.StartLine - from.line
 		skipped, _, err := copyLines(br, io.Discard, skip)
@@ -373,7 +395,8 @@ func lineStart(ctx context.Context, f io.ReaderAt, size int64, n, k int) (int64,
 	// Line k starts after the (k-1)th ending from the start, which is the
 	// want-th from the end.
 	want := endings - (k - 1) + 1
-	buf := make([]byte, blockSize)
+	buf := block()
+	defer blocks.Put(&buf)
 	for end := size; end > 0; {
 		if err := ctx.Err(); err != nil {
 			return 0, err
