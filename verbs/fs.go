@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync"
 	"syscall"
 	"unicode/utf8"
 	"unsafe"
@@ -235,7 +234,7 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 // one more that finds its end (io.ReadAll starts at 512 bytes and grows,
 // copying: 9 reads for 4 KB, 20 copies for 1 MB).
 func readUpTo(ctx context.Context, r io.Reader, size, most int64) ([]byte, error) {
-	buf := readBuffer(min(max(size+1, 512), most))
+	buf := readBuffers.get(int(min(max(size+1, 512), most)))
 	for int64(len(buf)) < most {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -256,36 +255,9 @@ func readUpTo(ctx context.Context, r io.Reader, size, most int64) ([]byte, error
 	return buf, nil
 }
 
-// Buffers of files read whole: a read of pooledReadFrom bytes or more
-// takes its buffer from readBuffers, where a result that shared one puts
-// it back once its last holder is done with it (FsReadFileResult.Release),
-// so that a client reading large files one after another does not make a
-// file's size of garbage at every call. Buffers over pooledReadMax are left
-// to the collector.
-var readBuffers sync.Pool // of *[]byte
-
-const (
-	pooledReadFrom = 64 << 10
-	pooledReadMax  = 16 << 20
-)
-
-// readBuffer is an empty buffer of at least want bytes: one given back,
-// or a new one.
-func readBuffer(want int64) []byte {
-	if want >= pooledReadFrom {
-		if b, ok := readBuffers.Get().(*[]byte); ok && int64(cap(*b)) >= want {
-			return (*b)[:0]
-		}
-	}
-	return make([]byte, 0, want)
-}
-
-// giveBack puts buf, which nothing reads any more, in readBuffers.
-func giveBack(buf []byte) {
-	if cap(buf) >= pooledReadFrom && cap(buf) <= pooledReadMax {
-		readBuffers.Put(&buf)
-	}
-}
+// readBuffers are the buffers of files read whole: a text file's content
+// shares its buffer, given back by FsReadFileResult.Release.
+var readBuffers = slicePool[byte]{from: 64 << 10, max: 16 << 20}
 
 // readWhole reads the located file whole, as fs.readFile returns it, if
 // it is at most limit bytes (tooLarge makes the error otherwise). Text
@@ -306,7 +278,7 @@ func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLar
 		return "", nil, nil, confine.FSError(err, show, "read")
 	}
 	if int64(len(data)) > limit {
-		giveBack(data)
+		readBuffers.put(data)
 		return "", nil, nil, tooLarge(int64(len(data)))
 	}
 	enc := EncodingUTF8
@@ -326,7 +298,7 @@ func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLar
 	}
 	if enc == EncodingBase64 {
 		b64 := base64.StdEncoding.EncodeToString(data)
-		giveBack(data)
+		readBuffers.put(data)
 		return b64, vfsFile(show, enc, int64(len(data)), m), nil, nil
 	}
 	// data is this call's own buffer and is not written again until it is

@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 
 	unix "github.com/a6afc2ce/hermes-hub/internal/posix"
 
@@ -118,40 +117,17 @@ func hostListing(des []confine.Entry) *dirListing {
 	return newDirListing(dirs, files, links)
 }
 
-// Slices of entries of large listings: a listing of pooledEntriesFrom
-// entries or more takes its slice from entrySlices, where its result puts
-// it back once its last holder is done with it (FsListDirResult.Release),
-// so that a client listing a large directory again and again does not make
-// a listing's size of garbage, pointers for the collector to follow, at
-// every call. Slices over pooledEntriesMax are left to the collector.
-var entrySlices sync.Pool // of *[]DirEntry
-
-const (
-	pooledEntriesFrom = 1 << 10
-	pooledEntriesMax  = 1 << 18
-)
-
-// entrySlice is an empty slice for n entries: one given back, or a new
-// one.
-func entrySlice(n int) []DirEntry {
-	if n >= pooledEntriesFrom {
-		if e, ok := entrySlices.Get().(*[]DirEntry); ok && cap(*e) >= n {
-			return (*e)[:0]
-		}
-	}
-	return make([]DirEntry, 0, n)
-}
+// entrySlices are the slices of entries of large listings, given back by
+// FsListDirResult.Release.
+var entrySlices = slicePool[DirEntry]{from: 1 << 10, max: 1 << 18}
 
 // Release implements executor.Releaser: a large listing's slice goes back
 // for the next listings, emptied (it holds no names then), and Entries is
 // cleared.
 func (r *FsListDirResult) Release() {
-	e := r.Entries
+	clear(r.Entries[:cap(r.Entries)]) // the names are no longer held
+	entrySlices.put(r.Entries)
 	r.Entries = nil
-	if cap(e) >= pooledEntriesFrom && cap(e) <= pooledEntriesMax {
-		clear(e[:cap(e)])
-		entrySlices.Put(&e)
-	}
 }
 
 // hostEntries returns the entries of the host listing l of the directory
@@ -160,7 +136,7 @@ func (r *FsListDirResult) Release() {
 // a directory when it leads to one.
 func (w *Workspace) hostEntries(l *dirListing, name string) []DirEntry {
 	n := l.len()
-	out := entrySlice(n)
+	out := entrySlices.get(n)
 	first := l.dirs + l.files // the first link
 	if first == n {
 		for i := range n {
