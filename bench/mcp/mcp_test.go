@@ -775,19 +775,54 @@ func mcpServer(b *testing.B) (node, script string) {
 // answering each line, a decimal n, with n bytes and a newline. Asked for
 // the length of the hub's last answer, it measures what the pipes, the
 // wake-ups of two idle processes and the client's reading of as many
-// bytes cost on this machine, which no server can go below.
+// bytes cost on this machine, which no server can go below. Given a
+// directory, it also makes the system calls of a small read through the
+// hub before each answer (floor-calls): a record appended to one file, a
+// 4 KB file opened, read and closed, a record appended to another file;
+// the difference between the two floors is what those calls cost.
 const floorSource = `package main
 
 import (
 	"bufio"
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
 func main() {
 	r := bufio.NewReaderSize(os.Stdin, 64<<10)
 	w := bufio.NewWriterSize(os.Stdout, 64<<10)
+	var calls func() error
+	if len(os.Args) > 1 {
+		dir := os.Args[1]
+		in, err := os.OpenFile(filepath.Join(dir, "in.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			panic(err)
+		}
+		out, err := os.OpenFile(filepath.Join(dir, "out.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			panic(err)
+		}
+		rec := append(bytes.Repeat([]byte("r"), 450), '\n')
+		buf := make([]byte, 8<<10)
+		calls = func() error {
+			if _, err := in.Write(rec); err != nil {
+				return err
+			}
+			f, err := os.Open(filepath.Join(dir, "read.txt"))
+			if err != nil {
+				return err
+			}
+			_, err = f.Read(buf)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			_, err = out.Write(rec)
+			return err
+		}
+	}
 	var answer []byte
 	for {
 		line, err := r.ReadSlice('\n')
@@ -796,6 +831,9 @@ func main() {
 		}
 		n, err := strconv.Atoi(string(bytes.TrimSpace(line)))
 		if err != nil || n < 0 {
+			return
+		}
+		if calls != nil && calls() != nil {
 			return
 		}
 		if len(answer) != n+1 {
@@ -809,8 +847,9 @@ func main() {
 }
 `
 
-// startFloor builds floorSource and starts it.
-func startFloor(b *testing.B) *child {
+// startFloor builds floorSource and starts it; with calls, making the
+// system calls of a small read before each answer.
+func startFloor(b *testing.B, calls bool) *child {
 	b.Helper()
 	dir := b.TempDir()
 	src := filepath.Join(dir, "floor.go")
@@ -821,7 +860,13 @@ func startFloor(b *testing.B) *child {
 	if out, err := exec.Command("go", "build", "-o", bin, src).CombinedOutput(); err != nil {
 		b.Fatalf("build the floor program: %v\n%s", err, out)
 	}
-	return startChild(b, "floor", dir, nil, bin)
+	if !calls {
+		return startChild(b, "floor", dir, nil, bin)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "read.txt"), bytes.Repeat([]byte("0123456789abcdef\n"), 240), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return startChild(b, "floor-calls", dir, nil, bin, dir)
 }
 
 // compare runs every operation against the hub (hubRound makes one timed
@@ -829,16 +874,16 @@ func startFloor(b *testing.B) *child {
 // server, one round trip each per iteration, and a round trip to the
 // floor (floorSource) for as many bytes as the hub's answer.
 func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRound func(o op, i int) (time.Duration, int, hubResult, error)) {
-	floor := startFloor(b)
+	floor, floorCalls := startFloor(b, false), startFloor(b, true)
 	type row struct {
-		name            string
-		hub, mcp, floor stats
+		name                        string
+		hub, mcp, floor, floorCalls stats
 	}
 	var rows []row
 	for _, o := range ops() {
-		var hubStats, mcpStats, floorStats stats
+		var hubStats, mcpStats, floorStats, callsStats stats
 		ok := b.Run(o.name, func(b *testing.B) {
-			hubStats, mcpStats, floorStats = stats{}, stats{}, stats{}
+			hubStats, mcpStats, floorStats, callsStats = stats{}, stats{}, stats{}, stats{}
 			answer := 0 // the length of the hub's last answer
 			prepare := func() {
 				if o.prepare != nil {
@@ -879,7 +924,7 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 				}
 				mcpStats.lat = append(mcpStats.lat, d)
 			}
-			roundFloor := func() {
+			roundFloor := func(floor *child, st *stats) {
 				t0 := time.Now()
 				if err := floor.send(strconv.AppendInt(nil, int64(answer), 10)); err != nil {
 					b.Fatal(err)
@@ -887,9 +932,9 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 				msg, err := floor.receive()
 				d := time.Since(t0)
 				if err != nil || len(msg) != answer+1 {
-					b.Fatalf("floor: %d bytes, want %d: %v", len(msg), answer+1, err)
+					b.Fatalf("%s: %d bytes, want %d: %v", floor.name, len(msg), answer+1, err)
 				}
-				floorStats.lat = append(floorStats.lat, d)
+				st.lat = append(st.lat, d)
 			}
 			if o.settle != nil {
 				if err := o.settle(dir); err != nil {
@@ -901,9 +946,10 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 			for i := range 10 {
 				roundHub(-1 - i)
 				roundMCP(-1 - i)
-				roundFloor()
+				roundFloor(floor, &floorStats)
+				roundFloor(floorCalls, &callsStats)
 			}
-			hubStats, mcpStats, floorStats = stats{}, stats{}, stats{}
+			hubStats, mcpStats, floorStats, callsStats = stats{}, stats{}, stats{}, stats{}
 			i := 0
 			for b.Loop() {
 				if i%2 == 0 {
@@ -914,8 +960,9 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 					roundHub(i)
 				}
 				// After the reference's round trip as often as after the
-				// hub's: both leave the floor's process idle as long.
-				roundFloor()
+				// hub's: both leave the floors' processes idle as long.
+				roundFloor(floor, &floorStats)
+				roundFloor(floorCalls, &callsStats)
 				i++
 			}
 			h, m := hubStats.opsPerSec(), mcpStats.opsPerSec()
@@ -929,10 +976,11 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 			b.ReportMetric(percentile(mcpStats.lat, 0.50), "mcp-p50-ms")
 			b.ReportMetric(percentile(mcpStats.lat, 0.99), "mcp-p99-ms")
 			b.ReportMetric(percentile(floorStats.lat, 0.50), "floor-p50-ms")
+			b.ReportMetric(percentile(callsStats.lat, 0.50), "floor-calls-p50-ms")
 			b.ReportMetric(0, "ns/op") // one iteration is a pair of round trips: see the metrics
 		})
 		if ok && len(hubStats.lat) > 0 {
-			rows = append(rows, row{o.name, hubStats, mcpStats, floorStats})
+			rows = append(rows, row{o.name, hubStats, mcpStats, floorStats, callsStats})
 		}
 	}
 	if len(rows) == 0 {
@@ -940,19 +988,20 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s vs MCP filesystem server (load average %s before, %s after)\n", label, loadBefore, loadavg())
-	fmt.Fprintf(&sb, "| operation | round trips | hub ops/s | MCP ops/s | hub/MCP | hub p50/p99 ms | MCP p50/p99 ms | floor p50 ms |\n")
-	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&sb, "| operation | round trips | hub ops/s | MCP ops/s | hub/MCP | hub p50/p99 ms | MCP p50/p99 ms | floor p50 ms | floor with calls p50 ms |\n")
+	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		h, m := r.hub.opsPerSec(), r.mcp.opsPerSec()
-		fmt.Fprintf(&sb, "| %s | %d | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f | %.3f |\n", r.name, len(r.hub.lat), h, m, h/m,
-			percentile(r.hub.lat, 0.50), percentile(r.hub.lat, 0.99), percentile(r.mcp.lat, 0.50), percentile(r.mcp.lat, 0.99), percentile(r.floor.lat, 0.50))
+		fmt.Fprintf(&sb, "| %s | %d | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f | %.3f | %.3f |\n", r.name, len(r.hub.lat), h, m, h/m,
+			percentile(r.hub.lat, 0.50), percentile(r.hub.lat, 0.99), percentile(r.mcp.lat, 0.50), percentile(r.mcp.lat, 0.99),
+			percentile(r.floor.lat, 0.50), percentile(r.floorCalls.lat, 0.50))
 	}
 	// The geometric mean of the ratios weighs every operation alike.
 	logSum := 0.0
 	for _, r := range rows {
 		logSum += math.Log(r.hub.opsPerSec() / r.mcp.opsPerSec())
 	}
-	fmt.Fprintf(&sb, "| geometric mean of hub/MCP | | | | %.2f | | |\n", math.Exp(logSum/float64(len(rows))))
+	fmt.Fprintf(&sb, "| geometric mean of hub/MCP | | | | %.2f | | | | |\n", math.Exp(logSum/float64(len(rows))))
 	// Printed rather than logged: a parent benchmark's log shows only with -v.
 	fmt.Print(sb.String())
 }
