@@ -153,9 +153,9 @@ type directJob struct {
 }
 
 // runDirect runs a direct call and writes its answer, unless hold, given
-// an answer of one part once the call has ended, keeps it for a later
+// the answer's parts once the call has ended, keeps them for a later
 // write.
-func (c *stdioConn) runDirect(j directJob, hold func(line []byte) bool) {
+func (c *stdioConn) runDirect(j directJob, hold func(parts [][]byte) bool) {
 	ctx, id := j.ctx, j.id
 	defer j.cancel()
 	out, err := c.direct.callDirect(ctx, j.info, j.args, fmt.Sprint(id.Raw()))
@@ -169,9 +169,10 @@ func (c *stdioConn) runDirect(j directJob, hold func(line []byte) bool) {
 	// pipe it no longer reads could hold the write for ever.
 	if err == nil && c.base.Err() == nil {
 		switch {
+		case hold(parts):
 		case len(parts) > 1:
 			err = c.writeParts(parts)
-		case !hold(parts[0]):
+		default:
 			err = c.writeLine(parts[0])
 		}
 	}

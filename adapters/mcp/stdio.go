@@ -227,11 +227,11 @@ func (c *stdioConn) runKeepingTurn(j directJob, more bool) bool {
 			c.flushHeld()
 		}
 	})
-	c.runDirect(j, func(line []byte) bool {
+	c.runDirect(j, func(parts [][]byte) bool {
 		if !more || !state.CompareAndSwap(running, kept) {
 			return false
 		}
-		if c.tryHold(line) {
+		if len(parts) == 1 && c.tryHold(parts[0]) {
 			return true
 		}
 		state.Store(handed)

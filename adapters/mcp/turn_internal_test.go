@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/verbs"
 )
 
 // turnCaller answers direct calls of the tool "t" at once, and of "hold"
@@ -22,10 +23,14 @@ type turnCaller struct {
 }
 
 func (f *turnCaller) directTool(name string, _ bool) (executor.Info, bool) {
-	return executor.Info{Name: "fs.exists"}, name == "t" || name == "hold"
+	return executor.Info{Name: "fs.exists"}, name == "t" || name == "hold" || name == "big"
 }
 
 func (f *turnCaller) callDirect(ctx context.Context, _ executor.Info, args json.RawMessage, _ string) (*executor.Outcome, error) {
+	if strings.Contains(string(args), "big") {
+		// An answer written in parts (over partsFrom).
+		return readOutcome("big.txt", strings.Repeat("a large answer\n", partsFrom/8), verbs.EncodingUTF8), nil
+	}
 	if strings.Contains(string(args), "hold") {
 		select {
 		case <-f.release:
@@ -190,15 +195,16 @@ func TestHeldAnswersGoOut(t *testing.T) {
 // stops the reading when the places are taken, by design.
 func TestBurstUnreadEnds(t *testing.T) {
 	for name, tail := range map[string]string{"calls": "", "then a blank line": "\n"} {
-		t.Run(name, func(t *testing.T) { burstUnreadEnds(t, tail) })
+		t.Run(name, func(t *testing.T) { burstUnreadEnds(t, tail, "t") })
 	}
+	t.Run("large answers", func(t *testing.T) { burstUnreadEnds(t, "", "big") })
 }
 
-func burstUnreadEnds(t *testing.T, tail string) {
+func burstUnreadEnds(t *testing.T, tail, tool string) {
 	f, w, _ := openTurns(t, keepTurnFor) // the answers are never read
 	var burst strings.Builder
 	for i := range DefaultMaxPending - 2 {
-		burst.WriteString(call(i, "t"))
+		burst.WriteString(call(i, tool))
 	}
 	if _, err := io.WriteString(w, burst.String()+tail); err != nil {
 		t.Fatal(err)
