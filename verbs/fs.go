@@ -257,7 +257,7 @@ func readUpTo(ctx context.Context, r io.Reader, size, most int64) ([]byte, error
 
 // readBuffers are the buffers of files read whole: a text file's content
 // shares its buffer, given back by FsReadFileResult.Release.
-var readBuffers = slicePool[byte]{from: 64 << 10, max: 16 << 20}
+var readBuffers = slicePool[byte]{from: 1 << 10, max: 16 << 20}
 
 // readWhole reads the located file whole, as fs.readFile returns it, if
 // it is at most limit bytes (tooLarge makes the error otherwise). Text

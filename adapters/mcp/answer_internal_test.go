@@ -27,9 +27,15 @@ func readOutcome(path, content string, enc verbs.FileEncoding, notes ...string) 
 	}
 }
 
-// checkParts: the answer in parts is, byte for byte, the answer in one
-// buffer (made from RenderText and the result's encoding), and parts says
-// whether it came in parts.
+// answerLine is the answer made the plain way, in one buffer: the text
+// rendered (RenderText) and escaped, then the result's encoding.
+func answerLine(id jsonrpc.ID, out *executor.Outcome) []byte {
+	b := answerMiddle(executor.AppendJSONString(answerHead(nil, id), executor.RenderText(out, false)))
+	return answerTail(out.AppendJSON(b), out)
+}
+
+// checkParts: the answer in parts is, byte for byte, the answer made the
+// plain way (answerLine), and parts says whether it came in parts.
 func checkParts(t *testing.T, id jsonrpc.ID, out *executor.Outcome, wantParts int) {
 	t.Helper()
 	parts, err := answerParts(id, out, nil)
@@ -67,9 +73,10 @@ func checkParts(t *testing.T, id jsonrpc.ID, out *executor.Outcome, wantParts in
 
 // TestAnswerInParts: a large file's answer is written in five parts (its
 // content's part cut from the result's encoding), any other large result
-// in three, a small one in one; each is byte for byte the answer made in
-// one buffer: escapes, line ends Render cuts (and a backslash and n that
-// are not one), backtick fences, invalid UTF-8 at the cuts, notes, ids.
+// in three, a small one in one (its content also taken from the
+// encoding); each is byte for byte the answer made the plain way:
+// escapes, line ends Render cuts (and a backslash and n that are not one),
+// backtick fences, invalid UTF-8 at the cuts, notes, ids.
 func TestAnswerInParts(t *testing.T) {
 	fill := strings.Repeat("0123456789abcdef ", partsFrom/16)
 	strID, _ := jsonrpc.MakeID("s-é\"1")
@@ -89,6 +96,11 @@ func TestAnswerInParts(t *testing.T) {
 		{"invalid UTF-8 at both ends", "\xff\xfe" + fill + "\xe2\x82\n", 5},
 		{"a rune cut before the line end", fill + "\xe2\x82" + "\n\n", 5},
 		{"small", "hello\n", 1},
+		{"small, three line ends", "hello\n\n\n", 1},
+		{"small, a backslash and n", "hello" + `\n` + "\n", 1},
+		{"small, a rune cut before the line end", "hé\xe2\x82\n", 1},
+		{"small, backticks and HTML", "```\n<b>&</b> \u2028 \x00", 1},
+		{"empty", "", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, id := range []jsonrpc.ID{strID, numID} {
@@ -133,8 +145,8 @@ func TestRenderBodyRefusesAnotherEncoding(t *testing.T) {
 	}
 }
 
-// FuzzAnswerParts: whatever a large file holds at its ends, its answer in
-// parts is the answer in one buffer.
+// FuzzAnswerParts: whatever a file holds at its ends, its answer, in parts
+// when large and in one when small, is the answer made the plain way.
 func FuzzAnswerParts(f *testing.F) {
 	f.Add("", "\n")
 	f.Add("```", "\\n\n\n")
@@ -144,5 +156,8 @@ func FuzzAnswerParts(f *testing.F) {
 	id, _ := jsonrpc.MakeID(float64(7))
 	f.Fuzz(func(t *testing.T, head, tail string) {
 		checkParts(t, id, readOutcome("f.txt", head+fill+tail, verbs.EncodingUTF8), 5)
+		if len(head)+len(tail) < partsFrom/2 {
+			checkParts(t, id, readOutcome("f.txt", head+tail, verbs.EncodingUTF8, "a note"), 1)
+		}
 	})
 }

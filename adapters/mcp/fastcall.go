@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -176,6 +177,9 @@ func (c *stdioConn) runDirect(j directJob, hold func(parts [][]byte) bool) {
 			err = c.writeLine(parts[0])
 		}
 	}
+	if len(parts) == 1 {
+		giveBackAnswer(parts[0]) // written, or held as a copy
+	}
 	if out != nil {
 		// The answer is written or held (a copy): nothing reads the
 		// outcome any more.
@@ -237,57 +241,86 @@ func (c *stdioConn) cancelDirect(params json.RawMessage) {
 // parts (answerParts): under it, one buffer, which a held answer needs.
 const partsFrom = 64 << 10
 
+// answerBuffers are the buffers of answers in one part, given back once
+// written or held (a copy): a client making small calls one after
+// another then writes each answer from memory the last one used.
+var answerBuffers sync.Pool // of *[]byte
+
+// maxAnswerBuffer is the largest answer buffer kept.
+const maxAnswerBuffer = 4 * partsFrom
+
+// answerBuffer is an empty buffer of at least n bytes, for an answer in
+// one part.
+func answerBuffer(n int) []byte {
+	if b, ok := answerBuffers.Get().(*[]byte); ok && cap(*b) >= n {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// giveBackAnswer keeps b, an answer in one part nothing reads any more,
+// for the next.
+func giveBackAnswer(b []byte) {
+	if cap(b) <= maxAnswerBuffer {
+		answerBuffers.Put(&b)
+	}
+}
+
 // answerParts is the JSON-RPC answer to a direct call, with its newline,
 // in parts written one after another: the outcome as the tool handler's
 // result (resultOf) encoded as the SDK encodes a CallToolResult, or, when
 // the call could not be recorded (callErr), an internal error as the SDK's
-// handler answers. A result of partsFrom bytes or more is not copied: its
-// encoding (out.Encoded, made for the mirror) is a part of its own, and
-// when its text holds a string the encoding holds escaped (a file's
-// content, executor.BodyRenderer), that string's part is cut from it
-// instead of being escaped again. Under partsFrom, one part.
+// handler answers. When its text holds a string the result's encoding
+// (out.Encoded, made for the mirror) holds escaped (a file's content,
+// executor.BodyRenderer), that string is taken from the encoding instead
+// of being escaped again. A result of partsFrom bytes or more is not
+// copied: its encoding, and that string, are parts of their own. Under
+// partsFrom, one part, in a buffer to give back (giveBackAnswer).
 func answerParts(id jsonrpc.ID, out *executor.Outcome, callErr error) ([][]byte, error) {
 	if callErr != nil {
 		line, err := encodeLine(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: callErr.Error()}})
 		return [][]byte{line}, err
 	}
 	enc := out.EncodedJSON()
-	if len(enc) < partsFrom {
-		return [][]byte{answerLine(id, out)}, nil
+	one := len(enc) < partsFrom
+	var b []byte
+	if one {
+		b = answerBuffer(2*len(enc) + 512)
+	} else {
+		b = make([]byte, 0, 512)
 	}
-	b := answerHead(make([]byte, 0, 512), id)
-	var body []byte
+	b = answerHead(b, id)
 	if br, ok := out.Value.(executor.BodyRenderer); ok && out.Succeeded() {
 		if before, after, start, end, ok := br.RenderBody(out.Args, enc); ok {
-			// The text's string is open after before and closed after
-			// after: its three parts are escaped apart, which gives the
-			// same bytes, since before ends and after begins with a line
-			// end.
+			// The text's string is opened by before's part and closed by
+			// after's: the three are escaped apart, which gives the same
+			// bytes, since before ends and after begins with a line end.
 			b = executor.AppendJSONString(b, before)
 			b = b[:len(b)-1]
-			body = enc[start:end]
-			rest := executor.AppendJSONString(make([]byte, 0, len(after)+64), after+executor.NotesText(out.Notes))
-			return [][]byte{b, body, answerMiddle(rest[1:]), enc, answerTail(nil, out)}, nil
+			body := enc[start:end]
+			if one {
+				b = append(b, body...)
+				b = appendOpen(b, after+executor.NotesText(out.Notes))
+				return [][]byte{answerTail(append(answerMiddle(b), enc...), out)}, nil
+			}
+			rest := appendOpen(make([]byte, 0, len(after)+64), after+executor.NotesText(out.Notes))
+			return [][]byte{b, body, answerMiddle(rest), enc, answerTail(nil, out)}, nil
 		}
 	}
 	text := executor.RenderText(out, false)
-	b = executor.AppendJSONString(slices.Grow(b, len(text)+len(text)/8+64), text)
-	return [][]byte{answerMiddle(b), enc, answerTail(nil, out)}, nil
+	b = answerMiddle(executor.AppendJSONString(slices.Grow(b, len(text)+len(text)/8+64), text))
+	if one {
+		return [][]byte{answerTail(append(b, enc...), out)}, nil
+	}
+	return [][]byte{b, enc, answerTail(nil, out)}, nil
 }
 
-// answerLine is the answer of answerParts in one buffer.
-func answerLine(id jsonrpc.ID, out *executor.Outcome) []byte {
-	text := executor.RenderText(out, false)
-	// Room for the text escaped (a line end takes two bytes, a few more
-	// for quotes and the like) and the result as encoded, so that the
-	// answer is made without a copy to grow it.
-	structured := len(out.Encoded)
-	if structured == 0 {
-		structured = len(text)
-	}
-	b := answerHead(make([]byte, 0, len(text)+len(text)/8+structured+256), id)
-	b = answerMiddle(executor.AppendJSONString(b, text))
-	return answerTail(out.AppendJSON(b), out)
+// appendOpen appends s as a JSON string without its opening quote: the
+// end of a string another part began.
+func appendOpen(b []byte, s string) []byte {
+	n := len(b)
+	b = executor.AppendJSONString(b, s)
+	return append(b[:n], b[n+1:]...)
 }
 
 // answerHead appends the answer's beginning, up to its text's string.
