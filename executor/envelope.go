@@ -59,22 +59,14 @@ type Outcome struct {
 // answer share one encoding.
 func (o *Outcome) EncodedJSON() []byte {
 	if o.Encoded == nil {
-		var dst []byte
-		if b, ok := encodedBuffers.Get().(*[]byte); ok {
-			dst = (*b)[:0]
-		}
-		o.Encoded = o.AppendJSON(dst)
+		o.Encoded = o.AppendJSON(encodedBuffers.Get(0))
 	}
 	return o.Encoded
 }
 
 // encodedBuffers are the buffers of encodings given back (Release),
 // each for the next EncodedJSON.
-var encodedBuffers sync.Pool
-
-// maxReleased is the largest buffer Release keeps: a larger one is
-// left to the collector rather than held for results that rarely need it.
-const maxReleased = 8 << 20
+var encodedBuffers = Pool[byte]{Max: 8 << 20}
 
 // Releaser is a result holding memory a surface may give back for the
 // next calls' results once it holds the last reference to the outcome
@@ -91,11 +83,8 @@ type Releaser interface {
 // answer (the direct path of `hub mcp`). A large result, as large as the
 // file a read returns, is then not garbage to collect at every call.
 func (o *Outcome) Release() {
-	b := o.Encoded
+	encodedBuffers.Put(o.Encoded)
 	o.Encoded = nil
-	if cap(b) > 0 && cap(b) <= maxReleased {
-		encodedBuffers.Put(&b)
-	}
 	if r, ok := o.Value.(Releaser); ok {
 		r.Release()
 	}

@@ -234,7 +234,7 @@ func (s *Set) ReadFile(ctx context.Context, a FsReadFileArgs) (FsReadFileResult,
 // one more that finds its end (io.ReadAll starts at 512 bytes and grows,
 // copying: 9 reads for 4 KB, 20 copies for 1 MB).
 func readUpTo(ctx context.Context, r io.Reader, size, most int64) ([]byte, error) {
-	buf := readBuffers.get(int(min(max(size+1, 512), most)))
+	buf := readBuffers.Get(int(min(max(size+1, 512), most)))
 	for int64(len(buf)) < most {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -257,7 +257,7 @@ func readUpTo(ctx context.Context, r io.Reader, size, most int64) ([]byte, error
 
 // readBuffers are the buffers of files read whole: a text file's content
 // shares its buffer, given back by FsReadFileResult.Release.
-var readBuffers = slicePool[byte]{from: 1 << 10, max: 16 << 20}
+var readBuffers = executor.Pool[byte]{From: 1 << 10, Max: 16 << 20}
 
 // readWhole reads the located file whole, as fs.readFile returns it, if
 // it is at most limit bytes (tooLarge makes the error otherwise). Text
@@ -278,7 +278,7 @@ func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLar
 		return "", nil, nil, confine.FSError(err, show, "read")
 	}
 	if int64(len(data)) > limit {
-		readBuffers.put(data)
+		readBuffers.Put(data)
 		return "", nil, nil, tooLarge(int64(len(data)))
 	}
 	enc := EncodingUTF8
@@ -298,7 +298,7 @@ func readWhole(ctx context.Context, p Place, l *confine.Loc, limit int64, tooLar
 	}
 	if enc == EncodingBase64 {
 		b64 := base64.StdEncoding.EncodeToString(data)
-		readBuffers.put(data)
+		readBuffers.Put(data)
 		return b64, vfsFile(show, enc, int64(len(data)), m), nil, nil
 	}
 	// data is this call's own buffer and is not written again until it is

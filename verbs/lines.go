@@ -43,22 +43,14 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // pages given back to the system between calls and faulted in again) cost
 // more than reading a range of fifty lines from it.
 var (
-	blocks       sync.Pool // of *[]byte
+	blocks       = executor.Pool[byte]{From: blockSize, Max: blockSize}
 	blockReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, blockSize) }}
 )
 
-// block is a buffer of blockSize bytes, to give back to blocks.
-func block() []byte {
-	if b, ok := blocks.Get().(*[]byte); ok {
-		return *b
-	}
-	return make([]byte, blockSize)
-}
-
 // countLines counts the lines of r in blocks.
 func countLines(r io.Reader) (int, error) {
-	buf := block()
-	defer blocks.Put(&buf)
+	buf := blocks.Get(blockSize)[:blockSize]
+	defer blocks.Put(buf)
 	n := 0
 	var last byte = '\n'
 	for {
@@ -89,8 +81,8 @@ func countLinesIndex(r io.Reader, size int64) (int, []lineMark, error) {
 		return n, nil, err
 	}
 	marks := make([]lineMark, 0, size/stride+1)
-	buf := block()
-	defer blocks.Put(&buf)
+	buf := blocks.Get(blockSize)[:blockSize]
+	defer blocks.Put(buf)
 	n := 0
 	var pos int64 // offset of buf[0] in the file
 	next := stride
@@ -395,8 +387,8 @@ func lineStart(ctx context.Context, f io.ReaderAt, size int64, n, k int) (int64,
 	// Line k starts after the (k-1)th ending from the start, which is the
 	// want-th from the end.
 	want := endings - (k - 1) + 1
-	buf := block()
-	defer blocks.Put(&buf)
+	buf := blocks.Get(blockSize)[:blockSize]
+	defer blocks.Put(buf)
 	for end := size; end > 0; {
 		if err := ctx.Err(); err != nil {
 			return 0, err

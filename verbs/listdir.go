@@ -119,14 +119,14 @@ func hostListing(des []confine.Entry) *dirListing {
 
 // entrySlices are the slices of entries of large listings, given back by
 // FsListDirResult.Release.
-var entrySlices = slicePool[DirEntry]{from: 1 << 10, max: 1 << 18}
+var entrySlices = executor.Pool[DirEntry]{From: 1 << 10, Max: 1 << 18}
 
 // Release implements executor.Releaser: a large listing's slice goes back
 // for the next listings, emptied (it holds no names then), and Entries is
 // cleared.
 func (r *FsListDirResult) Release() {
 	clear(r.Entries[:cap(r.Entries)]) // the names are no longer held
-	entrySlices.put(r.Entries)
+	entrySlices.Put(r.Entries)
 	r.Entries = nil
 }
 
@@ -136,7 +136,7 @@ func (r *FsListDirResult) Release() {
 // a directory when it leads to one.
 func (w *Workspace) hostEntries(l *dirListing, name string) []DirEntry {
 	n := l.len()
-	out := entrySlices.get(n)
+	out := entrySlices.Get(n)
 	first := l.dirs + l.files // the first link
 	if first == n {
 		for i := range n {
@@ -291,16 +291,14 @@ var _ executor.JSONAppender = (*FsListDirResult)(nil)
 // (executor.JSONAppender): a listing of 10,000 entries is encoded without
 // reflection.
 func (r *FsListDirResult) AppendJSON(dst []byte) []byte {
-	if dst == nil {
-		size := 64
-		for i := range r.Entries {
-			size += len(r.Entries[i].Name) + 32
-			if r.Entries[i].SizeBytes != nil || r.Entries[i].Version != 0 || r.Entries[i].UpdatedAt != "" {
-				size += 80
-			}
+	size := 64
+	for i := range r.Entries {
+		size += len(r.Entries[i].Name) + 32
+		if r.Entries[i].SizeBytes != nil || r.Entries[i].Version != 0 || r.Entries[i].UpdatedAt != "" {
+			size += 80
 		}
-		dst = make([]byte, 0, size)
 	}
+	dst = slices.Grow(dst, size)
 	dst = executor.AppendResultJSON(dst, &r.Result)
 	dst = append(dst, `,"entries":`...)
 	if r.Entries == nil {

@@ -58,7 +58,7 @@ type FsReadFileResult struct {
 // back to the reads of large files, and Content is cleared.
 func (r *FsReadFileResult) Release() {
 	if r.buf != nil {
-		readBuffers.put(r.buf)
+		readBuffers.Put(r.buf)
 		r.buf, r.Content = nil, ""
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -169,16 +168,12 @@ func (c *stdioConn) runDirect(j directJob, hold func(parts [][]byte) bool) {
 	// none while its connection shuts down: the client is gone, and a
 	// pipe it no longer reads could hold the write for ever.
 	if err == nil && c.base.Err() == nil {
-		switch {
-		case hold(parts):
-		case len(parts) > 1:
-			err = c.writeParts(parts)
-		default:
-			err = c.writeLine(parts[0])
+		if !hold(parts) {
+			err = c.writeParts(parts...)
 		}
 	}
 	if len(parts) == 1 {
-		giveBackAnswer(parts[0]) // written, or held as a copy
+		answerBuffers.Put(parts[0]) // written, or held as a copy
 	}
 	if out != nil {
 		// The answer is written or held (a copy): nothing reads the
@@ -244,27 +239,7 @@ const partsFrom = 64 << 10
 // answerBuffers are the buffers of answers in one part, given back once
 // written or held (a copy): a client making small calls one after
 // another then writes each answer from memory the last one used.
-var answerBuffers sync.Pool // of *[]byte
-
-// maxAnswerBuffer is the largest answer buffer kept.
-const maxAnswerBuffer = 4 * partsFrom
-
-// answerBuffer is an empty buffer of at least n bytes, for an answer in
-// one part.
-func answerBuffer(n int) []byte {
-	if b, ok := answerBuffers.Get().(*[]byte); ok && cap(*b) >= n {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, n)
-}
-
-// giveBackAnswer keeps b, an answer in one part nothing reads any more,
-// for the next.
-func giveBackAnswer(b []byte) {
-	if cap(b) <= maxAnswerBuffer {
-		answerBuffers.Put(&b)
-	}
-}
+var answerBuffers = executor.Pool[byte]{Max: 4 * partsFrom}
 
 // answerParts is the JSON-RPC answer to a direct call, with its newline,
 // in parts written one after another: the outcome as the tool handler's
@@ -275,7 +250,7 @@ func giveBackAnswer(b []byte) {
 // executor.BodyRenderer), that string is taken from the encoding instead
 // of being escaped again. A result of partsFrom bytes or more is not
 // copied: its encoding, and that string, are parts of their own. Under
-// partsFrom, one part, in a buffer to give back (giveBackAnswer).
+// partsFrom, one part, in a buffer to give back (answerBuffers).
 func answerParts(id jsonrpc.ID, out *executor.Outcome, callErr error) ([][]byte, error) {
 	if callErr != nil {
 		line, err := encodeLine(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: callErr.Error()}})
@@ -285,7 +260,7 @@ func answerParts(id jsonrpc.ID, out *executor.Outcome, callErr error) ([][]byte,
 	one := len(enc) < partsFrom
 	var b []byte
 	if one {
-		b = answerBuffer(2*len(enc) + 512)
+		b = answerBuffers.Get(2*len(enc) + 512)
 	} else {
 		b = make([]byte, 0, 512)
 	}

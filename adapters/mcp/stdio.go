@@ -542,7 +542,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	data, err := encodeLine(msg)
 	if err == nil {
-		err = c.writeLine(data)
+		err = c.writeParts(data)
 	} else {
 		err = fmt.Errorf("encode a message: %w", err)
 	}
@@ -555,28 +555,19 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // maxHeld bounds the answers held for one write.
 const maxHeld = 64 << 10
 
-// writeLine writes data, which ends with its newline, after the answers
-// held so far.
-func (c *stdioConn) writeLine(data []byte) error {
+// writeParts writes a message, each part ending where the next begins and
+// the last with its newline, after the answers held (in one write with
+// the first part), with no other write between them.
+func (c *stdioConn) writeParts(parts ...[]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if len(c.held) > 0 {
-		data = append(c.held, data...)
+		first := c.held
+		if len(parts) > 0 {
+			first, parts = append(first, parts[0]...), parts[1:]
+		}
 		c.held = c.held[:0]
-	}
-	_, err := c.out.Write(data)
-	return err
-}
-
-// writeParts writes an answer in parts, after the answers held, with no
-// other write between them.
-func (c *stdioConn) writeParts(parts [][]byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if len(c.held) > 0 {
-		_, err := c.out.Write(c.held)
-		c.held = c.held[:0]
-		if err != nil {
+		if _, err := c.out.Write(first); err != nil {
 			return err
 		}
 	}
@@ -620,14 +611,7 @@ func (c *stdioConn) sendHeld() {
 // flushHeld writes the answers held. A failed write ends the connection,
 // as a failed answer does.
 func (c *stdioConn) flushHeld() {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if len(c.held) == 0 {
-		return
-	}
-	_, err := c.out.Write(c.held)
-	c.held = c.held[:0]
-	if err != nil {
+	if c.writeParts() != nil {
 		c.Close()
 	}
 }
@@ -667,7 +651,7 @@ func (c *stdioConn) refuse(id *jsonrpc.ID, code int64, message string) {
 	}
 	data, err := json.Marshal(errorAnswer{Version: "2.0", ID: raw, Error: jsonrpc.Error{Code: code, Message: message}})
 	if err == nil {
-		_ = c.writeLine(append(data, '\n')) // a broken output ends the connection at its next answer
+		_ = c.writeParts(append(data, '\n')) // a broken output ends the connection at its next answer
 	}
 }
 
