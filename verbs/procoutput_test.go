@@ -219,7 +219,7 @@ func TestProcOutputHostileIDs(t *testing.T) {
 func TestProcOutputExpiry(t *testing.T) {
 	clk := clock.NewFake(t0)
 	e := verbtest.New(t, func(o *verbs.Options, _ *verbs.WorkspaceOptions) { o.Clock = clk })
-	const keep = 168 * time.Hour
+	const keep, every = 168 * time.Hour, 68 * time.Hour
 	runAs(t, e, "web.old", "web", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"old"}})
 	clk.Advance(100 * time.Hour)
 	runAs(t, e, "web.new", "web", verbs.ProcRunArgs{Executable: "echo", Arguments: []string{"new"}})
@@ -231,19 +231,22 @@ func TestProcOutputExpiry(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.Set.RunOutputSweeper(ctx, keep, time.Hour)
+		e.Set.RunOutputSweeper(ctx, keep, every)
 	}()
 	// The first sweep, at once, finds nothing old enough. The sweeper's
-	// timer is the one due in an hour (a timer the runs above left for a
-	// moment must not be mistaken for it).
+	// timer is the one due in 68 hours (a timer the runs above left for a
+	// moment must not be mistaken for it). Its round falls exactly when
+	// web.old turns 168h: were it due earlier, the fake clock would run it
+	// at its own time on the way and the sweeper, reading the clock then,
+	// would arm its next round in the time already passed.
 	testkit.WaitFor(t, "the sweeper to wait for its next round", func() bool {
 		due, ok := clk.NextDue()
-		return ok && due.Equal(clk.Now().Add(time.Hour))
+		return ok && due.Equal(clk.Now().Add(every))
 	})
 	if !exists("web.old") || !exists("web.new") {
 		t.Fatal("output removed before it expired")
 	}
-	clk.Advance(68 * time.Hour) // web.old is 168h old
+	clk.Advance(every) // web.old is 168h old
 	testkit.WaitFor(t, "web.old to be removed", func() bool { return !exists("web.old") })
 	outputFails(t, e, "web", map[string]any{"outputId": "web.old"}, executor.CodeNotFound, "keep_output")
 	if p := output(t, e, "web", map[string]any{"outputId": "web.new"}); p.Content != "new" {
