@@ -61,6 +61,8 @@ type Metrics struct {
 	verbSeconds *prometheus.HistogramVec
 	delivery    *prometheus.HistogramVec
 	rateLimited *prometheus.CounterVec
+	nodeCalls   *prometheus.CounterVec
+	nodeSeconds *prometheus.HistogramVec
 
 	watchOnce sync.Once
 }
@@ -102,9 +104,19 @@ func New(opts Options) (*Metrics, error) {
 			Namespace: Namespace, Name: "outbox_rate_limited_total",
 			Help: "Sends a platform refused with a rate limit (HTTP 429, retry after), by platform.",
 		}, []string{"platform"}),
+		nodeCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "node_calls_total",
+			Help: "Calls to remote nodes, by node and status (done, interrupted, expired, rejected, dropped; no_answer, full, canceled without an answer; other for a status the hub does not know).",
+		}, []string{"node", "status"}),
+		nodeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "node_call_seconds",
+			Help: "Where the time of answered calls to remote nodes went, by node and phase: round_trip (the hub's wait), and from the node's own account " +
+				"ledger (recording the call before it runs), slot (waiting for a free slot), run, and transit (the round trip less those: queues, server, network).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 300},
+		}, []string{"node", "phase"}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.turns, m.verbCalls, m.verbSeconds, m.delivery, m.rateLimited,
+		m.turns, m.verbCalls, m.verbSeconds, m.delivery, m.rateLimited, m.nodeCalls, m.nodeSeconds,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -193,6 +205,41 @@ func (m *Metrics) verbLabel(name string) string {
 		}
 	}
 	return "other"
+}
+
+// NodeCall is one call to a remote node as the hub saw it (cmd/hub
+// passes the nodes package's account of each call). Node is a configured
+// node's name and Status one of the values hub_node_calls_total lists:
+// the caller keeps the labels' values known.
+type NodeCall struct {
+	Node, Status string
+	// Answered is whether the node answered; RoundTrip is then the hub's
+	// wait for it.
+	Answered  bool
+	RoundTrip time.Duration
+	// Reported is whether the node gave its own account of the call:
+	// how long it took to record it, to get a slot, to run it.
+	Reported          bool
+	Ledger, Slot, Run time.Duration
+}
+
+// NodeCall counts a call to a node and observes where its time went.
+func (m *Metrics) NodeCall(c NodeCall) {
+	m.nodeCalls.WithLabelValues(c.Node, c.Status).Inc()
+	if !c.Answered {
+		return
+	}
+	m.nodeSeconds.WithLabelValues(c.Node, "round_trip").Observe(c.RoundTrip.Seconds())
+	if !c.Reported {
+		return
+	}
+	on := c.Ledger + c.Slot + c.Run
+	for _, p := range []struct {
+		phase string
+		d     time.Duration
+	}{{"ledger", c.Ledger}, {"slot", c.Slot}, {"run", c.Run}, {"transit", max(c.RoundTrip-on, 0)}} {
+		m.nodeSeconds.WithLabelValues(c.Node, p.phase).Observe(p.d.Seconds())
+	}
 }
 
 // Delivered observes a chunk's delivery latency (outbox.Events).

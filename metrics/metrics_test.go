@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -298,5 +300,60 @@ func TestVerbLabelsTakeKnownValuesOnly(t *testing.T) {
 	}
 	if n := len(fams["hub_verb_calls_total"].GetMetric()); n != len(tests) {
 		t.Errorf("hub_verb_calls_total has %d series, want %d", n, len(tests))
+	}
+}
+
+// A node call is counted by node and status; an answered one observes its
+// round trip, and, when the node gave its account, the node's phases and
+// the transit left of the round trip (never below zero).
+func TestNodeCalls(t *testing.T) {
+	m, err := metrics.New(metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := time.Millisecond
+	m.NodeCall(metrics.NodeCall{Node: "db-1", Status: "done", Answered: true, RoundTrip: 10 * ms,
+		Reported: true, Ledger: 2 * ms, Slot: 1 * ms, Run: 3 * ms})
+	m.NodeCall(metrics.NodeCall{Node: "db-1", Status: "done", Answered: true, RoundTrip: 4 * ms,
+		Reported: true, Ledger: 2 * ms, Slot: 1 * ms, Run: 3 * ms}) // a node's account longer than the wait
+	m.NodeCall(metrics.NodeCall{Node: "db-1", Status: "other", Answered: true, RoundTrip: 5 * ms}) // no account
+	m.NodeCall(metrics.NodeCall{Node: "db-2", Status: "no_answer", RoundTrip: time.Minute})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(rec.Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"hub_node_calls_total", map[string]string{"node": "db-1", "status": "done"}, 2},
+		{"hub_node_calls_total", map[string]string{"node": "db-1", "status": "other"}, 1},
+		{"hub_node_calls_total", map[string]string{"node": "db-2", "status": "no_answer"}, 1},
+		{"hub_node_call_seconds", map[string]string{"node": "db-1", "phase": "round_trip"}, 3},
+		{"hub_node_call_seconds", map[string]string{"node": "db-1", "phase": "ledger"}, 2},
+		{"hub_node_call_seconds", map[string]string{"node": "db-1", "phase": "slot"}, 2},
+		{"hub_node_call_seconds", map[string]string{"node": "db-1", "phase": "run"}, 2},
+		{"hub_node_call_seconds", map[string]string{"node": "db-1", "phase": "transit"}, 2},
+		{"hub_node_call_seconds", map[string]string{"node": "db-2"}, 0},
+	} {
+		if v, _ := value(fams, tt.name, tt.labels); v != tt.want {
+			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, v, tt.want)
+		}
+	}
+	sums := map[string]float64{}
+	for _, s := range fams["hub_node_call_seconds"].GetMetric() {
+		for _, l := range s.GetLabel() {
+			if l.GetName() == "phase" {
+				sums[l.GetValue()] = s.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	// transit: 10 − 6 ms, and 0 for the account longer than the wait.
+	if got := sums["transit"]; math.Abs(got-0.004) > 1e-9 || math.Abs(sums["round_trip"]-0.019) > 1e-9 || math.Abs(sums["ledger"]-0.004) > 1e-9 {
+		t.Errorf("sums %v", sums)
 	}
 }

@@ -91,6 +91,9 @@ type HubOptions struct {
 	// Limits bound each node (its answers, its streams, its account on
 	// the embedded server); zero fields take their defaults.
 	Limits config.NodeLimits
+	// OnCall, when set, is told of every call to a configured node once
+	// it ends (the hub's metrics): it must not block.
+	OnCall func(CallStats)
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
@@ -430,6 +433,14 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 	expired := make(chan struct{})
 	t := h.clk.AfterFunc(timeout, func() { close(expired) })
 	defer t.Stop()
+	started := h.clk.Now()
+	stats := CallStats{Call: id, Node: node, Status: CallCanceled}
+	if h.opts.OnCall != nil {
+		defer func() {
+			stats.RoundTrip = h.clk.Now().Sub(started)
+			h.opts.OnCall(stats)
+		}()
+	}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := h.js.Publish(pctx, requestSubject(node), data, jetstream.WithMsgID(id), jetstream.WithExpectStream(nodeStream(node)))
@@ -438,6 +449,7 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 			break
 		}
 		if full(err) {
+			stats.Status = CallFull
 			return Response{}, fmt.Errorf("node %s: its queue is full (%w; nats.node_limits bounds the calls waiting for a node): the call did not run", node, err)
 		}
 		h.log.Debug("queue call", "node", node, "call", id, "err", err.Error())
@@ -445,6 +457,7 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 		case <-ctx.Done():
 			return Response{}, fmt.Errorf("call %s to node %s: %w", id, node, ctx.Err())
 		case <-expired:
+			stats.Status = CallNoAnswer
 			return Response{}, &NoAnswerError{Node: node, Waited: timeout}
 		case <-after(h.clk, 250*time.Millisecond):
 		}
@@ -452,16 +465,28 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 	h.log.Debug("call queued", "node", node, "call", id, "deadline", deadline)
 	select {
 	case r := <-w.ch:
+		stats.Status, stats.Answered, stats.Timing = knownStatus(r.Status), true, r.Timing
 		return r, nil
 	case <-ctx.Done():
 		return Response{}, fmt.Errorf("call %s to node %s: %w", id, node, ctx.Err())
 	case <-expired:
+		stats.Status = CallNoAnswer
 		online := false
 		if st, err := h.status(context.WithoutCancel(ctx), node); err == nil {
 			online = st.Online
 		}
 		return Response{}, &NoAnswerError{Node: node, Waited: timeout, Queued: true, Online: online}
 	}
+}
+
+// knownStatus is status when it is one a node or the hub answers with,
+// else CallOther: a node's words never become a metric's label unread.
+func knownStatus(status string) string {
+	switch status {
+	case StatusDone, StatusInterrupted, StatusExpired, StatusRejected, StatusDropped:
+		return status
+	}
+	return CallOther
 }
 
 // errStoreFailed is the server's error code for a message a stream
@@ -521,6 +546,7 @@ func (h *Hub) onResult(m jetstream.Msg) {
 	w.ch <- Response{
 		Result: r.Result, Verb: r.Verb, Notes: r.Notes, Status: r.Status,
 		Node: node, NodeVersion: Version(r.NodeVersion), Duration: time.Duration(r.DurationMS) * time.Millisecond,
+		Timing: r.Timing.timing(),
 	}
 }
 

@@ -313,7 +313,9 @@ func (n *Node) take(ctx context.Context, m jetstream.Msg, rq requestMsg, log *sl
 		return res, false
 	}
 	env, derr := n.opts.Workspaces[n.opts.Default].DecodeEnvelope(rq.Envelope)
+	recording := n.clk.Now()
 	prev, began, _, err := n.ledger.Begin(store.TurnRecord{TurnID: rq.CallID, Verb: env.Verb, Identity: rq.Identity, Platform: "node", Started: now})
+	tm := &wireTiming{LedgerUS: n.clk.Now().Sub(recording).Microseconds()}
 	if err != nil {
 		log.Error("ledger", "err", err.Error())
 		m.NakWithDelay(time.Second)
@@ -336,12 +338,14 @@ func (n *Node) take(ctx context.Context, m jetstream.Msg, rq requestMsg, log *sl
 	}
 	switch {
 	case !ok:
-		return resultMsg{Status: StatusRejected, Result: failure(executor.CodeInvalidArguments,
+		return resultMsg{Status: StatusRejected, Timing: tm, Result: failure(executor.CodeInvalidArguments,
 			fmt.Sprintf("node %s has no workspace %q (it has: %s)", n.opts.Name, rq.Workspace, strings.Join(n.workspaceNames(), ", ")))}, true
 	case derr != nil:
-		return resultMsg{Status: StatusDone, Result: (&executor.Outcome{Err: executor.ErrorFrom(derr)}).JSON()}, true
+		return resultMsg{Status: StatusDone, Timing: tm, Result: (&executor.Outcome{Err: executor.ErrorFrom(derr)}).JSON()}, true
 	}
-	return n.run(ctx, m, x, rq, env), true
+	res = n.run(ctx, m, x, rq, env, tm)
+	res.Timing = tm
+	return res, true
 }
 
 // complete publishes a call's answer, then acks the request and has the
@@ -364,8 +368,10 @@ func (n *Node) complete(ctx context.Context, m jetstream.Msg, rq requestMsg, res
 
 // run executes the envelope once a slot is free, bounded by the call's
 // deadline, telling the server the call is in progress (also while it
-// waits for its slot) so that it is not redelivered meanwhile.
-func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, rq requestMsg, env executor.Envelope) resultMsg {
+// waits for its slot) so that it is not redelivered meanwhile. It notes
+// in tm how long the call waited for its slot and ran.
+func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, rq requestMsg, env executor.Envelope, tm *wireTiming) resultMsg {
+	waiting := n.clk.Now()
 	rctx, cancel := context.WithTimeout(ctx, rq.Deadline.Sub(n.clk.Now()))
 	defer cancel()
 	var mu sync.Mutex
@@ -387,6 +393,7 @@ func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, r
 	select {
 	case n.slots <- struct{}{}:
 	case <-rctx.Done():
+		tm.SlotUS = n.clk.Now().Sub(waiting).Microseconds()
 		return resultMsg{Status: StatusExpired, Result: failure(executor.CodeTimeout,
 			fmt.Sprintf("node %s had no free slot for this call before its deadline or its stop; it did not run", n.opts.Name))}
 	}
@@ -394,7 +401,10 @@ func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, r
 	n.running.Add(1)
 	defer n.running.Add(-1)
 	rctx = executor.WithCall(rctx, executor.Call{TurnID: rq.TurnID, Session: rq.Session, Identity: rq.Identity})
+	running := n.clk.Now()
+	tm.SlotUS = running.Sub(waiting).Microseconds()
 	out := x.Run(rctx, env)
+	tm.RunUS = n.clk.Now().Sub(running).Microseconds()
 	return resultMsg{Status: StatusDone, Verb: out.Verb, Result: out.JSON(), Notes: out.Notes, DurationMS: out.Duration.Milliseconds()}
 }
 

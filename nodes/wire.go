@@ -51,6 +51,45 @@ type Response struct {
 	Node        string
 	NodeVersion string
 	Duration    time.Duration
+	// Timing is the node's account of where the call's time went on it
+	// (zero from a node that sends none).
+	Timing NodeTiming
+}
+
+// NodeTiming is where a call's time went on its node, measured on the
+// node's clock: recording it in the ledger (the commit the call waited
+// for), waiting for a free slot, and running it. The rest of a round
+// trip is transit: the queues, the server and the hops between.
+type NodeTiming struct {
+	Ledger, Slot, Run time.Duration
+}
+
+// Reported reports whether the node sent its timing.
+func (t NodeTiming) Reported() bool { return t != NodeTiming{} }
+
+// Statuses of a call the hub ends without an answer, for CallStats.
+const (
+	CallNoAnswer = "no_answer" // the wait ran out (the call timeout, or the caller's)
+	CallFull     = "full"      // the node's queue refused the call: it did not run
+	CallCanceled = "canceled"  // the caller gave up first
+	CallOther    = "other"     // an answer whose status the hub does not know
+)
+
+// CallStats is one call to a configured node as the hub saw it, for
+// HubOptions.OnCall.
+type CallStats struct {
+	// Call is the call's id (CallID), Node the node it went to.
+	Call, Node string
+	// Status is the answer's (a Status* constant) or, without one, a
+	// Call* constant; a status the hub does not know is CallOther.
+	Status string
+	// Answered is whether an answer came (its Status a Status* constant,
+	// or CallOther); RoundTrip is from the call's first publish to its
+	// answer, or to the end of the wait for a call that got none.
+	Answered  bool
+	RoundTrip time.Duration
+	// Timing is the node's account of the call (zero without an answer).
+	Timing NodeTiming
 }
 
 // Outcome rebuilds the executor outcome of a call of verb with args from
@@ -105,7 +144,30 @@ type resultMsg struct {
 	Result      json.RawMessage `json:"result"`
 	Notes       []string        `json:"notes,omitempty"`
 	DurationMS  int64           `json:"duration_ms"`
+	Timing      *wireTiming     `json:"timing,omitempty"`
 }
+
+// wireTiming is NodeTiming on the wire, in microseconds.
+type wireTiming struct {
+	LedgerUS int64 `json:"ledger_us"`
+	SlotUS   int64 `json:"slot_us,omitempty"`
+	RunUS    int64 `json:"run_us,omitempty"`
+}
+
+// timing is the node's account t carries; a negative figure (a node's
+// clock stepped back, or a node that lies) counts as none.
+func (t *wireTiming) timing() NodeTiming {
+	if t == nil || t.LedgerUS < 0 || t.SlotUS < 0 || t.RunUS < 0 {
+		return NodeTiming{}
+	}
+	us := func(n int64) time.Duration {
+		return time.Duration(min(n, int64(maxTiming/time.Microsecond))) * time.Microsecond
+	}
+	return NodeTiming{Ledger: us(t.LedgerUS), Slot: us(t.SlotUS), Run: us(t.RunUS)}
+}
+
+// maxTiming bounds each figure a node reports: no call lasts longer.
+const maxTiming = 30 * 24 * time.Hour
 
 // Heartbeat is what a node writes to the status bucket at every beat.
 type Heartbeat struct {

@@ -106,7 +106,7 @@ func TestClusterNATSConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := openNodes(t.Context(), cfg, nil, nil, testkit.Discard())
+	h, err := openNodes(t.Context(), cfg, nil, nil, testkit.Discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/config"
 	"github.com/a6afc2ce/hermes-hub/executor"
+	"github.com/a6afc2ce/hermes-hub/metrics"
 	"github.com/a6afc2ce/hermes-hub/nodes"
 )
 
@@ -180,8 +181,9 @@ func runNodes(env *cliEnv, args []string) error {
 
 // openNodes starts the hub's end of the remote nodes from the
 // configuration, its NATS state kept through the state directory state
-// (nil: opened from the configuration's state_dir).
-func openNodes(ctx context.Context, cfg *config.Config, state *os.Root, clk clock.Clock, logger *slog.Logger) (*nodes.Hub, error) {
+// (nil: opened from the configuration's state_dir); onCall (may be nil)
+// is told of every call.
+func openNodes(ctx context.Context, cfg *config.Config, state *os.Root, clk clock.Clock, logger *slog.Logger, onCall func(nodes.CallStats)) (*nodes.Hub, error) {
 	keys := map[string]string{}
 	for name, n := range cfg.Nodes {
 		keys[name] = n.NKey
@@ -190,6 +192,16 @@ func openNodes(ctx context.Context, cfg *config.Config, state *os.Root, clk cloc
 		StateDir: cfg.StateDir, State: state, Embedded: cfg.NATS.Embedded, Listen: cfg.NATS.ListenAddress(),
 		CertFile: cfg.NATS.CertFile, KeyFile: cfg.NATS.KeyFile, URL: cfg.NATS.URL, CAFile: cfg.NATS.CAFile,
 		Replicas: cfg.NATS.ReplicaCount(), AckWait: cfg.NATS.AckWaitTime(),
-		Nodes: keys, CallTimeout: cfg.NATS.Timeout(), Limits: cfg.NATS.Limits(), Clock: clk, Logger: logger,
+		Nodes: keys, CallTimeout: cfg.NATS.Timeout(), Limits: cfg.NATS.Limits(), OnCall: onCall, Clock: clk, Logger: logger,
 	})
+}
+
+// nodeCallMetrics counts the calls to nodes in mx (docs/metrics.md).
+func nodeCallMetrics(mx *metrics.Metrics) func(nodes.CallStats) {
+	return func(s nodes.CallStats) {
+		mx.NodeCall(metrics.NodeCall{
+			Node: s.Node, Status: s.Status, Answered: s.Answered, RoundTrip: s.RoundTrip,
+			Reported: s.Timing.Reported(), Ledger: s.Timing.Ledger, Slot: s.Timing.Slot, Run: s.Timing.Run,
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,14 +21,14 @@ import (
 const existsEnv = `{"verb":"fs.exists","arguments":{"path":"README.md"}}`
 
 // benchNodes opens a hub's end with count in-process nodes serving ws.
-func benchNodes(b *testing.B, count int, ws string) *nodes.Hub {
+func benchNodes(b *testing.B, count int, ws string, onCall func(nodes.CallStats)) *nodes.Hub {
 	b.Helper()
-	return benchNodesAt(b, count, ws, b.TempDir())
+	return benchNodesAt(b, count, ws, b.TempDir(), onCall)
 }
 
 // benchNodesAt is benchNodes with the hub's and the nodes' state under
 // dir.
-func benchNodesAt(b *testing.B, count int, ws, dir string) *nodes.Hub {
+func benchNodesAt(b *testing.B, count int, ws, dir string, onCall func(nodes.CallStats)) *nodes.Hub {
 	b.Helper()
 	keys := map[string]string{}
 	seeds := map[string]string{}
@@ -40,7 +41,7 @@ func benchNodesAt(b *testing.B, count int, ws, dir string) *nodes.Hub {
 		}
 		keys[name] = pub
 	}
-	h, err := nodes.OpenHub(context.Background(), nodes.HubOptions{StateDir: filepath.Join(dir, "hub"), Embedded: true, Listen: "127.0.0.1:0", Nodes: keys, Logger: testkit.Discard()})
+	h, err := nodes.OpenHub(context.Background(), nodes.HubOptions{StateDir: filepath.Join(dir, "hub"), Embedded: true, Listen: "127.0.0.1:0", Nodes: keys, OnCall: onCall, Logger: testkit.Discard()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +88,9 @@ func BenchmarkNodeRoundTrip(b *testing.B) {
 		}
 	})
 	b.Run("node", func(b *testing.B) {
-		h := benchNodes(b, 1, ws)
+		var p phases
+		h := benchNodes(b, 1, ws, p.add)
+		defer p.report(b)
 		i := 0
 		for b.Loop() {
 			i++
@@ -97,6 +100,44 @@ func BenchmarkNodeRoundTrip(b *testing.B) {
 			}
 		}
 	})
+}
+
+// phases adds up where the answered calls' time went, from the node's
+// account (HubOptions.OnCall: the hub's metrics hub_node_call_seconds).
+type phases struct {
+	mu                                    sync.Mutex
+	n                                     int
+	roundTrip, ledger, slot, run, transit time.Duration
+}
+
+func (p *phases) add(s nodes.CallStats) {
+	if !s.Answered || !s.Timing.Reported() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := s.Timing
+	p.n++
+	p.roundTrip += s.RoundTrip
+	p.ledger += t.Ledger
+	p.slot += t.Slot
+	p.run += t.Run
+	p.transit += max(s.RoundTrip-t.Ledger-t.Slot-t.Run, 0)
+}
+
+// report reports each phase's mean in milliseconds.
+func (p *phases) report(b *testing.B) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(p.n) }
+	b.ReportMetric(ms(p.roundTrip), "round-trip-ms")
+	b.ReportMetric(ms(p.ledger), "ledger-ms")
+	b.ReportMetric(ms(p.slot), "slot-ms")
+	b.ReportMetric(ms(p.run), "run-ms")
+	b.ReportMetric(ms(p.transit), "transit-ms")
 }
 
 // tmpfsDir is a directory on tmpfs (/dev/shm), removed after b; the
@@ -123,7 +164,7 @@ func tmpfsDir(b *testing.B) string {
 // machine's load weighs on all three alike.
 func BenchmarkNodeRoundTripGoal(b *testing.B) {
 	ws := workspace(b)
-	disk, tmpfs := benchNodesAt(b, 1, ws, b.TempDir()), benchNodesAt(b, 1, ws, tmpfsDir(b))
+	disk, tmpfs := benchNodesAt(b, 1, ws, b.TempDir(), nil), benchNodesAt(b, 1, ws, tmpfsDir(b), nil)
 	f, err := os.OpenFile(filepath.Join(b.TempDir(), "sync"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		b.Fatal(err)
@@ -177,7 +218,9 @@ func BenchmarkNodeThroughput(b *testing.B) {
 			if name == "1nodes-tmpfs" {
 				dir = tmpfsDir(b)
 			}
-			h := benchNodesAt(b, count, ws, dir)
+			var p phases
+			h := benchNodesAt(b, count, ws, dir, p.add)
+			defer p.report(b)
 			var seq atomic.Int64
 			start := time.Now()
 			b.SetParallelism(16)

@@ -72,17 +72,18 @@ func newRemoteRig(t *testing.T) *remoteRig {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	nh, err := openNodes(context.Background(), cfg, nil, nil, testkit.Discard())
+	var err error
+	r.mx, err = metrics.New(metrics.Options{Verbs: laterVerbs(func() *executor.Registry { return r.env.Runtime.Hub.Registry() })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nh, err := openNodes(context.Background(), cfg, nil, nil, testkit.Discard(), nodeCallMetrics(r.mx))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nh.Close() })
 	r.nodes = nh
 	remote := &remoteNodes{nodes: nh}
-	r.mx, err = metrics.New(metrics.Options{Verbs: laterVerbs(func() *executor.Registry { return r.env.Runtime.Hub.Registry() })})
-	if err != nil {
-		t.Fatal(err)
-	}
 	r.env = hubtest.Open(t, cfg, hubtest.Options{Workspaces: true, Runtime: hub.RuntimeOptions{Remote: remote, Observer: r.mx}})
 	remote.reg = r.env.Runtime.Hub.Registry()
 	r.rec = hubtest.NewRecorder()
@@ -164,7 +165,7 @@ func TestRemoteWorkspaceEndToEnd(t *testing.T) {
 		t.Fatalf("the output is not on the node: %v", err)
 	}
 	// Page through the whole output, as the caller who ran it.
-	lines := 0
+	lines, pages := 0, 0
 	for start := 1; ; {
 		out, err := r.env.Runtime.Hub.Execute(context.Background(), hub.APIRequest{Identity: "telegram:1", Workspace: "db1-logs",
 			Input: fmt.Appendf(nil, `{"verb":"proc.output","arguments":{"outputId":%q,"startLine":%d}}`, res.TurnID, start)})
@@ -183,6 +184,7 @@ func TestRemoteWorkspaceEndToEnd(t *testing.T) {
 			t.Fatalf("page at %d starts with %q", start, first)
 		}
 		lines += page.EndLine - start + 1
+		pages++
 		if page.EndLine >= page.TotalLines {
 			break
 		}
@@ -190,6 +192,21 @@ func TestRemoteWorkspaceEndToEnd(t *testing.T) {
 	}
 	if lines != 20000 {
 		t.Fatalf("paged %d lines, want 20000", lines)
+	}
+	// The hub's metrics account for every call to db-1 (proc.run and the
+	// pages) and for where its time went, on the node and between.
+	rec := httptest.NewRecorder()
+	r.mx.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	calls := 1 + pages
+	want := []string{fmt.Sprintf(`hub_node_calls_total{node="db-1",status="done"} %d`, calls)}
+	for _, phase := range []string{"round_trip", "ledger", "slot", "run", "transit"} {
+		want = append(want, fmt.Sprintf(`hub_node_call_seconds_count{node="db-1",phase=%q} %d`, phase, calls))
+	}
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("/metrics lacks %s", w)
+		}
 	}
 }
 
@@ -323,6 +340,10 @@ func TestHostileNodeAnswersAddNoSeriesOrMeta(t *testing.T) {
 		t.Errorf("/metrics is %d bytes after 50 hostile answers", len(body))
 	} else if !strings.Contains(body, `hub_verb_calls_total{outcome="internal",verb="fs.readFile"} 50`) {
 		t.Errorf("/metrics does not count the 50 calls as fs.readFile internal:\n%s", body)
+	} else if !strings.Contains(body, `hub_node_calls_total{node="db-1",status="done"} 50`) ||
+		!strings.Contains(body, `hub_node_call_seconds_count{node="db-1",phase="round_trip"} 50`) || strings.Contains(body, `phase="ledger"`) {
+		// The answers gave no account of the node's time: none is made up.
+		t.Errorf("/metrics does not count the 50 node calls, or shows phases no node reported:\n%s", body)
 	}
 	for _, e := range r.rec.Sent("chat:telegram:100") {
 		if v := e.Meta[hub.MetaNodeVersion]; v != "unknown" || e.Meta[hub.MetaNode] != "db-1" {

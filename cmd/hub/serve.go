@@ -92,22 +92,22 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, out io.
 	defer sk.Close() // last: after the runtime and the sweeper
 	st, tc := sk.st, sk.tc
 	tc.runAs.log(logger)
+	mx, err := metrics.New(metrics.Options{Clock: clk, Verbs: tc.exec.Registry()})
+	if err != nil {
+		return err
+	}
 	var remote hub.Remote
 	var nodeList admin.NodeLister
 	if cfg.NATS.Enabled() {
 		// The remote nodes' transport: queues, results and liveness. The
 		// remote destination of named workspaces calls it.
-		nh, err := openNodes(ctx, cfg, st.Root(), clk, logger)
+		nh, err := openNodes(ctx, cfg, st.Root(), clk, logger, nodeCallMetrics(mx))
 		if err != nil {
 			return err
 		}
 		defer nh.Close()
 		remote = remoteNodes{nodes: nh, reg: tc.exec.Registry()}
 		nodeList = nodeLister{nh}
-	}
-	mx, err := metrics.New(metrics.Options{Clock: clk, Verbs: tc.exec.Registry()})
-	if err != nil {
-		return err
 	}
 	sessions := hub.NewSessionSwitch(cfg.Sessions)
 	rt, err := hub.Open(cfg, st, tc.exec, hub.RuntimeOptions{Logger: logger, SessionFor: sessions.For, Observer: mx, OutboxEvents: mx, Remote: remote})
