@@ -51,6 +51,31 @@ func scanJSON(data []byte, maxDepth int) (*jsonScanner, error) {
 	return s, nil
 }
 
+// ObjectMembers checks data as envelopes are checked (exactly one JSON
+// value, nested no deeper than maxDepth, no key twice in one object), in
+// one pass, and calls fn with each member of data, which must be an
+// object, in order: its key, unescaped, valid only during the call, and
+// the raw bytes of its value, a slice of data. It returns fn's first
+// error. For a message of another program whose members are read one by
+// one (a node's answer, in the hub) without a second pass over a large
+// member, as encoding/json's check and then decoding would make.
+func ObjectMembers(data []byte, maxDepth int, fn func(key, value []byte) error) error {
+	s, err := scanJSON(data, maxDepth)
+	defer s.release()
+	if err != nil {
+		return err
+	}
+	if bytes.TrimLeft(data, " \t\r\n")[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	for _, m := range s.top {
+		if err := fn(m.key, m.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // release returns s to the pool.
 func (s *jsonScanner) release() {
 	s.data = nil

@@ -149,3 +149,32 @@ func TestScanJSONAllocs(t *testing.T) {
 		t.Fatalf("scanJSON allocates %v times per envelope", n)
 	}
 }
+
+// TestObjectMembers: an object's members in order, keys unescaped, values
+// as they are in the input; anything that is not one valid object, or
+// that the scanner refuses (depth, a key twice), is an error, and fn's
+// own error stops the walk.
+func TestObjectMembers(t *testing.T) {
+	type member struct{ key, value string }
+	var got []member
+	collect := func(k, v []byte) error { got = append(got, member{string(k), string(v)}); return nil }
+	in := ` {"a":1, "b\u0031" : {"c":[true,null]}, "s":"x\"y" , "e":{}} `
+	if err := ObjectMembers([]byte(in), 8, collect); err != nil {
+		t.Fatal(err)
+	}
+	want := []member{{"a", "1"}, {"b1", `{"c":[true,null]}`}, {"s", `"x\"y"`}, {"e", "{}"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("members %q, want %q", got, want)
+	}
+	for _, bad := range []string{``, ` `, `[]`, `1`, `"s"`, `null`, `{"a":1`, `{"a":1}}`, `{"a":1,"a":2}`, `{"a":{"b":{"c":{}}}}`, `{"a":"` + "\x00" + `"}`} {
+		got = nil
+		if err := ObjectMembers([]byte(bad), 3, collect); err == nil {
+			t.Errorf("%q: no error (members %q)", bad, got)
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := ObjectMembers([]byte(`{"a":1,"b":2}`), 8, func(k, v []byte) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("fn's error: %v after %d calls", err, calls)
+	}
+}

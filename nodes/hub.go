@@ -520,8 +520,8 @@ func (h *Hub) onResult(m jetstream.Msg) {
 		h.dropOversized(node, m.Headers().Get(jetstream.MsgIDHeader), n)
 		return
 	}
-	var r resultMsg
-	if err := json.Unmarshal(m.Data(), &r); err != nil {
+	r, err := unmarshalResult(m.Data())
+	if err != nil {
 		h.log.Warn("malformed result dropped", "node", node, "bytes", len(m.Data()))
 		return
 	}

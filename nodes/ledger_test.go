@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
@@ -186,5 +187,56 @@ func TestCallDeliveredManyTimesUnackedIsStillAnswered(t *testing.T) {
 	}
 	if n := r.ran("unacked"); n != 1 {
 		t.Fatalf("the call ran %d times", n)
+	}
+}
+
+// TestNodeLedgerRecordsTheOutcome: the record of a finished call holds
+// the error code of its outcome (none when it succeeded), whatever
+// answered it: the verb, the envelope's decoding, or the node.
+func TestNodeLedgerRecordsTheOutcome(t *testing.T) {
+	r := newRig(t, []string{"db-1"}, nil)
+	clk := newFakeClock()
+	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
+	opts.Clock = clk
+	n, err := StartNode(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	calls := []struct {
+		workspace string
+		env       []byte
+		code      executor.ErrorCode
+	}{
+		{"", echo("fine"), ""},
+		{"", []byte(`{"verb":"fs.nothing"}`), executor.CodeUnknownVerb},
+		{"", []byte(`{"verb":"test.echo","arguments":{"text":7}}`), executor.CodeInvalidArguments},
+		{"nope", echo("x"), executor.CodeInvalidArguments},
+	}
+	for i, c := range calls {
+		if _, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.outcome", CallIndex: i, Workspace: c.workspace, Envelope: c.env}); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	testkit.WaitFor(t, "the last request acked", func() bool {
+		c, err := r.hub.js.Consumer(t.Context(), nodeStream("db-1"), workConsumer)
+		return err == nil && c.CachedInfo().NumAckPending == 0
+	})
+	clk.Advance(finishEvery)
+	testkit.WaitFor(t, "every call recorded done", func() bool {
+		for i := range calls {
+			if rec, err := n.ledger.Get(CallID("t.outcome", i)); err != nil || rec == nil || rec.State != store.TurnDone {
+				return false
+			}
+		}
+		return true
+	})
+	for i, c := range calls {
+		if rec, _ := n.ledger.Get(CallID("t.outcome", i)); rec.Code != string(c.code) {
+			t.Errorf("call %d recorded with code %q, want %q", i, rec.Code, c.code)
+		}
 	}
 }

@@ -318,6 +318,10 @@ func TestOutcomeTakesNoNamesFromTheNode(t *testing.T) {
 		{"success", `{"succeeded":true,"text":"ok"}`, "test.echo", ""},
 		{"unknown code", `{"succeeded":false,"errorCode":"` + hostile + `","errorMessage":"m"}`, "test.echo", executor.CodeInternal},
 		{"known code", `{"succeeded":false,"errorCode":"not_found","errorMessage":"m"}`, "test.echo", executor.CodeNotFound},
+		// Names in another case, which encoding/json reads as the same.
+		{"unknown code, other case", `{"Succeeded":false,"ErrorCode":"` + hostile + `","ErrorMessage":"m"}`, "test.echo", executor.CodeInternal},
+		{"failure after success", `{"succeeded":true,"SUCCEEDED":false,"errorCode":"` + hostile + `"}`, "test.echo", executor.CodeInternal},
+		{"not JSON", `{"succeeded":false,`, "test.echo", executor.CodeInvalidEnvelope},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -338,10 +338,11 @@ func (n *Node) take(ctx context.Context, m jetstream.Msg, rq requestMsg, log *sl
 	}
 	switch {
 	case !ok:
-		return resultMsg{Status: StatusRejected, Timing: tm, Result: failure(executor.CodeInvalidArguments,
+		return resultMsg{Status: StatusRejected, Timing: tm, code: executor.CodeInvalidArguments, Result: failure(executor.CodeInvalidArguments,
 			fmt.Sprintf("node %s has no workspace %q (it has: %s)", n.opts.Name, rq.Workspace, strings.Join(n.workspaceNames(), ", ")))}, true
 	case derr != nil:
-		return resultMsg{Status: StatusDone, Timing: tm, Result: (&executor.Outcome{Err: executor.ErrorFrom(derr)}).JSON()}, true
+		out := &executor.Outcome{Err: executor.ErrorFrom(derr)}
+		return resultMsg{Status: StatusDone, Timing: tm, code: out.Err.Code, Result: out.JSON()}, true
 	}
 	res = n.run(ctx, m, x, rq, env, tm)
 	res.Timing = tm
@@ -355,14 +356,9 @@ func (n *Node) complete(ctx context.Context, m jetstream.Msg, rq requestMsg, res
 	if !n.answer(ctx, rq, res) {
 		return
 	}
-	code := ""
-	var r executor.Result
-	if json.Unmarshal(res.Result, &r) == nil && !r.Succeeded {
-		code = string(r.ErrorCode)
-	}
 	// Only the record before the run guards "at most once"; this one is
 	// written with the next commit (the next call's, or flushEvery's).
-	n.ledger.FinishLater(rq.CallID, store.TurnDone, code, n.clk.Now())
+	n.ledger.FinishLater(rq.CallID, store.TurnDone, string(res.code), n.clk.Now())
 	m.Ack()
 }
 
@@ -394,7 +390,7 @@ func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, r
 	case n.slots <- struct{}{}:
 	case <-rctx.Done():
 		tm.SlotUS = n.clk.Now().Sub(waiting).Microseconds()
-		return resultMsg{Status: StatusExpired, Result: failure(executor.CodeTimeout,
+		return resultMsg{Status: StatusExpired, code: executor.CodeTimeout, Result: failure(executor.CodeTimeout,
 			fmt.Sprintf("node %s had no free slot for this call before its deadline or its stop; it did not run", n.opts.Name))}
 	}
 	defer func() { <-n.slots }()
@@ -405,7 +401,11 @@ func (n *Node) run(ctx context.Context, m jetstream.Msg, x *executor.Executor, r
 	tm.SlotUS = running.Sub(waiting).Microseconds()
 	out := x.Run(rctx, env)
 	tm.RunUS = n.clk.Now().Sub(running).Microseconds()
-	return resultMsg{Status: StatusDone, Verb: out.Verb, Result: out.JSON(), Notes: out.Notes, DurationMS: out.Duration.Milliseconds()}
+	res := resultMsg{Status: StatusDone, Verb: out.Verb, Result: out.JSON(), Notes: out.Notes, DurationMS: out.Duration.Milliseconds()}
+	if out.Err != nil {
+		res.code = out.Err.Code
+	}
+	return res
 }
 
 // answer publishes a result with the call id as message id, retrying
@@ -443,13 +443,13 @@ func (n *Node) answer(ctx context.Context, rq requestMsg, res resultMsg) bool {
 // it, and retrying would not help.
 func (n *Node) encode(rq requestMsg, res resultMsg) ([]byte, error) {
 	res.CallID, res.Node, res.NodeVersion = rq.CallID, n.opts.Name, n.opts.Version
-	data, err := json.Marshal(res)
+	data, err := marshalResult(res)
 	if limit := int(n.nc.MaxPayload()) - headerRoom; err == nil && len(data) > limit {
 		n.log.Warn("result too large for the hub replaced by an error", "call", rq.CallID, "bytes", len(data), "limit", limit)
 		res.Result, res.Notes = failure(executor.CodeTooLarge, fmt.Sprintf(
 			"The answer of node %s was %d bytes, over the %d bytes the hub takes from it (nats.node_limits.max_result_bytes): ask for less (fs.readRange, proc.output pages)",
 			n.opts.Name, len(data), limit)), nil
-		data, err = json.Marshal(res)
+		data, err = marshalResult(res)
 	}
 	return data, err
 }

@@ -103,20 +103,46 @@ func (r Response) Outcome(reg *executor.Registry, verb string, args json.RawMess
 	if info, ok := reg.Lookup(verb); ok {
 		name = info.Name
 	}
-	var res executor.Result
-	if json.Unmarshal(r.Result, &res) == nil && !res.Succeeded {
-		code := res.ErrorCode
-		if !code.Known() {
-			code = executor.CodeInternal
-		}
-		return &executor.Outcome{Verb: name, Err: &executor.Error{Code: code, Message: res.ErrorMessage}, Notes: r.Notes, Duration: r.Duration}
+	if res, ok := resultSummary(r.Result); ok && !res.Succeeded {
+		return &executor.Outcome{Verb: name, Err: &executor.Error{Code: knownCode(res.ErrorCode), Message: res.ErrorMessage}, Notes: r.Notes, Duration: r.Duration}
 	}
 	out, err := reg.DecodeOutcome(verb, args, r.Result)
 	if err != nil {
 		return &executor.Outcome{Verb: name, Err: executor.ErrorFrom(err), Notes: r.Notes, Duration: r.Duration}
 	}
+	if out.Err != nil {
+		out.Err.Code = knownCode(out.Err.Code)
+	}
 	out.Verb, out.Notes, out.Duration = name, r.Notes, r.Duration
 	return out
+}
+
+// knownCode is code when the executor defines it, else internal.
+func knownCode(code executor.ErrorCode) executor.ErrorCode {
+	if !code.Known() {
+		return executor.CodeInternal
+	}
+	return code
+}
+
+// resultSummary reads the members every result has (succeeded, errorCode,
+// errorMessage) in one pass over the result, however large, without
+// decoding the rest; ok is false when it is not a JSON object holding
+// them as they are written (the verb's decoding then says what is
+// wrong).
+func resultSummary(raw []byte) (res executor.Result, ok bool) {
+	err := executor.ObjectMembers(raw, maxResultDepth, func(key, value []byte) error {
+		switch string(key) {
+		case "succeeded":
+			return json.Unmarshal(value, &res.Succeeded)
+		case "errorCode":
+			return json.Unmarshal(value, &res.ErrorCode)
+		case "errorMessage":
+			return json.Unmarshal(value, &res.ErrorMessage)
+		}
+		return nil
+	})
+	return res, err == nil
 }
 
 // requestMsg is a Request on the wire.
@@ -145,6 +171,94 @@ type resultMsg struct {
 	Notes       []string        `json:"notes,omitempty"`
 	DurationMS  int64           `json:"duration_ms"`
 	Timing      *wireTiming     `json:"timing,omitempty"`
+
+	// code is the error code of the outcome in Result ("" when it
+	// succeeded), for the node's ledger: never sent.
+	code executor.ErrorCode
+}
+
+// resultHead and resultTail are the members of a resultMsg before and
+// after its result, in its order (appendResultMsg).
+type resultHead struct {
+	CallID      string `json:"call_id"`
+	Node        string `json:"node"`
+	NodeVersion string `json:"node_version"`
+	Status      string `json:"status"`
+	Verb        string `json:"verb,omitempty"`
+}
+
+type resultTail struct {
+	Notes      []string    `json:"notes,omitempty"`
+	DurationMS int64       `json:"duration_ms"`
+	Timing     *wireTiming `json:"timing,omitempty"`
+}
+
+// marshalResult is json.Marshal(res) without the pass encoding/json
+// makes over a RawMessage to check, compact and escape it: a node's
+// Result is its executor's encoding, compact already, and may be
+// megabytes (a file read whole). It goes out as the executor wrote it,
+// so <, > and & in its strings are as they are, where json.Marshal would
+// write \u003c, \u003e and \u0026: the same JSON.
+func marshalResult(res resultMsg) ([]byte, error) {
+	head, err := json.Marshal(resultHead{CallID: res.CallID, Node: res.Node, NodeVersion: res.NodeVersion, Status: res.Status, Verb: res.Verb})
+	if err != nil {
+		return nil, err
+	}
+	tail, err := json.Marshal(resultTail{Notes: res.Notes, DurationMS: res.DurationMS, Timing: res.Timing})
+	if err != nil {
+		return nil, err
+	}
+	result := []byte(res.Result)
+	if len(result) == 0 {
+		result = []byte("null")
+	}
+	b := make([]byte, 0, len(head)+len(`,"result":`)+len(result)+len(tail))
+	b = append(b, head[:len(head)-1]...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	b = append(b, ',')
+	return append(b, tail[1:]...), nil
+}
+
+// maxResultDepth bounds the nesting of a node's answer (its result's
+// objects and arrays within it): deeper than any verb's result.
+const maxResultDepth = 64
+
+// unmarshalResult reads a node's answer in one pass over it, however
+// large its result, which it keeps as the raw bytes of data it checked
+// (executor.ObjectMembers: valid JSON, no key twice, no deeper than
+// maxResultDepth). Members are matched by their exact names; others are
+// ignored. The answer is a stranger's: anything else is an error.
+func unmarshalResult(data []byte) (resultMsg, error) {
+	var r resultMsg
+	err := executor.ObjectMembers(data, maxResultDepth, func(key, value []byte) error {
+		var into any
+		switch string(key) {
+		case "call_id":
+			into = &r.CallID
+		case "node":
+			into = &r.Node
+		case "node_version":
+			into = &r.NodeVersion
+		case "status":
+			into = &r.Status
+		case "verb":
+			into = &r.Verb
+		case "result":
+			r.Result = value
+			return nil
+		case "notes":
+			into = &r.Notes
+		case "duration_ms":
+			into = &r.DurationMS
+		case "timing":
+			into = &r.Timing
+		default:
+			return nil
+		}
+		return json.Unmarshal(value, into)
+	})
+	return r, err
 }
 
 // wireTiming is NodeTiming on the wire, in microseconds.

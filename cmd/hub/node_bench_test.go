@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,6 +98,38 @@ func BenchmarkNodeRoundTrip(b *testing.B) {
 			r, err := h.Call(context.Background(), "n0", nodes.Request{TurnID: "bench.rt", CallIndex: i, Envelope: []byte(existsEnv)})
 			if err != nil || !strings.Contains(string(r.Result), `"succeeded":true`) {
 				b.Fatal(err, string(r.Result))
+			}
+		}
+	})
+	// A 1 MB text file read whole through the node, as the hub's remote
+	// workspaces call it: the answer's way (encoded by the node, stored in
+	// the results stream, read by the hub) and its outcome decoded.
+	b.Run("node-read-1MB", func(b *testing.B) {
+		line := strings.Repeat("0123456789abcdef", 4) + "\n"
+		if err := os.WriteFile(filepath.Join(ws, "large.txt"), []byte(strings.Repeat(line, (1<<20)/len(line))), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		cfg := config.Default()
+		cfg.Workspace, cfg.StateDir = ws, b.TempDir()
+		tc, err := buildExecutor(cfg, testkit.Discard())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tc.Close()
+		args := json.RawMessage(`{"path":"large.txt"}`)
+		env := []byte(`{"verb":"fs.readFile","arguments":{"path":"large.txt"}}`)
+		var p phases
+		h := benchNodes(b, 1, ws, p.add)
+		defer p.report(b)
+		i := 0
+		for b.Loop() {
+			i++
+			r, err := h.Call(context.Background(), "n0", nodes.Request{TurnID: "bench.read", CallIndex: i, Envelope: env})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if out := r.Outcome(tc.exec.Registry(), "fs.readFile", args); !out.Succeeded() {
+				b.Fatal(out.Err)
 			}
 		}
 	})
