@@ -2,10 +2,12 @@ package executor
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"sync"
 )
@@ -224,43 +226,93 @@ func (s *jsonScanner) number() error {
 // str scans a string at s.pos and returns its raw content (between the
 // quotes) and whether it holds escapes.
 func (s *jsonScanner) str() (raw []byte, escaped bool, err error) {
-	s.pos++ // the opening quote
-	start := s.pos
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
+	data, i := s.data, s.pos+1 // after the opening quote
+	start := i
+	dense := false
+	for {
+		// Eight bytes at a time to the first that ends the string or
+		// needs a look of its own (most of a long text is neither), then
+		// a byte at a time through the last few. Where the first eight
+		// held one (text dense with escapes), the next round goes a byte
+		// at a time.
+		if dense {
+			dense = false
+		} else {
+			from := i
+			for i+8 <= len(data) {
+				if m := stringStop(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+					break
+				}
+				i += 8
+			}
+			dense = i-from < 8
+		}
+		for i < len(data) && !stopsString[data[i]] {
+			i++
+		}
+		if i >= len(data) {
+			s.pos = i
+			return nil, false, s.syntax("")
+		}
+		switch c := data[i]; {
 		case c == '"':
-			raw = s.data[start:s.pos]
-			s.pos++
-			return raw, escaped, nil
+			s.pos = i + 1
+			return data[start:i], escaped, nil
 		case c == '\\':
 			escaped = true
-			s.pos++
-			if s.pos >= len(s.data) {
+			i++
+			if i >= len(data) {
+				s.pos = i
 				return nil, false, s.syntax("")
 			}
-			switch s.data[s.pos] {
+			switch data[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.pos++
+				i++
 			case 'u':
-				s.pos++
+				i++
 				for range 4 {
-					if s.pos >= len(s.data) || !isHex(s.data[s.pos]) {
+					if i >= len(data) || !isHex(data[i]) {
+						s.pos = i
 						return nil, false, s.syntax("in \\u hexadecimal character escape")
 					}
-					s.pos++
+					i++
 				}
 			default:
+				s.pos = i
 				return nil, false, s.syntax("in string escape code")
 			}
-		case c < 0x20:
+		default: // a control byte
+			s.pos = i
 			return nil, false, s.syntax("in string literal")
-		default:
-			s.pos++
 		}
 	}
-	return nil, false, s.syntax("")
 }
+
+// stringStop marks, in the high bit of each, the bytes of w (eight bytes
+// of a string, the first lowest) that end a string or start an escape or
+// may not be in one: `"`, `\` and control bytes below 0x20; bytes at or
+// above 0x80 are not marked (the scanner reads UTF-8 as encoding/json
+// does, byte for byte). The lowest mark is exact: a byte below 0x20 is
+// found by subtracting 0x20 from every byte and looking for a high bit
+// the byte did not have, a byte equal to a value by the same with 0x01
+// after an XOR with the value, and a subtraction's borrow, which can mark
+// a later byte falsely, starts only at a byte truly marked (as
+// internal/jsonstr's special). Zero when none of the eight is marked.
+func stringStop(w uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := w^(lo*'"'), w^(lo*'\\')
+	return ((w-lo*0x20)&^w | (quote-lo)&^quote | (backslash-lo)&^backslash) & hi
+}
+
+// stopsString marks the bytes stringStop marks, one at a time.
+var stopsString = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')

@@ -178,3 +178,50 @@ func TestObjectMembers(t *testing.T) {
 		t.Errorf("fn's error: %v after %d calls", err, calls)
 	}
 }
+
+// TestScanJSONStringsAtEveryOffset: what ends a string or is refused in
+// one (a quote, an escape, a control byte) is found at every offset from
+// the scanner's eight-byte steps, after plain and non-ASCII bytes.
+func TestScanJSONStringsAtEveryOffset(t *testing.T) {
+	lim := Limits{MaxDepth: 8}
+	for _, fill := range []string{"a", "é", "\x7f", "\xff", " ~"} {
+		for n := range 20 {
+			pre := strings.Repeat(fill, n)
+			for _, mid := range []string{``, `\"`, `\\`, `\n`, `\u00e9`, `\x`, `\u12`, "\x00", "\x1f", "\t", `"`, `\`} {
+				for _, in := range []string{`"` + pre + mid + pre + `"`, `{"k":"` + pre + mid + `","l":"` + mid + pre + `"}`, `["` + pre + mid} {
+					compareCheckers(t, []byte(in), lim)
+				}
+			}
+		}
+	}
+	for w := range uint64(1 << 16) { // every pair of bytes, six plain ones after
+		b := []byte{'"', byte(w), byte(w >> 8), 'a', 'b', 'c', 'd', 'e', 'f', '"'}
+		compareCheckers(t, b, lim)
+	}
+}
+
+// BenchmarkScanJSONStrings: the scanner over an envelope, and over an
+// object holding one long text (about 1 MB): a log (a line end every 80
+// bytes), Go code (tabs, quotes and line ends every few bytes), and a
+// text with an escape every three or four bytes.
+func BenchmarkScanJSONStrings(b *testing.B) {
+	text := func(s string) []byte { data, _ := json.Marshal(map[string]string{"content": s}); return data }
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"envelope", []byte(`{"verb":"fs.readRange","arguments":{"path":"logs/app.log","startLine":-50,"lineCount":50}}`)},
+		{"log", text(strings.Repeat("2026-11-27T18:00:00Z INFO request served path=/api/v1/items status=200 took=1.2ms\n", 13000))},
+		{"code", text(strings.Repeat("\tif err := f(x); err != nil {\n\t\treturn fmt.Errorf(\"f: %w\", err)\n\t}\n", 16000))},
+		{"dense", text(strings.Repeat("line <a> & \"b\" \\ \t é\n", 50000))},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.data)))
+			for b.Loop() {
+				if err := checkJSON(tc.data, Limits{MaxDepth: 8}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
