@@ -1,7 +1,6 @@
 package nodes
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,15 +22,8 @@ func TestNodeLedgerOneCommitPerCall(t *testing.T) {
 	clk := newFakeClock()
 	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
 	opts.Clock = clk
-	n, err := StartNode(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, _ := r.runNode(opts)
 	base, _ := n.ledger.Commits()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.Run(ctx) }()
-	defer func() { cancel(); <-done }()
 	const calls = 10
 	for i := range calls {
 		resp, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.commit", CallIndex: i, Envelope: echo(fmt.Sprint("c", i))})
@@ -113,14 +105,7 @@ func TestNodeRecordsCallsWaitingForASlot(t *testing.T) {
 	r := newRig(t, []string{"db-1"}, nil)
 	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
 	opts.Concurrency = 1
-	n, err := StartNode(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	n, _ := r.runNode(opts)
 	held := r.callAsync("db-1", Request{TurnID: "t.slot", CallIndex: 0, Envelope: holdEnv("slot-held")})
 	testkit.WaitFor(t, "the held call to run", func() bool { return r.ran("slot-held") == 1 })
 	waiting := takeAhead - 1
@@ -198,14 +183,7 @@ func TestNodeLedgerRecordsTheOutcome(t *testing.T) {
 	clk := newFakeClock()
 	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
 	opts.Clock = clk
-	n, err := StartNode(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- n.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	n, _ := r.runNode(opts)
 	calls := []struct {
 		workspace string
 		env       []byte

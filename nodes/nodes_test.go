@@ -175,6 +175,13 @@ func (r *rig) nodeOptions(name string, key nkeys.KeyPair, stateDir string) NodeO
 
 // startNode runs a node until the returned stop is called (or the test ends).
 func (r *rig) startNode(opts NodeOptions) (stop func()) {
+	_, stop = r.runNode(opts)
+	return stop
+}
+
+// runNode is startNode that also returns the node, for the tests that
+// look into it (its ledger).
+func (r *rig) runNode(opts NodeOptions) (n *Node, stop func()) {
 	r.t.Helper()
 	n, err := StartNode(r.t.Context(), opts)
 	if err != nil {
@@ -193,7 +200,7 @@ func (r *rig) startNode(opts NodeOptions) (stop func()) {
 		})
 	}
 	r.t.Cleanup(stop)
-	return stop
+	return n, stop
 }
 
 func echo(text string) []byte {

@@ -48,18 +48,13 @@ func benchNodesAt(b *testing.B, count int, ws, dir string, onCall func(nodes.Cal
 	}
 	b.Cleanup(func() { h.Close() })
 	for name := range keys {
-		cfg := config.Default()
-		cfg.Workspace, cfg.StateDir = ws, filepath.Join(dir, name+"-state")
-		tc, err := buildExecutor(cfg, testkit.Discard())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { tc.Close() })
+		stateDir := filepath.Join(dir, name+"-state")
+		tc := benchExecutor(b, ws, stateDir)
 		kp, err := nodes.LoadSeed(seeds[name])
 		if err != nil {
 			b.Fatal(err)
 		}
-		n, err := nodes.StartNode(context.Background(), nodes.NodeOptions{Name: name, URL: h.ClientURL(), Key: kp, StateDir: cfg.StateDir,
+		n, err := nodes.StartNode(context.Background(), nodes.NodeOptions{Name: name, URL: h.ClientURL(), Key: kp, StateDir: stateDir,
 			Workspaces: map[string]*executor.Executor{"main": tc.exec}, Default: "main", Concurrency: 8, Logger: testkit.Discard()})
 		if err != nil {
 			b.Fatal(err)
@@ -75,13 +70,7 @@ func benchNodesAt(b *testing.B, count int, ws, dir string, onCall func(nodes.Cal
 func BenchmarkNodeRoundTrip(b *testing.B) {
 	ws := workspace(b)
 	b.Run("local", func(b *testing.B) {
-		cfg := config.Default()
-		cfg.Workspace, cfg.StateDir = ws, b.TempDir()
-		tc, err := buildExecutor(cfg, testkit.Discard())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer tc.Close()
+		tc := benchExecutor(b, ws, b.TempDir())
 		for b.Loop() {
 			if out := tc.exec.ExecuteInput(context.Background(), []byte(existsEnv)); !out.Succeeded() {
 				b.Fatal(out.Err)
@@ -89,17 +78,11 @@ func BenchmarkNodeRoundTrip(b *testing.B) {
 		}
 	})
 	b.Run("node", func(b *testing.B) {
-		var p phases
-		h := benchNodes(b, 1, ws, p.add)
-		defer p.report(b)
-		i := 0
-		for b.Loop() {
-			i++
-			r, err := h.Call(context.Background(), "n0", nodes.Request{TurnID: "bench.rt", CallIndex: i, Envelope: []byte(existsEnv)})
-			if err != nil || !strings.Contains(string(r.Result), `"succeeded":true`) {
-				b.Fatal(err, string(r.Result))
+		benchCalls(b, ws, []byte(existsEnv), func(r nodes.Response) {
+			if !strings.Contains(string(r.Result), `"succeeded":true`) {
+				b.Fatal(string(r.Result))
 			}
-		}
+		})
 	})
 	// A 1 MB text file read whole through the node, as the hub's remote
 	// workspaces call it: the answer's way (encoded by the node, stored in
@@ -109,30 +92,45 @@ func BenchmarkNodeRoundTrip(b *testing.B) {
 		if err := os.WriteFile(filepath.Join(ws, "large.txt"), []byte(strings.Repeat(line, (1<<20)/len(line))), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		cfg := config.Default()
-		cfg.Workspace, cfg.StateDir = ws, b.TempDir()
-		tc, err := buildExecutor(cfg, testkit.Discard())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer tc.Close()
+		tc := benchExecutor(b, ws, b.TempDir())
 		args := json.RawMessage(`{"path":"large.txt"}`)
-		env := []byte(`{"verb":"fs.readFile","arguments":{"path":"large.txt"}}`)
-		var p phases
-		h := benchNodes(b, 1, ws, p.add)
-		defer p.report(b)
-		i := 0
-		for b.Loop() {
-			i++
-			r, err := h.Call(context.Background(), "n0", nodes.Request{TurnID: "bench.read", CallIndex: i, Envelope: env})
-			if err != nil {
-				b.Fatal(err)
-			}
+		benchCalls(b, ws, []byte(`{"verb":"fs.readFile","arguments":{"path":"large.txt"}}`), func(r nodes.Response) {
 			if out := r.Outcome(tc.exec.Registry(), "fs.readFile", args); !out.Succeeded() {
 				b.Fatal(out.Err)
 			}
-		}
+		})
 	})
+}
+
+// benchCalls calls env on one node of a fresh hub, one call after
+// another, checks each answer and reports where the calls' time went.
+func benchCalls(b *testing.B, ws string, env []byte, check func(nodes.Response)) {
+	var p phases
+	h := benchNodes(b, 1, ws, p.add)
+	defer p.report(b)
+	i := 0
+	for b.Loop() {
+		i++
+		r, err := h.Call(context.Background(), "n0", nodes.Request{TurnID: "bench.rt", CallIndex: i, Envelope: env})
+		if err != nil {
+			b.Fatal(err)
+		}
+		check(r)
+	}
+}
+
+// benchExecutor is the verbs over ws with their state in stateDir, closed
+// after b.
+func benchExecutor(b *testing.B, ws, stateDir string) *toolchain {
+	b.Helper()
+	cfg := config.Default()
+	cfg.Workspace, cfg.StateDir = ws, stateDir
+	tc, err := buildExecutor(cfg, testkit.Discard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tc.Close() })
+	return tc
 }
 
 // phases adds up where the answered calls' time went, from the node's
