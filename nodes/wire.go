@@ -126,10 +126,10 @@ func knownCode(code executor.ErrorCode) executor.ErrorCode {
 }
 
 // resultSummary reads the members every result has (succeeded, errorCode,
-// errorMessage) in one pass over the result, however large, without
-// decoding the rest; ok is false when it is not a JSON object holding
-// them as they are written (the verb's decoding then says what is
-// wrong).
+// errorMessage, by their exact names) in one pass over the result,
+// however large, without decoding the rest; ok is false when it is not
+// one JSON object or one of them is not of its type (the verb's decoding
+// then says what is wrong). One without succeeded did not succeed.
 func resultSummary(raw []byte) (res executor.Result, ok bool) {
 	err := executor.ObjectMembers(raw, maxResultDepth, func(key, value []byte) error {
 		switch string(key) {
@@ -178,7 +178,7 @@ type resultMsg struct {
 }
 
 // resultHead and resultTail are the members of a resultMsg before and
-// after its result, in its order (appendResultMsg).
+// after its result, in its order (marshalResult).
 type resultHead struct {
 	CallID      string `json:"call_id"`
 	Node        string `json:"node"`
