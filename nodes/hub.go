@@ -430,10 +430,10 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 		}
 		h.mu.Unlock()
 	}()
+	started := h.clk.Now()
 	expired := make(chan struct{})
 	t := h.clk.AfterFunc(timeout, func() { close(expired) })
 	defer t.Stop()
-	started := h.clk.Now()
 	stats := CallStats{Call: id, Node: node, Status: CallCanceled}
 	if h.opts.OnCall != nil {
 		defer func() {

@@ -51,14 +51,20 @@ func TestOnCallAccount(t *testing.T) {
 	r := newRig(t, []string{"db-1", "db-2"}, func(o *HubOptions) { o.OnCall = c.add })
 	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
 	opts.Concurrency = 1
-	r.startNode(opts)
+	n, _ := r.runNode(opts)
 
-	// A call that holds the node's one slot, and one that waits for it.
+	// A call that holds the node's one slot, and one that waits for it:
+	// recorded in the node's ledger, it goes for the slot (a moment more
+	// for it to get there).
 	first := r.callAsync("db-1", Request{TurnID: "t.acct", CallIndex: 0, Envelope: hold("a")})
 	testkit.WaitFor(t, "the first call to run", func() bool { return r.ran("a") == 1 })
 	ran := time.Now()
 	second := r.callAsync("db-1", Request{TurnID: "t.acct", CallIndex: 1, Envelope: echo("b")})
-	time.Sleep(50 * time.Millisecond) // the second call reaches the node and waits
+	testkit.WaitFor(t, "the second call recorded", func() bool {
+		rec, err := n.ledger.Get(CallID("t.acct", 1))
+		return err == nil && rec != nil
+	})
+	time.Sleep(50 * time.Millisecond)
 	r.release("a")
 	released := time.Since(ran)
 	for _, ch := range []<-chan callResult{first, second} {
@@ -116,12 +122,11 @@ func TestOnCallAccount(t *testing.T) {
 	if _, err := r.hub.Call(t.Context(), "nobody", Request{TurnID: "t.acct", CallIndex: 5, Envelope: echo("x")}); err == nil {
 		t.Fatal("a call to an unknown node")
 	}
-	time.Sleep(50 * time.Millisecond)
-	c.mu.Lock()
-	n := len(c.got)
+	c.mu.Lock() // OnCall is told before Call returns
+	got := len(c.got)
 	c.mu.Unlock()
-	if n != 5 {
-		t.Errorf("%d accounts after a call to an unknown node, want 5", n)
+	if got != 5 {
+		t.Errorf("%d accounts after a call to an unknown node, want 5", got)
 	}
 }
 
