@@ -59,8 +59,13 @@ func TestProgressCarriesLastLines(t *testing.T) {
 		return heard[len(heard)-1]
 	}
 	// The program reports its lines on its own clock: give it a moment
-	// between the steps of the server's.
+	// between the steps of the server's. Each step waits for the progress
+	// round to be armed one interval ahead: the round before has read the
+	// clock and notified, so no step is counted twice.
 	testkit.WaitFor(t, "a notification with the last lines", func() bool {
+		if due, ok := clk.NextDue(); !ok || !due.Equal(clk.Now().Add(time.Second)) {
+			return false
+		}
 		clk.Advance(time.Second)
 		if p := last(); p != nil && strings.Contains(p.Message, "last lines of output:\nalpha\nbeta") {
 			return true
