@@ -649,8 +649,11 @@ func ListStatus(ctx context.Context, nc *nats.Conn, names []string) ([]NodeStatu
 		return nil, err
 	}
 	kv, err := js.KeyValue(ctx, statusBucket)
-	if err != nil {
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("status bucket (has `hub serve` run with nats enabled?): %w", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("status bucket: %w", err)
 	}
 	sort.Strings(names)
 	out := make([]NodeStatus, 0, len(names))

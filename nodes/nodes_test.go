@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -286,5 +287,25 @@ func TestCallRoundTrip(t *testing.T) {
 	}
 	if got := r.ran("hello"); got != before {
 		t.Fatalf("a duplicate ran: %d runs, want %d", got, before)
+	}
+}
+
+// ListStatus says why it could not read the nodes' status: the hint of a
+// hub that never ran with nats only when the bucket is missing, the cause
+// as it is otherwise (a server too slow to answer in time).
+func TestListStatusSaysWhy(t *testing.T) {
+	r := newRig(t, []string{"db-1"}, nil)
+	expired, cancel := context.WithTimeout(t.Context(), -time.Second)
+	defer cancel()
+	_, err := ListStatus(expired, r.hub.nc, []string{"db-1"})
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "hub serve") {
+		t.Errorf("a read out of time: %v", err)
+	}
+	if err := r.hub.js.DeleteKeyValue(t.Context(), statusBucket); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ListStatus(t.Context(), r.hub.nc, []string{"db-1"})
+	if err == nil || !strings.Contains(err.Error(), "has `hub serve` run with nats enabled?") {
+		t.Errorf("no bucket: %v", err)
 	}
 }

@@ -122,7 +122,10 @@ func TestClusterNATSConfig(t *testing.T) {
 	list := func() map[string]bool {
 		out, errs, code := runHub(t, dir, "", "nodes", "list", "--config", hc.config, "--json")
 		if code != 0 {
-			t.Fatalf("hub nodes list: %d %s", code, errs)
+			// A cluster just formed, on a loaded machine, may not answer
+			// within the command's 10 seconds: asked again.
+			t.Logf("hub nodes list: %d %s", code, errs)
+			return nil
 		}
 		var l []nodes.NodeStatus
 		if err := json.Unmarshal([]byte(out), &l); err != nil {
