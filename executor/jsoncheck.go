@@ -228,41 +228,31 @@ func (s *jsonScanner) number() error {
 func (s *jsonScanner) str() (raw []byte, escaped bool, err error) {
 	data, i := s.data, s.pos+1 // after the opening quote
 	start := i
-	dense := false
 	for {
 		// Eight bytes at a time to the first that ends the string or
-		// needs a look of its own (most of a long text is neither), then
-		// a byte at a time through the last few. Where the first eight
-		// held one (text dense with escapes), the next round goes a byte
-		// at a time.
-		if dense {
-			dense = false
-		} else {
-			from := i
-			for i+8 <= len(data) {
-				if m := stringStop(binary.LittleEndian.Uint64(data[i:])); m != 0 {
-					i += bits.TrailingZeros64(m) >> 3
-					break
-				}
-				i += 8
+		// needs a look of its own (most of a long text is neither).
+		for i+8 <= len(data) {
+			if m := stringStop(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
 			}
-			dense = i-from < 8
+			i += 8
 		}
-		for i < len(data) && !stopsString[data[i]] {
-			i++
-		}
-		if i >= len(data) {
-			s.pos = i
-			return nil, false, s.syntax("")
-		}
-		switch c := data[i]; {
-		case c == '"':
-			s.pos = i + 1
-			return data[start:i], escaped, nil
-		case c == '\\':
-			escaped = true
-			i++
-			if i >= len(data) {
+		// Then a byte at a time, through escapes, to the end of the
+		// string, or back to words after plainRun plain bytes.
+		plain := 0
+		for i < len(data) && plain < plainRun {
+			c := data[i]
+			if !stopsString[c] {
+				i++
+				plain++
+				continue
+			}
+			if c != '\\' {
+				break
+			}
+			escaped, plain = true, 0
+			if i++; i >= len(data) {
 				s.pos = i
 				return nil, false, s.syntax("")
 			}
@@ -282,6 +272,16 @@ func (s *jsonScanner) str() (raw []byte, escaped bool, err error) {
 				s.pos = i
 				return nil, false, s.syntax("in string escape code")
 			}
+		}
+		switch {
+		case plain >= plainRun:
+			continue
+		case i >= len(data):
+			s.pos = i
+			return nil, false, s.syntax("")
+		case data[i] == '"':
+			s.pos = i + 1
+			return data[start:i], escaped, nil
 		default: // a control byte
 			s.pos = i
 			return nil, false, s.syntax("in string literal")
@@ -304,6 +304,13 @@ func stringStop(w uint64) uint64 {
 	quote, backslash := w^(lo*'"'), w^(lo*'\\')
 	return ((w-lo*0x20)&^w | (quote-lo)&^quote | (backslash-lo)&^backslash) & hi
 }
+
+// plainRun is how many plain bytes in a row, read one at a time after a
+// byte that needed a look, make the scanner go back to eight at a time:
+// fewer, and a text dense with escapes (a line end every few bytes) pays
+// for words that stop at once; more, and a text with a line end every 80
+// bytes reads much of it a byte at a time.
+const plainRun = 12
 
 // stopsString marks the bytes stringStop marks, one at a time.
 var stopsString = func() (t [256]bool) {

@@ -217,9 +217,9 @@ type NodeCall struct {
 	// wait for it.
 	Answered  bool
 	RoundTrip time.Duration
-	// Reported is whether the node gave its own account of the call:
-	// how long it took to record it, to get a slot, to run it.
-	Reported          bool
+	// Ledger, Slot and Run are the node's own account of the call: how
+	// long it took to record it, to get a slot, to run it; all zero when
+	// it gave none.
 	Ledger, Slot, Run time.Duration
 }
 
@@ -230,10 +230,10 @@ func (m *Metrics) NodeCall(c NodeCall) {
 		return
 	}
 	m.nodeSeconds.WithLabelValues(c.Node, "round_trip").Observe(c.RoundTrip.Seconds())
-	if !c.Reported {
+	on := c.Ledger + c.Slot + c.Run
+	if c.Ledger == 0 && c.Slot == 0 && c.Run == 0 {
 		return
 	}
-	on := c.Ledger + c.Slot + c.Run
 	for _, p := range []struct {
 		phase string
 		d     time.Duration

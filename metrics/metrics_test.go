@@ -313,9 +313,9 @@ func TestNodeCalls(t *testing.T) {
 	}
 	ms := time.Millisecond
 	m.NodeCall(metrics.NodeCall{Node: "db-1", Status: "done", Answered: true, RoundTrip: 10 * ms,
-		Reported: true, Ledger: 2 * ms, Slot: 1 * ms, Run: 3 * ms})
+		Ledger: 2 * ms, Slot: 1 * ms, Run: 3 * ms})
 	m.NodeCall(metrics.NodeCall{Node: "db-1", Status: "done", Answered: true, RoundTrip: 4 * ms,
-		Reported: true, Ledger: 2 * ms, Slot: 1 * ms, Run: 3 * ms}) // a node's account longer than the wait
+		Ledger: 2 * ms, Slot: 1 * ms, Run: 3 * ms}) // a node's account longer than the wait
 	m.NodeCall(metrics.NodeCall{Node: "db-1", Status: "other", Answered: true, RoundTrip: 5 * ms}) // no account
 	m.NodeCall(metrics.NodeCall{Node: "db-2", Status: "no_answer", RoundTrip: time.Minute})
 	rec := httptest.NewRecorder()

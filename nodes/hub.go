@@ -465,7 +465,7 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 	h.log.Debug("call queued", "node", node, "call", id, "deadline", deadline)
 	select {
 	case r := <-w.ch:
-		stats.Status, stats.Answered, stats.Timing = knownStatus(r.Status), true, r.Timing
+		stats.Status, stats.Timing = knownStatus(r.Status), r.Timing
 		return r, nil
 	case <-ctx.Done():
 		return Response{}, fmt.Errorf("call %s to node %s: %w", id, node, ctx.Err())

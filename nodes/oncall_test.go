@@ -80,7 +80,7 @@ func TestOnCallAccount(t *testing.T) {
 	held, waited := byCall[CallID("t.acct", 0)], byCall[CallID("t.acct", 1)]
 	for name, s := range map[string]CallStats{"held": held, "waited": waited} {
 		tm := s.Timing
-		if s.Node != "db-1" || s.Status != StatusDone || !s.Answered || !tm.Reported() || tm.Ledger <= 0 {
+		if s.Node != "db-1" || s.Status != StatusDone || !s.Answered() || !tm.Reported() || tm.Ledger <= 0 {
 			t.Fatalf("%s call: %+v", name, s)
 		}
 		if on := tm.Ledger + tm.Slot + tm.Run; on > s.RoundTrip {
@@ -97,7 +97,7 @@ func TestOnCallAccount(t *testing.T) {
 	if res, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.acct", CallIndex: 2, Workspace: "nope", Envelope: echo("x")}); err != nil || res.Status != StatusRejected {
 		t.Fatalf("rejected call: %+v %v", res, err)
 	}
-	if s := c.nth(t, 3); s.Status != StatusRejected || !s.Answered || s.Timing.Ledger <= 0 || s.Timing.Run != 0 {
+	if s := c.nth(t, 3); s.Status != StatusRejected || !s.Answered() || s.Timing.Ledger <= 0 || s.Timing.Run != 0 {
 		t.Errorf("rejected call: %+v", s)
 	}
 
@@ -106,7 +106,7 @@ func TestOnCallAccount(t *testing.T) {
 	if _, err := r.hub.Call(t.Context(), "db-2", Request{TurnID: "t.acct", CallIndex: 3, Envelope: echo("x"), Timeout: 200 * time.Millisecond}); err == nil {
 		t.Fatal("a call to a stopped node was answered")
 	}
-	if s := c.nth(t, 4); s.Node != "db-2" || s.Status != CallNoAnswer || s.Answered || s.Timing.Reported() || s.RoundTrip < 200*time.Millisecond {
+	if s := c.nth(t, 4); s.Node != "db-2" || s.Status != CallNoAnswer || s.Answered() || s.Timing.Reported() || s.RoundTrip < 200*time.Millisecond {
 		t.Errorf("unanswered call: %+v", s)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
@@ -114,7 +114,7 @@ func TestOnCallAccount(t *testing.T) {
 	if _, err := r.hub.Call(ctx, "db-2", Request{TurnID: "t.acct", CallIndex: 4, Envelope: echo("x")}); err == nil {
 		t.Fatal("a call to a stopped node was answered")
 	}
-	if s := c.nth(t, 5); s.Status != CallCanceled || s.Answered {
+	if s := c.nth(t, 5); s.Status != CallCanceled || s.Answered() {
 		t.Errorf("canceled call: %+v", s)
 	}
 	// A call to a node the hub does not know is no call to a node: not
@@ -150,7 +150,7 @@ func TestOnCallTakesKnownValuesOnly(t *testing.T) {
 		}
 	}
 	answer(0, "done\x1b[2J"+strings.Repeat("x", 4096), `{"ledger_us":-1,"slot_us":5,"run_us":5}`)
-	if s := c.nth(t, 1); s.Status != CallOther || !s.Answered || s.Timing.Reported() {
+	if s := c.nth(t, 1); s.Status != CallOther || !s.Answered() || s.Timing.Reported() {
 		t.Errorf("hostile status and timing: %+v", s)
 	}
 	answer(1, StatusDone, `{"ledger_us":9223372036854775807,"run_us":3}`)
@@ -175,7 +175,7 @@ func TestOnCallFullQueue(t *testing.T) {
 	if _, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.full", CallIndex: 1, Envelope: echo("x")}); err == nil {
 		t.Fatal("a call past a full queue")
 	}
-	if s := c.nth(t, 1); s.Status != CallFull || s.Answered {
+	if s := c.nth(t, 1); s.Status != CallFull || s.Answered() {
 		t.Errorf("full queue: %+v", s)
 	}
 }

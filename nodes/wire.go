@@ -83,13 +83,21 @@ type CallStats struct {
 	// Status is the answer's (a Status* constant) or, without one, a
 	// Call* constant; a status the hub does not know is CallOther.
 	Status string
-	// Answered is whether an answer came (its Status a Status* constant,
-	// or CallOther); RoundTrip is from the call's first publish to its
-	// answer, or to the end of the wait for a call that got none.
-	Answered  bool
+	// RoundTrip is from the call's first publish to its answer, or to the
+	// end of the wait for a call that got none.
 	RoundTrip time.Duration
 	// Timing is the node's account of the call (zero without an answer).
 	Timing NodeTiming
+}
+
+// Answered reports whether an answer came: its Status is a Status*
+// constant or CallOther, not one of the hub's for a call without one.
+func (s CallStats) Answered() bool {
+	switch s.Status {
+	case CallNoAnswer, CallFull, CallCanceled:
+		return false
+	}
+	return true
 }
 
 // Outcome rebuilds the executor outcome of a call of verb with args from
@@ -126,23 +134,40 @@ func knownCode(code executor.ErrorCode) executor.ErrorCode {
 }
 
 // resultSummary reads the members every result has (succeeded, errorCode,
-// errorMessage, by their exact names) in one pass over the result,
-// however large, without decoding the rest; ok is false when it is not
-// one JSON object or one of them is not of its type (the verb's decoding
-// then says what is wrong). One without succeeded did not succeed.
+// errorMessage) in one pass over the result, however large, without
+// decoding the rest; ok is false when it is not one JSON object or one of
+// them is not of its type (the verb's decoding then says what is wrong).
+// One without succeeded did not succeed.
 func resultSummary(raw []byte) (res executor.Result, ok bool) {
-	err := executor.ObjectMembers(raw, maxResultDepth, func(key, value []byte) error {
-		switch string(key) {
-		case "succeeded":
-			return json.Unmarshal(value, &res.Succeeded)
-		case "errorCode":
-			return json.Unmarshal(value, &res.ErrorCode)
-		case "errorMessage":
-			return json.Unmarshal(value, &res.ErrorMessage)
+	err := readMembers(raw, []member{{"succeeded", &res.Succeeded}, {"errorCode", &res.ErrorCode}, {"errorMessage", &res.ErrorMessage}})
+	return res, err == nil
+}
+
+// member is where readMembers puts the member of an object named key.
+type member struct {
+	key  string
+	into any
+}
+
+// readMembers reads the object data in one pass (executor.ObjectMembers:
+// valid JSON throughout, no key twice, no deeper than maxResultDepth),
+// each member named in into (by its exact name; others are ignored) with
+// json.Unmarshal, but a *json.RawMessage, which keeps the bytes of data
+// it was checked in, however large.
+func readMembers(data []byte, into []member) error {
+	return executor.ObjectMembers(data, maxResultDepth, func(key, value []byte) error {
+		for _, m := range into {
+			if m.key != string(key) {
+				continue
+			}
+			if raw, ok := m.into.(*json.RawMessage); ok {
+				*raw = value
+				return nil
+			}
+			return json.Unmarshal(value, m.into)
 		}
 		return nil
 	})
-	return res, err == nil
 }
 
 // requestMsg is a Request on the wire.
@@ -226,37 +251,12 @@ const maxResultDepth = 64
 
 // unmarshalResult reads a node's answer in one pass over it, however
 // large its result, which it keeps as the raw bytes of data it checked
-// (executor.ObjectMembers: valid JSON, no key twice, no deeper than
-// maxResultDepth). Members are matched by their exact names; others are
-// ignored. The answer is a stranger's: anything else is an error.
+// (readMembers). The answer is a stranger's: anything else is an error.
 func unmarshalResult(data []byte) (resultMsg, error) {
 	var r resultMsg
-	err := executor.ObjectMembers(data, maxResultDepth, func(key, value []byte) error {
-		var into any
-		switch string(key) {
-		case "call_id":
-			into = &r.CallID
-		case "node":
-			into = &r.Node
-		case "node_version":
-			into = &r.NodeVersion
-		case "status":
-			into = &r.Status
-		case "verb":
-			into = &r.Verb
-		case "result":
-			r.Result = value
-			return nil
-		case "notes":
-			into = &r.Notes
-		case "duration_ms":
-			into = &r.DurationMS
-		case "timing":
-			into = &r.Timing
-		default:
-			return nil
-		}
-		return json.Unmarshal(value, into)
+	err := readMembers(data, []member{
+		{"call_id", &r.CallID}, {"node", &r.Node}, {"node_version", &r.NodeVersion}, {"status", &r.Status},
+		{"verb", &r.Verb}, {"result", &r.Result}, {"notes", &r.Notes}, {"duration_ms", &r.DurationMS}, {"timing", &r.Timing},
 	})
 	return r, err
 }

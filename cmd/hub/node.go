@@ -200,8 +200,8 @@ func openNodes(ctx context.Context, cfg *config.Config, state *os.Root, clk cloc
 func nodeCallMetrics(mx *metrics.Metrics) func(nodes.CallStats) {
 	return func(s nodes.CallStats) {
 		mx.NodeCall(metrics.NodeCall{
-			Node: s.Node, Status: s.Status, Answered: s.Answered, RoundTrip: s.RoundTrip,
-			Reported: s.Timing.Reported(), Ledger: s.Timing.Ledger, Slot: s.Timing.Slot, Run: s.Timing.Run,
+			Node: s.Node, Status: s.Status, Answered: s.Answered(), RoundTrip: s.RoundTrip,
+			Ledger: s.Timing.Ledger, Slot: s.Timing.Slot, Run: s.Timing.Run,
 		})
 	}
 }

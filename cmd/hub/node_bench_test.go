@@ -142,7 +142,7 @@ type phases struct {
 }
 
 func (p *phases) add(s nodes.CallStats) {
-	if !s.Answered || !s.Timing.Reported() {
+	if !s.Answered() || !s.Timing.Reported() {
 		return
 	}
 	p.mu.Lock()
