@@ -218,3 +218,45 @@ func TestNodeLedgerRecordsTheOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeForgetsOldCalls: a running node forgets, at every
+// ledgerPruneEvery, the calls that finished more than ledgerKeep ago (and
+// only those): a call that finished since, and one that never finished,
+// stay.
+func TestNodeForgetsOldCalls(t *testing.T) {
+	r := newRig(t, []string{"db-1"}, nil)
+	clk := newFakeClock()
+	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
+	opts.Clock = clk
+	n, _ := r.runNode(opts)
+	t0 := clk.Now()
+	for id, finished := range map[string]time.Time{"old": t0, "young": t0.Add(6 * 24 * time.Hour), "unfinished": {}} {
+		if _, began, _, err := n.ledger.Begin(store.TurnRecord{TurnID: id, Platform: "node", Started: t0}); err != nil || !began {
+			t.Fatalf("begin %s: %v %v", id, began, err)
+		}
+		if !finished.IsZero() {
+			if err := n.ledger.Finish(id, store.TurnDone, "", nil, finished); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	kept := func(id string) bool {
+		rec, err := n.ledger.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec != nil
+	}
+	testkit.WaitFor(t, "the old call forgotten", func() bool {
+		clk.Advance(ledgerPruneEvery)
+		return !kept("old")
+	})
+	if age := clk.Now().Sub(t0); age <= ledgerKeep {
+		t.Fatalf("a call was forgotten %s after it finished, within ledgerKeep (%s)", age, ledgerKeep)
+	}
+	for _, id := range []string{"young", "unfinished"} {
+		if !kept(id) {
+			t.Errorf("%s was forgotten", id)
+		}
+	}
+}

@@ -122,9 +122,6 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 		db.Close()
 		return nil, err
 	}
-	if _, _, err := n.ledger.Prune(n.clk.Now().Add(-7 * 24 * time.Hour)); err != nil {
-		n.log.Warn("prune ledger", "err", err.Error())
-	}
 	pub, _ := opts.Key.PublicKey()
 	copts := []nats.Option{
 		nats.Name("hub node " + opts.Name),
@@ -189,6 +186,7 @@ func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.beat(ctx) })
 	wg.Go(func() { n.flushEvery(ctx) })
+	wg.Go(func() { n.pruneEvery(ctx) })
 	takers := takeAhead * n.opts.Concurrency
 	it, err := cons.Messages(jetstream.PullMaxMessages(takers), jetstream.PullHeartbeat(pullHeartbeat), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
@@ -228,6 +226,41 @@ func (n *Node) flushEvery(ctx context.Context) {
 		case <-after(n.clk, finishEvery):
 			n.flush()
 		}
+	}
+}
+
+// ledgerKeep is how long the node's ledger keeps a finished call: far
+// longer than a copy of it can be handed out again (the queue keeps a
+// call for the call timeout and a grace, and a call past its deadline is
+// not run), so that even a node whose clock is off never runs one twice.
+const ledgerKeep = 7 * 24 * time.Hour
+
+// ledgerPruneEvery is how often a running node forgets the calls that
+// finished more than ledgerKeep ago (and once as it starts).
+const ledgerPruneEvery = time.Hour
+
+// pruneEvery forgets the ledger's old calls now and at every
+// ledgerPruneEvery until ctx ends, so that the ledger of a node that runs
+// for months holds a week of calls, not all of them.
+func (n *Node) pruneEvery(ctx context.Context) {
+	for {
+		n.prune()
+		select {
+		case <-ctx.Done():
+			return
+		case <-after(n.clk, ledgerPruneEvery):
+		}
+	}
+}
+
+func (n *Node) prune() {
+	cutoff := n.clk.Now().Add(-ledgerKeep)
+	calls, _, err := n.ledger.Prune(cutoff)
+	switch {
+	case err != nil:
+		n.log.Warn("prune ledger", "err", err.Error())
+	case calls > 0:
+		n.log.Info("ledger: forgot old calls", "calls", calls, "finished_before", cutoff.UTC().Format(time.RFC3339))
 	}
 }
 

@@ -305,51 +305,97 @@ func (l *Ledger) Unfinished() ([]TurnRecord, error) {
 // their age: a received turn still has to run, a started one to be noticed.
 // The platforms never deliver a turn again after days, so a cutoff at the
 // outbox's retention keeps every duplicate answered.
+//
+// The old records are found in read transactions and deleted at most
+// pruneBatch per commit, each checked again in its commit: a large ledger
+// (a node's week of calls) is forgotten in many short commits, so that
+// the turns and calls recorded meanwhile do not wait for one long one.
 func (l *Ledger) Prune(cutoff time.Time) (turns, denials int, err error) {
-	err = l.update(func(tx *bolt.Tx) error {
-		turns, denials = 0, 0
-		var old [][]byte
-		err := tx.Bucket([]byte(ledgerBucket)).ForEach(func(k, v []byte) error {
-			var r TurnRecord
-			if json.Unmarshal(v, &r) == nil && (r.State == TurnDone || r.State == TurnInterrupted) && !r.Finished.IsZero() && r.Finished.Before(cutoff) {
-				old = append(old, bytes.Clone(k))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		b := tx.Bucket([]byte(ledgerBucket))
-		for _, k := range old {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		turns = len(old)
-		old = old[:0]
-		d := tx.Bucket([]byte(denialBucket))
-		err = d.ForEach(func(k, v []byte) error {
-			var last time.Time
-			if last.UnmarshalText(v) != nil || last.Before(cutoff) {
-				old = append(old, bytes.Clone(k))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, k := range old {
-			if err := d.Delete(k); err != nil {
-				return err
-			}
-		}
-		denials = len(old)
-		return nil
-	})
+	turns, err = l.pruneBucket(ledgerBucket, func(v []byte) bool { return finishedBefore(v, cutoff) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("prune the turn ledger: %w", err)
 	}
+	denials, err = l.pruneBucket(denialBucket, func(v []byte) bool {
+		var last time.Time
+		return last.UnmarshalText(v) != nil || last.Before(cutoff)
+	})
+	if err != nil {
+		return turns, 0, fmt.Errorf("prune the turn ledger's denial notices: %w", err)
+	}
 	return turns, denials, nil
+}
+
+// pruneBatch is how many records one commit of Prune deletes at most.
+const pruneBatch = 1000
+
+// pruneBucket deletes the records of bucket whose value old reports, in
+// commits of at most pruneBatch, and returns how many it deleted.
+func (l *Ledger) pruneBucket(bucket string, old func(v []byte) bool) (int, error) {
+	total := 0
+	var from []byte // the scan goes on after this key
+	for {
+		var keys [][]byte
+		more := false
+		err := l.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket([]byte(bucket)).Cursor()
+			k, v := c.First()
+			if from != nil {
+				if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil; k, v = c.Next() {
+				if !old(v) {
+					continue
+				}
+				keys = append(keys, bytes.Clone(k))
+				if len(keys) == pruneBatch {
+					more = true
+					return nil
+				}
+			}
+			return nil
+		})
+		if err != nil || len(keys) == 0 {
+			return total, err
+		}
+		deleted := 0
+		err = l.update(func(tx *bolt.Tx) error {
+			deleted = 0 // the function may run twice
+			b := tx.Bucket([]byte(bucket))
+			for _, k := range keys {
+				// Checked again: a record may have changed since the scan.
+				if v := b.Get(k); v == nil || !old(v) {
+					continue
+				}
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+				deleted++
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += deleted
+		if !more {
+			return total, nil
+		}
+		from = keys[len(keys)-1]
+	}
+}
+
+// finishedBefore reports whether the ledger record v is of a turn that
+// finished (done or interrupted) before cutoff. Only the two fields it
+// needs are decoded.
+func finishedBefore(v []byte, cutoff time.Time) bool {
+	var r struct {
+		State    string    `json:"state"`
+		Finished time.Time `json:"finished"`
+	}
+	return json.Unmarshal(v, &r) == nil && (r.State == TurnDone || r.State == TurnInterrupted) &&
+		!r.Finished.IsZero() && r.Finished.Before(cutoff)
 }
 
 // ShouldNotifyDenial reports whether identity may be told it was denied now,

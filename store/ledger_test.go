@@ -1,7 +1,11 @@
 package store
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +82,112 @@ func TestLedgerPrune(t *testing.T) {
 	}
 }
 
+// TestLedgerPruneInBatches: a ledger with more old records than one
+// commit deletes is forgotten in commits of at most pruneBatch, each
+// record checked again in its commit; the young and the unfinished stay,
+// interleaved with the old in key order.
+func TestLedgerPruneInBatches(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := OpenLedger(st.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const old = 2*pruneBatch + 17
+	// Written in one transaction (the test's set-up, not the ledger's
+	// way): every fourth key young, every fourth unfinished.
+	err = st.DB().Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(ledgerBucket))
+		put := func(id string, r TurnRecord) error {
+			r.TurnID = id
+			v, _ := json.Marshal(r)
+			return b.Put([]byte(id), v)
+		}
+		for i := range old {
+			if err := put(fmt.Sprintf("c%06d-a-old", i), TurnRecord{State: TurnDone, Started: t0, Finished: t0}); err != nil {
+				return err
+			}
+			if i%4 == 0 {
+				if err := put(fmt.Sprintf("c%06d-b-young", i), TurnRecord{State: TurnDone, Started: t0, Finished: t0.Add(10 * 24 * time.Hour)}); err != nil {
+					return err
+				}
+				if err := put(fmt.Sprintf("c%06d-c-started", i), TurnRecord{State: TurnStarted, Started: t0}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := l.Commits()
+	turns, denials, err := l.Prune(t0.Add(7 * 24 * time.Hour))
+	if err != nil || turns != old || denials != 0 {
+		t.Fatalf("prune: %d turns, %d denials, %v; want %d, 0", turns, denials, err, old)
+	}
+	if c, _ := l.Commits(); c-before != 3 {
+		t.Errorf("%d old records forgotten in %d commits, want 3 (at most %d each)", old, c-before, pruneBatch)
+	}
+	var kept, young, started int
+	err = st.DB().View(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(ledgerBucket)).ForEach(func(k, _ []byte) error {
+			kept++
+			switch {
+			case strings.HasSuffix(string(k), "-b-young"):
+				young++
+			case strings.HasSuffix(string(k), "-c-started"):
+				started++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (old + 3) / 4; kept != 2*want || young != want || started != want {
+		t.Errorf("kept %d records (%d young, %d started), want %d young and %d started only", kept, young, started, want, want)
+	}
+}
+
+// TestLedgerPruneChecksAgainInItsCommit: a record found old by the scan
+// but changed before its commit (here, found by a scan that believes
+// every record old) is deleted only if the commit finds it old too.
+func TestLedgerPruneChecksAgainInItsCommit(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := OpenLedger(st.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, _, _, err := l.Begin(TurnRecord{TurnID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scans := 0
+	n, err := l.pruneBucket(ledgerBucket, func(v []byte) bool {
+		scans++
+		// The scan sees three records; in the commit only b is old.
+		return scans <= 3 || strings.Contains(string(v), `"turn_id":"b"`)
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v; want 1", n, err)
+	}
+	for id, want := range map[string]bool{"a": true, "b": false, "c": true} {
+		if r, err := l.Get(id); err != nil || (r != nil) != want {
+			t.Errorf("%s kept=%v (%v), want %v", id, r != nil, err, want)
+		}
+	}
+}
+
 // TestLedgerFinishLaterFoldsIntoNextCommit: a finish held by FinishLater
 // makes no commit of its own; it is written by the next one (a Begin's),
 // or by Flush, and kept when that commit fails.
@@ -140,4 +250,88 @@ func TestLedgerFinishLaterFoldsIntoNextCommit(t *testing.T) {
 	if err := l.Flush(); err != nil || commits() != c {
 		t.Fatalf("Flush with nothing held: %v, %d commits (was %d)", err, commits(), c)
 	}
+}
+
+// BenchmarkLedgerPrune forgets 100,000 old calls among 100,000 young
+// ones (a busy node's ledger), while another goroutine records a call
+// after another as a node does: prune-ms is the whole prune, begin-max-ms
+// the longest a record waited for its commit meanwhile, begins the
+// records made during the prune.
+// go test -run '^$' -bench LedgerPrune -benchtime 3x ./store/
+func BenchmarkLedgerPrune(b *testing.B) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var pruneMS, maxMS, begins float64
+	for i := range b.N {
+		b.StopTimer()
+		st, err := Open(filepath.Join(b.TempDir(), ".hub"), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := OpenLedger(st.DB())
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Put in key order (in one transaction bbolt inserts in order in
+		// linear time, out of order in quadratic); old and young alternate.
+		ids := make([]string, 200_000)
+		for j := range ids {
+			ids[j] = fmt.Sprintf("mcp.s%02d.n%06d#0", j%97, j)
+		}
+		slices.Sort(ids)
+		err = st.DB().Update(func(tx *bolt.Tx) error {
+			bk := tx.Bucket([]byte(ledgerBucket))
+			for j, id := range ids {
+				at := t0
+				if j%2 == 1 {
+					at = t0.Add(10 * 24 * time.Hour)
+				}
+				v, _ := json.Marshal(TurnRecord{TurnID: id, State: TurnDone, Verb: "fs.exists", Identity: "hub", Platform: "node", Started: at, Finished: at})
+				if err := bk.Put([]byte(id), v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		var longest time.Duration
+		n := 0
+		go func() {
+			defer close(done)
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				if _, _, _, err := l.Begin(TurnRecord{TurnID: fmt.Sprintf("new.%d.%d", i, k), Started: t0}); err != nil {
+					b.Error(err)
+					return
+				}
+				longest = max(longest, time.Since(start))
+				n++
+			}
+		}()
+		b.StartTimer()
+		start := time.Now()
+		turns, _, err := l.Prune(t0.Add(7 * 24 * time.Hour))
+		pruneMS += float64(time.Since(start).Microseconds()) / 1000
+		b.StopTimer()
+		close(stop)
+		<-done
+		if err != nil || turns != 100_000 {
+			b.Fatalf("pruned %d: %v", turns, err)
+		}
+		maxMS += float64(longest.Microseconds()) / 1000
+		begins += float64(n)
+		st.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(pruneMS/float64(b.N), "prune-ms")
+	b.ReportMetric(maxMS/float64(b.N), "begin-max-ms")
+	b.ReportMetric(begins/float64(b.N), "begins")
 }
