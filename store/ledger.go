@@ -313,7 +313,7 @@ func (l *Ledger) Unfinished() ([]TurnRecord, error) {
 func (l *Ledger) Prune(cutoff time.Time) (turns, denials int, err error) {
 	turns, err = l.pruneBucket(ledgerBucket, func(v []byte) bool { return finishedBefore(v, cutoff) })
 	if err != nil {
-		return 0, 0, fmt.Errorf("prune the turn ledger: %w", err)
+		return turns, 0, fmt.Errorf("prune the turn ledger: %w", err)
 	}
 	denials, err = l.pruneBucket(denialBucket, func(v []byte) bool {
 		var last time.Time
@@ -329,7 +329,8 @@ func (l *Ledger) Prune(cutoff time.Time) (turns, denials int, err error) {
 const pruneBatch = 1000
 
 // pruneBucket deletes the records of bucket whose value old reports, in
-// commits of at most pruneBatch, and returns how many it deleted.
+// commits of at most pruneBatch, and returns how many it deleted (also
+// when it fails: the commits before the failure stand).
 func (l *Ledger) pruneBucket(bucket string, old func(v []byte) bool) (int, error) {
 	total := 0
 	var from []byte // the scan goes on after this key
@@ -338,11 +339,11 @@ func (l *Ledger) pruneBucket(bucket string, old func(v []byte) bool) (int, error
 		more := false
 		err := l.db.View(func(tx *bolt.Tx) error {
 			c := tx.Bucket([]byte(bucket)).Cursor()
-			k, v := c.First()
-			if from != nil {
-				if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
-					k, v = c.Next()
-				}
+			var k, v []byte
+			if from == nil {
+				k, v = c.First()
+			} else if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
+				k, v = c.Next()
 			}
 			for ; k != nil; k, v = c.Next() {
 				if !old(v) {

@@ -188,6 +188,24 @@ func TestLedgerPruneChecksAgainInItsCommit(t *testing.T) {
 	}
 }
 
+// TestLedgerPruneFailsClearly: a prune that cannot read its database says
+// which prune failed and why.
+func TestLedgerPruneFailsClearly(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLedger(st.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	turns, denials, err := l.Prune(time.Now())
+	if err == nil || !strings.Contains(err.Error(), "prune the turn ledger: ") || !strings.Contains(err.Error(), "database not open") || turns+denials != 0 {
+		t.Fatalf("prune of a closed database: %d %d %v", turns, denials, err)
+	}
+}
+
 // TestLedgerFinishLaterFoldsIntoNextCommit: a finish held by FinishLater
 // makes no commit of its own; it is written by the next one (a Begin's),
 // or by Flush, and kept when that commit fails.
