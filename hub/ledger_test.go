@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/a6afc2ce/hermes-hub/clock"
+	"github.com/a6afc2ce/hermes-hub/hub"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/outbox"
 	"github.com/a6afc2ce/hermes-hub/store"
@@ -32,6 +33,23 @@ func TestRuntimePrunesTheLedger(t *testing.T) {
 	clk.Advance(2 * time.Hour)
 	if r, _ := e.rt.Ledger.Get(msg.TurnID); r != nil {
 		t.Fatalf("still in the ledger %v after it finished: %+v", retention+time.Hour, r)
+	}
+}
+
+// TestRuntimeCloseStopsAPrune: the ledger's prunes run with a context
+// the runtime's Close ends, so a prune under way at Close (a large ledger)
+// stops between two of its commits instead of holding the stop.
+func TestRuntimeCloseStopsAPrune(t *testing.T) {
+	e := newEnv(t, clock.NewFake(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)))
+	ctx := hub.PruneContext(e.rt)
+	if ctx.Err() != nil {
+		t.Fatal("the prunes' context ended before Close")
+	}
+	if err := e.rt.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() == nil || hub.PruneContext(e.rt).Err() == nil {
+		t.Fatal("Close left the prunes' context running")
 	}
 }
 

@@ -51,6 +51,9 @@ type Runtime struct {
 		timer  clock.Timer
 		closed bool
 		wg     sync.WaitGroup
+		// ctx ends when the runtime closes, stopping a prune under way.
+		ctx    context.Context
+		cancel context.CancelFunc
 	}
 	stopPending  context.CancelFunc
 	pendingDone  chan struct{}
@@ -287,9 +290,12 @@ const ledgerPruneEvery = time.Hour
 // pruneLedger forgets old finished turns and denial notices now, then again
 // every ledgerPruneEvery until Close.
 func (rt *Runtime) pruneLedger() {
+	ctx := rt.pruneContext()
 	cutoff := rt.clock.Now().Add(-rt.Config.Outbox.Retention.D())
-	if turns, denials, err := rt.Ledger.Prune(cutoff); err != nil {
-		rt.log.Warn("turn ledger", "err", err)
+	if turns, denials, err := rt.Ledger.Prune(ctx, cutoff); err != nil {
+		if ctx.Err() == nil {
+			rt.log.Warn("turn ledger", "err", err)
+		}
 	} else if turns+denials > 0 {
 		rt.log.Info("turn ledger: forgot old turns", "turns", turns, "denials", denials, "finished_before", cutoff.UTC().Format(time.RFC3339))
 	}
@@ -311,11 +317,29 @@ func (rt *Runtime) pruneLedger() {
 	})
 }
 
-// stopPruning cancels the next prune and waits for one under way.
+// pruneContext is the prunes' context, which stopPruning ends.
+func (rt *Runtime) pruneContext() context.Context {
+	p := &rt.prune
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctx == nil {
+		p.ctx, p.cancel = context.WithCancel(context.Background())
+		if p.closed {
+			p.cancel()
+		}
+	}
+	return p.ctx
+}
+
+// stopPruning cancels the next prune, stops one under way (between two
+// of its commits) and waits for it.
 func (rt *Runtime) stopPruning() {
 	p := &rt.prune
 	p.mu.Lock()
 	p.closed = true
+	if p.cancel != nil {
+		p.cancel()
+	}
 	if p.timer != nil && p.timer.Stop() {
 		p.wg.Done()
 	}

@@ -244,7 +244,7 @@ const ledgerPruneEvery = time.Hour
 // for months holds a week of calls, not all of them.
 func (n *Node) pruneEvery(ctx context.Context) {
 	for {
-		n.prune()
+		n.prune(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -253,10 +253,13 @@ func (n *Node) pruneEvery(ctx context.Context) {
 	}
 }
 
-func (n *Node) prune() {
+// prune forgets the ledger's old calls, stopping early when ctx ends (the
+// node stops; the rest is forgotten at its next start).
+func (n *Node) prune(ctx context.Context) {
 	cutoff := n.clk.Now().Add(-ledgerKeep)
-	calls, _, err := n.ledger.Prune(cutoff)
+	calls, _, err := n.ledger.Prune(ctx, cutoff)
 	switch {
+	case err != nil && ctx.Err() != nil:
 	case err != nil:
 		n.log.Warn("prune ledger", "err", err.Error())
 	case calls > 0:

@@ -310,12 +310,15 @@ func (l *Ledger) Unfinished() ([]TurnRecord, error) {
 // pruneBatch per commit, each checked again in its commit: a large ledger
 // (a node's week of calls) is forgotten in many short commits, so that
 // the turns and calls recorded meanwhile do not wait for one long one.
-func (l *Ledger) Prune(cutoff time.Time) (turns, denials int, err error) {
-	turns, err = l.pruneBucket(ledgerBucket, func(v []byte) bool { return finishedBefore(v, cutoff) })
+//
+// It stops between commits, and every pruneCheck records of its scans,
+// once ctx ends, with ctx's error: what it forgot by then stays forgotten.
+func (l *Ledger) Prune(ctx context.Context, cutoff time.Time) (turns, denials int, err error) {
+	turns, err = l.pruneBucket(ctx, ledgerBucket, func(v []byte) bool { return finishedBefore(v, cutoff) })
 	if err != nil {
 		return turns, 0, fmt.Errorf("prune the turn ledger: %w", err)
 	}
-	denials, err = l.pruneBucket(denialBucket, func(v []byte) bool {
+	denials, err = l.pruneBucket(ctx, denialBucket, func(v []byte) bool {
 		var last time.Time
 		return last.UnmarshalText(v) != nil || last.Before(cutoff)
 	})
@@ -325,16 +328,23 @@ func (l *Ledger) Prune(cutoff time.Time) (turns, denials int, err error) {
 	return turns, denials, nil
 }
 
-// pruneBatch is how many records one commit of Prune deletes at most.
-const pruneBatch = 1000
+// pruneBatch is how many records one commit of Prune deletes at most;
+// its scans look whether to stop every pruneCheck records.
+const (
+	pruneBatch = 1000
+	pruneCheck = 4096
+)
 
 // pruneBucket deletes the records of bucket whose value old reports, in
 // commits of at most pruneBatch, and returns how many it deleted (also
 // when it fails: the commits before the failure stand).
-func (l *Ledger) pruneBucket(bucket string, old func(v []byte) bool) (int, error) {
+func (l *Ledger) pruneBucket(ctx context.Context, bucket string, old func(v []byte) bool) (int, error) {
 	total := 0
 	var from []byte // the scan goes on after this key
 	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
 		var keys [][]byte
 		more := false
 		err := l.db.View(func(tx *bolt.Tx) error {
@@ -345,7 +355,11 @@ func (l *Ledger) pruneBucket(bucket string, old func(v []byte) bool) (int, error
 			} else if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
 				k, v = c.Next()
 			}
-			for ; k != nil; k, v = c.Next() {
+			for n := 1; k != nil; k, v = c.Next() {
+				if n%pruneCheck == 0 && ctx.Err() != nil {
+					return ctx.Err()
+				}
+				n++
 				if !old(v) {
 					continue
 				}

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -57,7 +59,7 @@ func TestLedgerPrune(t *testing.T) {
 		}
 	}
 
-	turns, denials, err := l.Prune(t0.Add(8 * day))
+	turns, denials, err := l.Prune(t.Context(), t0.Add(8*day))
 	if err != nil || turns != 2 || denials != 1 {
 		t.Fatalf("prune: %d turns, %d denials, %v; want 2, 1", turns, denials, err)
 	}
@@ -77,7 +79,7 @@ func TestLedgerPrune(t *testing.T) {
 	if ok, _ := l.ShouldNotifyDenial("telegram:2", t0.Add(9*day+time.Minute), time.Hour); ok {
 		t.Error("a recent denial was forgotten")
 	}
-	if turns, denials, err := l.Prune(t0.Add(8 * day)); err != nil || turns+denials != 0 {
+	if turns, denials, err := l.Prune(t.Context(), t0.Add(8*day)); err != nil || turns+denials != 0 {
 		t.Errorf("second prune: %d %d %v, want nothing", turns, denials, err)
 	}
 }
@@ -126,7 +128,7 @@ func TestLedgerPruneInBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := l.Commits()
-	turns, denials, err := l.Prune(t0.Add(7 * 24 * time.Hour))
+	turns, denials, err := l.Prune(t.Context(), t0.Add(7*24*time.Hour))
 	if err != nil || turns != old || denials != 0 {
 		t.Fatalf("prune: %d turns, %d denials, %v; want %d, 0", turns, denials, err, old)
 	}
@@ -173,7 +175,7 @@ func TestLedgerPruneChecksAgainInItsCommit(t *testing.T) {
 		}
 	}
 	scans := 0
-	n, err := l.pruneBucket(ledgerBucket, func(v []byte) bool {
+	n, err := l.pruneBucket(t.Context(), ledgerBucket, func(v []byte) bool {
 		scans++
 		// The scan sees three records; in the commit only b is old.
 		return scans <= 3 || strings.Contains(string(v), `"turn_id":"b"`)
@@ -200,9 +202,82 @@ func TestLedgerPruneFailsClearly(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	turns, denials, err := l.Prune(time.Now())
+	turns, denials, err := l.Prune(t.Context(), time.Now())
 	if err == nil || !strings.Contains(err.Error(), "prune the turn ledger: ") || !strings.Contains(err.Error(), "database not open") || turns+denials != 0 {
 		t.Fatalf("prune of a closed database: %d %d %v", turns, denials, err)
+	}
+}
+
+// TestLedgerPruneStops: a prune whose context ends stops before its next
+// commit, and in the middle of a scan; what it forgot stays forgotten, the
+// rest waits for the next prune.
+func TestLedgerPruneStops(t *testing.T) {
+	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := OpenLedger(st.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const records = 3 * pruneCheck
+	err = st.DB().Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(ledgerBucket))
+		for i := range records {
+			if err := b.Put(fmt.Appendf(nil, "c%06d", i), []byte(`{}`)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := func() int {
+		n := 0
+		_ = st.DB().View(func(tx *bolt.Tx) error {
+			n = tx.Bucket([]byte(ledgerBucket)).Stats().KeyN
+			return nil
+		})
+		return n
+	}
+
+	// Stopped while the first commit's records are checked again: that
+	// commit is made, no other.
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := 0
+	n, err := l.pruneBucket(ctx, ledgerBucket, func([]byte) bool {
+		if calls++; calls == pruneBatch+pruneBatch/2 {
+			cancel()
+		}
+		return true
+	})
+	if !errors.Is(err, context.Canceled) || n != pruneBatch || left() != records-pruneBatch {
+		t.Fatalf("stopped in the first commit: forgot %d, %d left, %v; want %d, %d, context canceled", n, left(), err, pruneBatch, records-pruneBatch)
+	}
+
+	// Stopped in the middle of a scan over records none of which is old:
+	// the scan ends within pruneCheck records.
+	ctx, cancel = context.WithCancel(t.Context())
+	calls = 0
+	n, err = l.pruneBucket(ctx, ledgerBucket, func([]byte) bool {
+		if calls++; calls == 10 {
+			cancel()
+		}
+		return false
+	})
+	if !errors.Is(err, context.Canceled) || n != 0 || calls >= pruneCheck {
+		t.Fatalf("stopped in a scan: forgot %d after reading %d records, %v; want 0, fewer than %d, context canceled", n, calls, err, pruneCheck)
+	}
+
+	// A prune that has stopped forgets the rest the next time.
+	turns, _, err := l.Prune(t.Context(), time.Now())
+	if err != nil || turns != 0 || left() != records-pruneBatch {
+		t.Fatalf("records of no finished turn: forgot %d, %v", turns, err)
+	}
+	if n, err := l.pruneBucket(t.Context(), ledgerBucket, func([]byte) bool { return true }); err != nil || n != records-pruneBatch || left() != 0 {
+		t.Fatalf("the rest: forgot %d, %d left, %v", n, left(), err)
 	}
 }
 
@@ -336,7 +411,7 @@ func BenchmarkLedgerPrune(b *testing.B) {
 		}()
 		b.StartTimer()
 		start := time.Now()
-		turns, _, err := l.Prune(t0.Add(7 * 24 * time.Hour))
+		turns, _, err := l.Prune(context.Background(), t0.Add(7*24*time.Hour))
 		pruneMS += float64(time.Since(start).Microseconds()) / 1000
 		b.StopTimer()
 		close(stop)
