@@ -226,7 +226,7 @@ func (h *Hub) setup(ctx context.Context) error {
 	for _, n := range h.names {
 		requests, results := streamConfigs(n, keep, h.opts.CallTimeout, h.opts.Limits, h.opts.Replicas)
 		if _, err := whenReady(ctx, placementWait, func() (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, requests) }); err != nil {
-			return fmt.Errorf("stream of node %s: %w", n, err)
+			return h.streamError("stream", n, err)
 		}
 		_, err = whenReady(ctx, placementWait, func() (jetstream.Consumer, error) {
 			return js.CreateOrUpdateConsumer(ctx, nodeStream(n), jetstream.ConsumerConfig{
@@ -237,7 +237,7 @@ func (h *Hub) setup(ctx context.Context) error {
 			return fmt.Errorf("consumer of node %s: %w", n, err)
 		}
 		if _, err := whenReady(ctx, placementWait, func() (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, results) }); err != nil {
-			return fmt.Errorf("results stream of node %s: %w", n, err)
+			return h.streamError("results stream", n, err)
 		}
 		cc, err := h.consume(ctx, n)
 		if err != nil {
@@ -264,6 +264,26 @@ func (h *Hub) setup(ctx context.Context) error {
 // answers no request (each request then times out, or finds no
 // responder), and the hub starting beside it would otherwise fail.
 const placementWait = 15 * time.Second
+
+// jsStorageExceeded is JetStream's error code for a stream whose bytes
+// the server cannot reserve in its store (its disk, or max_file_store).
+const jsStorageExceeded jetstream.ErrorCode = 10047
+
+// streamError is the error of creating a node's stream (what): when the
+// server cannot reserve the stream's bytes, it says which setting reserves
+// them and how much the configured nodes reserve in all.
+func (h *Hub) streamError(what, node string, err error) error {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsStorageExceeded {
+		return fmt.Errorf("%s of node %s: %w", what, node, err)
+	}
+	each := h.opts.Limits.MaxStreamBytes
+	total := config.Size(int64(each) * 2 * int64(len(h.names)))
+	return fmt.Errorf("%s of node %s: the NATS server cannot reserve its %s in its store "+
+		"(nats.node_limits.max_stream_bytes, reserved for each of a node's two streams: %s for the %d configured nodes, on every server that keeps them): "+
+		"free disk space where the server keeps its streams (the embedded server: in the state directory), or lower max_stream_bytes: %w",
+		what, node, each, total, len(h.names), err)
+}
 
 // jsNoSuitablePeers is JetStream's error code for a stream or bucket it
 // cannot place on enough servers now.

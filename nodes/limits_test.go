@@ -361,3 +361,27 @@ func TestLegacyStorageRemoved(t *testing.T) {
 		t.Fatalf("logs: %s", r.logs.String())
 	}
 }
+
+// TestStreamsTheServerCannotStoreSaySo: when the server cannot reserve a
+// node's streams in its store (here eight nodes' streams ask for 1TiB
+// each, 16TiB, more than a disk has free), the hub's start fails saying
+// which setting reserves them, how much the configured nodes reserve, and
+// what to do, with the server's own words.
+func TestStreamsTheServerCannotStoreSaySo(t *testing.T) {
+	names := []string{"db-1", "db-2", "db-3", "db-4", "db-5", "db-6", "db-7", "db-8"}
+	r := newVerbRig(t, names)
+	limits := config.NodeLimits{MaxStreamBytes: 1 << 40}.WithDefaults()
+	h, err := OpenHub(t.Context(), HubOptions{StateDir: r.dir, Embedded: true, Listen: "127.0.0.1:0", Nodes: r.publicKeys(), Limits: limits, Logger: testkit.Discard()})
+	if err == nil {
+		h.Close()
+		t.Fatal("the server reserved 16TiB for eight nodes' streams")
+	}
+	if !strings.Contains(err.Error(), "stream of node db-") {
+		t.Errorf("the error does not name the node: %v", err)
+	}
+	for _, want := range []string{"cannot reserve its 1024GiB", "nats.node_limits.max_stream_bytes", "16384GiB for the 8 configured nodes", "free disk space", "insufficient storage resources available"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+}
