@@ -281,7 +281,7 @@ func (h *Hub) streamError(what, node string, err error) error {
 	total := config.Size(int64(each) * 2 * int64(len(h.names)))
 	return fmt.Errorf("%s of node %s: the NATS server cannot reserve its %s in its store "+
 		"(nats.node_limits.max_stream_bytes, reserved for each of a node's two streams: %s for the %d configured nodes, on every server that keeps them): "+
-		"free disk space where the server keeps its streams (the embedded server: in the state directory), or lower max_stream_bytes: %w",
+		"free disk space where the server keeps its streams (the embedded server: the state directory's nats/jetstream), or lower max_stream_bytes: %w",
 		what, node, each, total, len(h.names), err)
 }
 
