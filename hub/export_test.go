@@ -3,4 +3,4 @@ package hub
 import "context"
 
 // PruneContext is the context the runtime's ledger prunes run with.
-func PruneContext(rt *Runtime) context.Context { return rt.pruneContext() }
+func PruneContext(rt *Runtime) context.Context { return rt.prune.ctx }

@@ -51,7 +51,8 @@ type Runtime struct {
 		timer  clock.Timer
 		closed bool
 		wg     sync.WaitGroup
-		// ctx ends when the runtime closes, stopping a prune under way.
+		// ctx ends when the runtime closes (stopPruning), stopping a
+		// prune under way.
 		ctx    context.Context
 		cancel context.CancelFunc
 	}
@@ -106,6 +107,7 @@ func Open(cfg *config.Config, st *store.State, x *executor.Executor, opts Runtim
 		Config: cfg, State: st, log: opts.Logger, Board: &StateBoard{Clock: opts.Clock}, Started: opts.Clock.Now(), clock: opts.Clock,
 		Conversations: NewConversations(st.Flows()),
 	}
+	rt.prune.ctx, rt.prune.cancel = context.WithCancel(context.Background())
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -290,7 +292,7 @@ const ledgerPruneEvery = time.Hour
 // pruneLedger forgets old finished turns and denial notices now, then again
 // every ledgerPruneEvery until Close.
 func (rt *Runtime) pruneLedger() {
-	ctx := rt.pruneContext()
+	ctx := rt.prune.ctx
 	cutoff := rt.clock.Now().Add(-rt.Config.Outbox.Retention.D())
 	if turns, denials, err := rt.Ledger.Prune(ctx, cutoff); err != nil {
 		if ctx.Err() == nil {
@@ -317,29 +319,13 @@ func (rt *Runtime) pruneLedger() {
 	})
 }
 
-// pruneContext is the prunes' context, which stopPruning ends.
-func (rt *Runtime) pruneContext() context.Context {
-	p := &rt.prune
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ctx == nil {
-		p.ctx, p.cancel = context.WithCancel(context.Background())
-		if p.closed {
-			p.cancel()
-		}
-	}
-	return p.ctx
-}
-
 // stopPruning cancels the next prune, stops one under way (between two
 // of its commits) and waits for it.
 func (rt *Runtime) stopPruning() {
 	p := &rt.prune
 	p.mu.Lock()
 	p.closed = true
-	if p.cancel != nil {
-		p.cancel()
-	}
+	p.cancel()
 	if p.timer != nil && p.timer.Stop() {
 		p.wg.Done()
 	}

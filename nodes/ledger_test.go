@@ -8,21 +8,30 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/a6afc2ce/hermes-hub/clock"
 	"github.com/a6afc2ce/hermes-hub/executor"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 	"github.com/a6afc2ce/hermes-hub/store"
 )
+
+// runNodeOnFakeClock runs node db-1 of a new rig, on a fake clock, for
+// the tests that look into its ledger.
+func runNodeOnFakeClock(t *testing.T) (*rig, *Node, *clock.Fake) {
+	t.Helper()
+	r := newRig(t, []string{"db-1"}, nil)
+	clk := newFakeClock()
+	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
+	opts.Clock = clk
+	n, _ := r.runNode(opts)
+	return r, n, clk
+}
 
 // TestNodeLedgerOneCommitPerCall: a call costs the node's ledger one
 // commit, the record before it runs; the record after it runs rides on a
 // later call's commit, and the last ones are written within finishEvery,
 // in one commit.
 func TestNodeLedgerOneCommitPerCall(t *testing.T) {
-	r := newRig(t, []string{"db-1"}, nil)
-	clk := newFakeClock()
-	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
-	opts.Clock = clk
-	n, _ := r.runNode(opts)
+	r, n, clk := runNodeOnFakeClock(t)
 	base, _ := n.ledger.Commits()
 	const calls = 10
 	for i := range calls {
@@ -179,11 +188,7 @@ func TestCallDeliveredManyTimesUnackedIsStillAnswered(t *testing.T) {
 // the error code of its outcome (none when it succeeded), whatever
 // answered it: the verb, the envelope's decoding, or the node.
 func TestNodeLedgerRecordsTheOutcome(t *testing.T) {
-	r := newRig(t, []string{"db-1"}, nil)
-	clk := newFakeClock()
-	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
-	opts.Clock = clk
-	n, _ := r.runNode(opts)
+	r, n, clk := runNodeOnFakeClock(t)
 	calls := []struct {
 		workspace string
 		env       []byte
@@ -224,11 +229,7 @@ func TestNodeLedgerRecordsTheOutcome(t *testing.T) {
 // only those): a call that finished since, and one that never finished,
 // stay.
 func TestNodeForgetsOldCalls(t *testing.T) {
-	r := newRig(t, []string{"db-1"}, nil)
-	clk := newFakeClock()
-	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
-	opts.Clock = clk
-	n, _ := r.runNode(opts)
+	_, n, clk := runNodeOnFakeClock(t)
 	t0 := clk.Now()
 	for id, finished := range map[string]time.Time{"old": t0, "young": t0.Add(6 * 24 * time.Hour), "unfinished": {}} {
 		if _, began, _, err := n.ledger.Begin(store.TurnRecord{TurnID: id, Platform: "node", Started: t0}); err != nil || !began {

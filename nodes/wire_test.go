@@ -159,38 +159,23 @@ func BenchmarkResultWire(b *testing.B) {
 			size = "1MB"
 		}
 		data, _ := marshalResult(res)
-		b.Run(size+"/write", func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				if _, err := marshalResult(res); err != nil {
-					b.Fatal(err)
+		for _, bc := range []struct {
+			name string
+			op   func() error
+		}{
+			{"write", func() error { _, err := marshalResult(res); return err }},
+			{"write-encoding-json", func() error { _, err := json.Marshal(res); return err }},
+			{"read", func() error { _, err := unmarshalResult(data); return err }},
+			{"read-encoding-json", func() error { var r resultMsg; return json.Unmarshal(data, &r) }},
+		} {
+			b.Run(size+"/"+bc.name, func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					if err := bc.op(); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run(size+"/write-encoding-json", func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				if _, err := json.Marshal(res); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(size+"/read", func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				if _, err := unmarshalResult(data); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(size+"/read-encoding-json", func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				var r resultMsg
-				if err := json.Unmarshal(data, &r); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+			})
+		}
 	}
 }

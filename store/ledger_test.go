@@ -14,18 +14,26 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// openLedger opens a state directory of its own and its ledger, closed
+// when the test ends.
+func openLedger(tb testing.TB) (*State, *Ledger) {
+	tb.Helper()
+	st, err := Open(filepath.Join(tb.TempDir(), ".hub"), Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	l, err := OpenLedger(st.DB())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st, l
+}
+
 // TestLedgerPrune: finished turns and denial notices older than the cutoff
 // are forgotten; unfinished turns stay whatever their age.
 func TestLedgerPrune(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l, err := OpenLedger(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, l := openLedger(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	day := 24 * time.Hour
 	begin := func(id string) {
@@ -89,20 +97,12 @@ func TestLedgerPrune(t *testing.T) {
 // record checked again in its commit; the young and the unfinished stay,
 // interleaved with the old in key order.
 func TestLedgerPruneInBatches(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l, err := OpenLedger(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, l := openLedger(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const old = 2*pruneBatch + 17
 	// Written in one transaction (the test's set-up, not the ledger's
 	// way): every fourth key young, every fourth unfinished.
-	err = st.DB().Update(func(tx *bolt.Tx) error {
+	err := st.DB().Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(ledgerBucket))
 		put := func(id string, r TurnRecord) error {
 			r.TurnID = id
@@ -160,15 +160,7 @@ func TestLedgerPruneInBatches(t *testing.T) {
 // but changed before its commit (here, found by a scan that believes
 // every record old) is deleted only if the commit finds it old too.
 func TestLedgerPruneChecksAgainInItsCommit(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l, err := OpenLedger(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, l := openLedger(t)
 	for _, id := range []string{"a", "b", "c"} {
 		if _, _, _, err := l.Begin(TurnRecord{TurnID: id}); err != nil {
 			t.Fatal(err)
@@ -193,14 +185,7 @@ func TestLedgerPruneChecksAgainInItsCommit(t *testing.T) {
 // TestLedgerPruneFailsClearly: a prune that cannot read its database says
 // which prune failed and why.
 func TestLedgerPruneFailsClearly(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := OpenLedger(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, l := openLedger(t)
 	st.Close()
 	turns, denials, err := l.Prune(t.Context(), time.Now())
 	if err == nil || !strings.Contains(err.Error(), "prune the turn ledger: ") || !strings.Contains(err.Error(), "database not open") || turns+denials != 0 {
@@ -212,17 +197,9 @@ func TestLedgerPruneFailsClearly(t *testing.T) {
 // commit, and in the middle of a scan; what it forgot stays forgotten, the
 // rest waits for the next prune.
 func TestLedgerPruneStops(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l, err := OpenLedger(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, l := openLedger(t)
 	const records = 3 * pruneCheck
-	err = st.DB().Update(func(tx *bolt.Tx) error {
+	err := st.DB().Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(ledgerBucket))
 		for i := range records {
 			if err := b.Put(fmt.Appendf(nil, "c%06d", i), []byte(`{}`)); err != nil {
@@ -285,15 +262,7 @@ func TestLedgerPruneStops(t *testing.T) {
 // makes no commit of its own; it is written by the next one (a Begin's),
 // or by Flush, and kept when that commit fails.
 func TestLedgerFinishLaterFoldsIntoNextCommit(t *testing.T) {
-	st, err := Open(filepath.Join(t.TempDir(), ".hub"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l, err := OpenLedger(st.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, l := openLedger(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	state := func(id string) string {
 		t.Helper()
@@ -356,14 +325,7 @@ func BenchmarkLedgerPrune(b *testing.B) {
 	var pruneMS, maxMS, begins float64
 	for i := range b.N {
 		b.StopTimer()
-		st, err := Open(filepath.Join(b.TempDir(), ".hub"), Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		l, err := OpenLedger(st.DB())
-		if err != nil {
-			b.Fatal(err)
-		}
+		st, l := openLedger(b)
 		// Put in key order (in one transaction bbolt inserts in order in
 		// linear time, out of order in quadratic); old and young alternate.
 		ids := make([]string, 200_000)
@@ -371,7 +333,7 @@ func BenchmarkLedgerPrune(b *testing.B) {
 			ids[j] = fmt.Sprintf("mcp.s%02d.n%06d#0", j%97, j)
 		}
 		slices.Sort(ids)
-		err = st.DB().Update(func(tx *bolt.Tx) error {
+		err := st.DB().Update(func(tx *bolt.Tx) error {
 			bk := tx.Bucket([]byte(ledgerBucket))
 			for j, id := range ids {
 				at := t0
