@@ -24,12 +24,12 @@ const existsEnv = `{"verb":"fs.exists","arguments":{"path":"README.md"}}`
 // benchNodes opens a hub's end with count in-process nodes serving ws.
 func benchNodes(b *testing.B, count int, ws string, onCall func(nodes.CallStats)) *nodes.Hub {
 	b.Helper()
-	return benchNodesAt(b, count, ws, b.TempDir(), onCall)
+	return benchNodesAt(b, count, ws, b.TempDir(), onCall, 8)
 }
 
 // benchNodesAt is benchNodes with the hub's and the nodes' state under
-// dir.
-func benchNodesAt(b *testing.B, count int, ws, dir string, onCall func(nodes.CallStats)) *nodes.Hub {
+// dir, each node running concurrency calls at once (node.concurrency).
+func benchNodesAt(b *testing.B, count int, ws, dir string, onCall func(nodes.CallStats), concurrency int) *nodes.Hub {
 	b.Helper()
 	keys := map[string]string{}
 	seeds := map[string]string{}
@@ -55,7 +55,7 @@ func benchNodesAt(b *testing.B, count int, ws, dir string, onCall func(nodes.Cal
 			b.Fatal(err)
 		}
 		n, err := nodes.StartNode(context.Background(), nodes.NodeOptions{Name: name, URL: h.ClientURL(), Key: kp, StateDir: stateDir,
-			Workspaces: map[string]*executor.Executor{"main": tc.exec}, Default: "main", Concurrency: 8, Logger: testkit.Discard()})
+			Workspaces: map[string]*executor.Executor{"main": tc.exec}, Default: "main", Concurrency: concurrency, Logger: testkit.Discard()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func tmpfsDir(b *testing.B) string {
 // machine's load weighs on all three alike.
 func BenchmarkNodeRoundTripGoal(b *testing.B) {
 	ws := workspace(b)
-	disk, tmpfs := benchNodesAt(b, 1, ws, b.TempDir(), nil), benchNodesAt(b, 1, ws, tmpfsDir(b), nil)
+	disk, tmpfs := benchNodesAt(b, 1, ws, b.TempDir(), nil, 8), benchNodesAt(b, 1, ws, tmpfsDir(b), nil, 8)
 	f, err := os.OpenFile(filepath.Join(b.TempDir(), "sync"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		b.Fatal(err)
@@ -234,38 +234,57 @@ func BenchmarkNodeRoundTripGoal(b *testing.B) {
 	b.ReportMetric(ms(diskT)/goal, "node/goal")
 }
 
-// BenchmarkNodeThroughput: calls/s from 16 callers to one node and to
-// two; 1nodes-tmpfs is one node with every state directory on tmpfs,
-// where a sync costs nothing: what is left is the CPU's share.
+// BenchmarkNodeThroughput: calls/s from 32 callers (16 per CPU) to one
+// node and to two, each node with concurrency 8, so taking 32 calls at
+// once (docs/nodes.md); 1nodes-tmpfs is one node with every state
+// directory on tmpfs, where a sync costs nothing: what is left is the
+// CPU's share. 1nodes-offered is a node's capacity: more calls offered
+// than it takes (128 callers), to a node with concurrency 32 (taking
+// 128), as an operator who wants more calls/s from one node sets it.
+// cores is the CPU the process (hub, embedded NATS server, nodes and
+// callers alike) used while the calls ran, in processors' worth: at the
+// machine's count of processors, the CPU is the bound.
 func BenchmarkNodeThroughput(b *testing.B) {
 	ws := workspace(b)
-	for _, count := range []int{1, 2, -1} {
-		name := fmt.Sprint(count, "nodes")
-		if count < 0 {
-			count, name = 1, "1nodes-tmpfs"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, tc := range []struct {
+		name                     string
+		nodes, concurrency, perP int
+		tmpfs                    bool
+	}{
+		{name: "1nodes", nodes: 1, concurrency: 8, perP: 16},
+		{name: "2nodes", nodes: 2, concurrency: 8, perP: 16},
+		{name: "1nodes-tmpfs", nodes: 1, concurrency: 8, perP: 16, tmpfs: true},
+		{name: "1nodes-offered", nodes: 1, concurrency: 32, perP: 64},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
 			dir := b.TempDir()
-			if name == "1nodes-tmpfs" {
+			if tc.tmpfs {
 				dir = tmpfsDir(b)
 			}
 			var p phases
-			h := benchNodesAt(b, count, ws, dir, p.add)
+			h := benchNodesAt(b, tc.nodes, ws, dir, p.add, tc.concurrency)
 			defer p.report(b)
 			var seq atomic.Int64
+			cpu0, cpuOK := processCPU()
 			start := time.Now()
-			b.SetParallelism(16)
+			b.SetParallelism(tc.perP)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					i := seq.Add(1)
-					node := fmt.Sprint("n", i%int64(count))
+					node := fmt.Sprint("n", i%int64(tc.nodes))
 					if _, err := h.Call(context.Background(), node, nodes.Request{TurnID: "bench.tp", CallIndex: int(i), Envelope: []byte(existsEnv)}); err != nil {
 						b.Error(err)
 						return
 					}
 				}
 			})
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
+			elapsed := time.Since(start)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+			if cpu1, ok := processCPU(); ok && cpuOK {
+				cpu := cpu1 - cpu0
+				b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/call")
+			}
 		})
 	}
 }
