@@ -14,7 +14,10 @@ import (
 // ephemeral range when it can: a server binds its ports only when it
 // starts, and again at each restart, so a port handed out by the kernel
 // meanwhile (to any client connection of the tests beside it) would make
-// it fail with "address already in use". It falls back to a port the
+// it fail with "address already in use". A port it chooses is held for
+// this process until it ends (claimPort): no other test process (go test
+// runs packages side by side) chooses it, even while the server that
+// listens on it is down for a restart. It falls back to a port the
 // kernel gives.
 func FreePort() (int, error) {
 	low := ephemeralLow()
@@ -22,7 +25,7 @@ func FreePort() (int, error) {
 	defer portsMu.Unlock()
 	for tries := 0; low > minPort+1000 && tries < 200; tries++ {
 		p := minPort + rand.IntN(low-minPort)
-		if portsGiven[p] {
+		if portsGiven[p] || !claimPort(p) {
 			continue
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
