@@ -247,9 +247,10 @@ func BenchmarkNodeRoundTripGoal(b *testing.B) {
 func BenchmarkNodeThroughput(b *testing.B) {
 	ws := workspace(b)
 	for _, tc := range []struct {
-		name                     string
-		nodes, concurrency, perP int
-		tmpfs                    bool
+		name               string
+		nodes, concurrency int
+		perP               int  // callers per processor (SetParallelism)
+		tmpfs              bool // every state directory on tmpfs
 	}{
 		{name: "1nodes", nodes: 1, concurrency: 8, perP: 16},
 		{name: "2nodes", nodes: 2, concurrency: 8, perP: 16},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"testing"
 )
 
@@ -27,11 +28,10 @@ func TestPortHeldByAnotherProcess(t *testing.T) {
 	if child := startPortHolder(t, p); child.claimed {
 		t.Fatalf("another process claimed port %d while this one holds it", p)
 	}
-	// A port this process does not hold, claimed by a child that stays.
-	q := p + 1
-	for portsGiven[q] {
-		q++
-	}
+	// A number no port has, so that no other test process holds it (they
+	// run beside this one), nor an earlier run of this test in this
+	// process (which ends holding its own): claimed by a child that stays.
+	q := 1<<16 + os.Getpid()<<8 + int(portTestRuns.Add(1))
 	child := startPortHolder(t, q)
 	if !child.claimed {
 		t.Fatalf("a child could not claim port %d, which no one holds", q)
@@ -44,6 +44,10 @@ func TestPortHeldByAnotherProcess(t *testing.T) {
 		t.Fatalf("port %d still held after the child that held it ended", q)
 	}
 }
+
+// portTestRuns counts the runs of TestPortHeldByAnotherProcess in this
+// process (go test -count).
+var portTestRuns atomic.Int32
 
 // portHolder is a child test process that tried to claim a port and,
 // when it did, holds it until its input ends.
