@@ -2,7 +2,10 @@
 
 package main
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
-// processCPU reports nothing where the system gives no rusage.
-func processCPU() (time.Duration, bool) { return 0, false }
+// processCPU reports nothing where there is no /proc.
+func processCPU(int) (time.Duration, error) { return 0, errors.ErrUnsupported }

@@ -519,16 +519,11 @@ func (f *fleet) killProcs() []time.Duration {
 // hubCPU is the CPU time the process pid has used (user and system).
 func hubCPU(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := processCPU(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The fields after the command's closing parenthesis: state is the
-	// first, utime the 12th and stime the 13th.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	ut, _ := strconv.ParseInt(fields[11], 10, 64)
-	st, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	return d
 }
 
 // hubRSS is the resident memory of pid, KiB.

@@ -5,6 +5,7 @@ package testkit
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -54,7 +55,7 @@ var portTestRuns atomic.Int32
 type portHolder struct {
 	claimed bool
 	cmd     *exec.Cmd
-	stdin   interface{ Close() error }
+	stdin   io.WriteCloser
 }
 
 func startPortHolder(t *testing.T, p int) *portHolder {
