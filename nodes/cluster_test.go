@@ -380,14 +380,62 @@ func (r *clusterRig) leaders(t *testing.T, node string) string {
 	for _, g := range groups(node) {
 		parts = append(parts, g.String()+" "+r.groupLeader(t.Context(), g))
 	}
-	return "leaders: " + strings.Join(parts, ", ") + "; the hub is connected to " + r.hub.nc.ConnectedServerName()
+	return "leaders: " + strings.Join(parts, ", ") + "; metadata " + r.metaLeader(t) +
+		"; the hub is connected to " + r.hub.nc.ConnectedServerName() + ", node " + node + " to " + r.serverOf(t, "hub node "+node)
 }
 
-// follower returns a server that leads none of node's groups, asking the
-// leaders on it to step down (the hub's account may) until it leads none.
+// metaLeader names the server leading the cluster's JetStream metadata
+// (streams and consumers created, their leaders placed), as the running
+// servers' monitoring reports it.
+func (r *clusterRig) metaLeader(t *testing.T) string {
+	t.Helper()
+	for _, s := range r.cluster.Servers {
+		var jsz struct {
+			Meta *struct {
+				Leader string `json:"leader"`
+			} `json:"meta_cluster"`
+		}
+		if s.Running() && s.Monitor(t.Context(), "/jsz", &jsz) == nil && jsz.Meta != nil && jsz.Meta.Leader != "" {
+			return jsz.Meta.Leader
+		}
+	}
+	return "none"
+}
+
+// serverOf names the server a client connection of that name is on.
+func (r *clusterRig) serverOf(t *testing.T, name string) string {
+	t.Helper()
+	for _, s := range r.cluster.Servers {
+		var connz struct {
+			Conns []struct {
+				Name string `json:"name"`
+			} `json:"connections"`
+		}
+		if !s.Running() || s.Monitor(t.Context(), "/connz?limit=100000", &connz) != nil {
+			continue
+		}
+		for _, c := range connz.Conns {
+			if c.Name == name {
+				return s.Name
+			}
+		}
+	}
+	return "none"
+}
+
+// follower returns the server node is connected to, once it leads none
+// of node's groups, asking the leaders on it to step down (the hub's
+// account may) until it leads none: the follower whose loss the node
+// feels most, as it must reconnect and pull again elsewhere.
 func (r *clusterRig) follower(t *testing.T, node string) *natstest.Server {
 	t.Helper()
 	s := r.cluster.Servers[0]
+	on := r.serverOf(t, "hub node "+node)
+	for _, c := range r.cluster.Servers {
+		if c.Name == on {
+			s = c
+		}
+	}
 	testkit.WaitFor(t, s.Name+" to lead none of the node's groups", func() bool {
 		free := true
 		for _, g := range groups(node) {
