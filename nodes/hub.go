@@ -205,7 +205,7 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 }
 
 func (h *Hub) setup(ctx context.Context) error {
-	js, err := jetstream.New(h.nc)
+	js, err := newJetStream(h.nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
@@ -462,9 +462,7 @@ func (h *Hub) Call(ctx context.Context, node string, req Request) (Response, err
 		}()
 	}
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := h.js.Publish(pctx, requestSubject(node), data, jetstream.WithMsgID(id), jetstream.WithExpectStream(nodeStream(node)))
-		cancel()
+		err := publishAcked(ctx, h.js, requestSubject(node), data, jetstream.WithMsgID(id), jetstream.WithExpectStream(nodeStream(node)))
 		if err == nil {
 			break
 		}

@@ -148,7 +148,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 		}
 		return nil, fmt.Errorf("connect to %s: %w", opts.URL, err)
 	}
-	n.js, err = jetstream.New(n.nc)
+	n.js, err = newJetStream(n.nc)
 	if err != nil {
 		n.close()
 		return nil, err
@@ -455,9 +455,9 @@ func (n *Node) answer(ctx context.Context, rq requestMsg, res resultMsg) bool {
 	}
 	giveUp := rq.Deadline.Add(retentionGrace)
 	for {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_, err := n.js.Publish(pctx, resultSubject(n.opts.Name), data, jetstream.WithMsgID(rq.CallID))
-		cancel()
+		// An attempt under way is not given up when the node stops: its
+		// answer may still reach the stream (publishWait bounds it).
+		err := publishAcked(context.WithoutCancel(ctx), n.js, resultSubject(n.opts.Name), data, jetstream.WithMsgID(rq.CallID))
 		if err == nil {
 			return true
 		}

@@ -1,0 +1,162 @@
+package nodes
+
+import (
+	"bytes"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
+)
+
+// TestAnswerLostWithItsConnection: a node whose answer was on its
+// connection when the connection broke (its server killed, the network
+// cut) sends it again as soon as it has reconnected, instead of waiting
+// for an acknowledgement the broken connection will never bring. The
+// wait for an acknowledgement is made longer than the call's: a node that
+// waited for it would leave the call unanswered.
+func TestAnswerLostWithItsConnection(t *testing.T) {
+	old := publishWait
+	publishWait = 2 * time.Minute
+	t.Cleanup(func() { publishWait = old })
+	r := newRig(t, []string{"db-1"}, func(o *HubOptions) { o.CallTimeout = 30 * time.Second })
+	u, err := url.Parse(r.hub.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newCutProxy(t, u.Host)
+	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
+	opts.URL = "nats://" + p.addr()
+	r.startNode(opts)
+
+	type answer struct {
+		resp Response
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.lost", CallIndex: 0, Envelope: holdEnv("k")})
+		done <- answer{resp, err}
+	}()
+	testkit.WaitFor(t, "the call running on the node", func() bool { return r.ran("k") == 1 })
+	p.silence()
+	r.release("k")
+	testkit.WaitFor(t, "the node's answer sent into the silent connection", func() bool { return p.heard(resultSubject("db-1")) })
+	p.cut()
+
+	a := <-done
+	if a.err != nil {
+		t.Fatalf("the call got no answer after its node reconnected: %v", a.err)
+	}
+	if a.resp.Status != StatusDone || !strings.Contains(string(a.resp.Result), `"k"`) {
+		t.Fatalf("answer %+v, want the call's result", a.resp)
+	}
+	if n := r.ran("k"); n != 1 {
+		t.Fatalf("the call ran %d times, want 1", n)
+	}
+}
+
+// cutProxy forwards TCP connections to a server on loopback. Silenced, it
+// passes nothing either way on the connections it holds (as a server that
+// died without a word), keeping what clients send; cut, it closes them, and
+// the connections made after pass again.
+type cutProxy struct {
+	ln net.Listener
+	to string
+
+	mu     sync.Mutex
+	conns  []net.Conn
+	silent bool
+	kept   bytes.Buffer // what clients sent while silenced
+}
+
+func newCutProxy(t *testing.T, to string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, to: to}
+	go p.accept()
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+	})
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go p.pipe(s, c, true)
+		go p.pipe(c, s, false)
+	}
+}
+
+// pipe copies from src to dst until either closes; what a client sends
+// while the proxy is silent is kept instead.
+func (p *cutProxy) pipe(dst, src net.Conn, fromClient bool) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			silent := p.silent
+			if silent && fromClient {
+				p.kept.Write(buf[:n])
+			}
+			p.mu.Unlock()
+			if !silent {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *cutProxy) silence() {
+	p.mu.Lock()
+	p.silent = true
+	p.mu.Unlock()
+}
+
+// heard reports whether a client sent s while the proxy was silent.
+func (p *cutProxy) heard(s string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return bytes.Contains(p.kept.Bytes(), []byte(s))
+}
+
+// cut closes every connection the proxy holds; those made after pass.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	p.silent = false
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
