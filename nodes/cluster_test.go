@@ -426,7 +426,8 @@ func (r *clusterRig) serverOf(t *testing.T, name string) string {
 // follower returns the server node is connected to, once it leads none
 // of node's groups, asking the leaders on it to step down (the hub's
 // account may) until it leads none: the follower whose loss the node
-// feels most, as it must reconnect and pull again elsewhere.
+// feels most, as its client must reconnect elsewhere, and send again what
+// it was publishing when its connection broke.
 func (r *clusterRig) follower(t *testing.T, node string) *natstest.Server {
 	t.Helper()
 	s := r.cluster.Servers[0]

@@ -9,8 +9,8 @@ import (
 )
 
 // publishWait bounds one attempt to publish a call or an answer: the wait
-// for the stream's acknowledgement. A test makes it longer than the test
-// runs, to show that an attempt lost with its connection does not wait
+// for the stream's acknowledgement. A test makes it longer than a call's
+// wait, to show that an attempt lost with its connection does not wait
 // for it.
 var publishWait = 5 * time.Second
 
