@@ -380,44 +380,21 @@ func (r *clusterRig) leaders(t *testing.T, node string) string {
 	for _, g := range groups(node) {
 		parts = append(parts, g.String()+" "+r.groupLeader(t.Context(), g))
 	}
-	return "leaders: " + strings.Join(parts, ", ") + "; metadata " + r.metaLeader(t) +
+	return "leaders: " + strings.Join(parts, ", ") + "; metadata " + r.cluster.MetaLeader(t.Context()) +
 		"; the hub is connected to " + r.hub.nc.ConnectedServerName() + ", node " + node + " to " + r.serverOf(t, "hub node "+node)
 }
 
-// metaLeader names the server leading the cluster's JetStream metadata
-// (streams and consumers created, their leaders placed), as the running
-// servers' monitoring reports it.
-func (r *clusterRig) metaLeader(t *testing.T) string {
-	t.Helper()
-	for _, s := range r.cluster.Servers {
-		var jsz struct {
-			Meta *struct {
-				Leader string `json:"leader"`
-			} `json:"meta_cluster"`
-		}
-		if s.Running() && s.Monitor(t.Context(), "/jsz", &jsz) == nil && jsz.Meta != nil && jsz.Meta.Leader != "" {
-			return jsz.Meta.Leader
-		}
-	}
-	return "none"
-}
-
-// serverOf names the server a client connection of that name is on.
+// serverOf names the server a client connection of that name is on, or
+// "none".
 func (r *clusterRig) serverOf(t *testing.T, name string) string {
 	t.Helper()
-	for _, s := range r.cluster.Servers {
-		var connz struct {
-			Conns []struct {
-				Name string `json:"name"`
-			} `json:"connections"`
-		}
-		if !s.Running() || s.Monitor(t.Context(), "/connz?limit=100000", &connz) != nil {
-			continue
-		}
-		for _, c := range connz.Conns {
-			if c.Name == name {
-				return s.Name
-			}
+	conns, err := r.cluster.Connections(t.Context())
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	for _, c := range conns {
+		if c.Name == name {
+			return c.Server
 		}
 	}
 	return "none"

@@ -260,6 +260,7 @@ func (n *Node) prune(ctx context.Context) {
 	calls, _, err := n.ledger.Prune(ctx, cutoff)
 	switch {
 	case err != nil && ctx.Err() != nil:
+		// Stopped, not failed: nothing to say.
 	case err != nil:
 		n.log.Warn("prune ledger", "err", err.Error())
 	case calls > 0:
@@ -498,11 +499,9 @@ func (n *Node) beat(ctx context.Context) {
 			Workspaces: n.workspaceNames(), Load: loadAverage(), Running: int(n.running.Load()),
 		}
 		data, _ := json.Marshal(hb)
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if _, err := n.js.Publish(pctx, statusSubject(n.opts.Name), data); err != nil && ctx.Err() == nil {
+		if err := publishAcked(ctx, n.js, statusSubject(n.opts.Name), data); err != nil && ctx.Err() == nil {
 			n.log.Debug("heartbeat", "err", err.Error())
 		}
-		cancel()
 		select {
 		case <-ctx.Done():
 			return

@@ -8,10 +8,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// publishWait bounds one attempt to publish a call or an answer: the wait
-// for the stream's acknowledgement. A test makes it longer than a call's
-// wait, to show that an attempt lost with its connection does not wait
-// for it.
+// publishWait bounds one attempt to publish a call, an answer or a
+// heartbeat: the wait for the stream's acknowledgement. A test makes it
+// longer than a call's wait, to show that an attempt lost with its
+// connection does not wait for it.
 var publishWait = 5 * time.Second
 
 // newJetStream is the jetstream context of the hub's or a node's

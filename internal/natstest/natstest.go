@@ -201,6 +201,23 @@ func (c *Cluster) peersCurrent(ctx context.Context) error {
 	}
 }
 
+// MetaLeader names the server leading the cluster's JetStream metadata
+// (streams and consumers created, their leaders placed) as the first
+// running server that knows it reports, or "" when none does.
+func (c *Cluster) MetaLeader(ctx context.Context) string {
+	for _, s := range c.Servers {
+		var jsz struct {
+			Meta *struct {
+				Leader string `json:"leader"`
+			} `json:"meta_cluster"`
+		}
+		if s.Running() && s.Monitor(ctx, "/jsz", &jsz) == nil && jsz.Meta != nil && jsz.Meta.Leader != "" {
+			return jsz.Meta.Leader
+		}
+	}
+	return ""
+}
+
 func (c *Cluster) metaComplete(ctx context.Context) error {
 	type meta struct {
 		Meta *struct {
@@ -218,14 +235,7 @@ func (c *Cluster) metaComplete(ctx context.Context) error {
 			running[s.Name] = s
 		}
 	}
-	var leader string
-	for _, s := range running {
-		var m meta
-		if err := s.Monitor(ctx, "/jsz", &m); err == nil && m.Meta != nil && m.Meta.Leader != "" {
-			leader = m.Meta.Leader
-			break
-		}
-	}
+	leader := c.MetaLeader(ctx)
 	ls := running[leader]
 	if ls == nil {
 		return fmt.Errorf("no running meta leader (%q)", leader)
@@ -461,6 +471,8 @@ func (c *Cluster) StreamLeader(ctx context.Context, account, stream string) (*Se
 
 // Connection is one client connection as a server's monitoring reports it.
 type Connection struct {
+	// Server is the name of the server the client is connected to.
+	Server   string `json:"-"`
 	Name     string `json:"name"`
 	InMsgs   int64  `json:"in_msgs"`
 	OutMsgs  int64  `json:"out_msgs"`
@@ -481,7 +493,10 @@ func (c *Cluster) Connections(ctx context.Context) ([]Connection, error) {
 		if err := s.Monitor(ctx, "/connz?limit=100000", &connz); err != nil {
 			return nil, err
 		}
-		out = append(out, connz.Conns...)
+		for _, cn := range connz.Conns {
+			cn.Server = s.Name
+			out = append(out, cn)
+		}
 	}
 	return out, nil
 }
