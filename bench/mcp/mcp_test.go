@@ -171,6 +171,10 @@ type op struct {
 	prepare func(dir string) error
 	// settle, when set, runs once before the first round trip.
 	settle func(dir string) error
+	// written is the size of the file a durable write or edit leaves (0
+	// for a read): the floor with calls makes the system calls of such a
+	// write (floorSource).
+	written int
 }
 
 // ops are the compared operations. MCP's tail=N on a file that ends in a
@@ -265,6 +269,7 @@ func ops() []op {
 			return map[string]any{"path": filepath.Join(dir, writePath(i)), "content": writeContent("mcp", i)}
 		},
 		mcpCheck: func(dir string, i int, _ string) error { return fileHolds(dir, writePath(i), writeContent("mcp", i)) },
+		written:  writeSize,
 	}
 	// The same listing with the directory changed (a file created and
 	// removed) before every round trip: the hub's listing cache never
@@ -309,6 +314,7 @@ func edit() op {
 			return map[string]any{"path": filepath.Join(dir, name("mcp")), "edits": []map[string]any{{"oldText": cur["mcp"], "newText": editState(i)}}}
 		},
 		mcpCheck: func(dir string, i int, _ string) error { return check("mcp")(dir, i) },
+		written:  editFile.size(),
 	}
 }
 
@@ -694,7 +700,7 @@ func BenchmarkVersusMCP(b *testing.B) {
 		}
 		return d, len(msg), r, nil
 	}
-	compare(b, "hub exec --stdio", loadBefore, dir, ref, hubRound)
+	compare(b, "hub exec --stdio", loadBefore, dir, hub.child, ref, hubRound)
 }
 
 // BenchmarkMCPVersusMCP is BenchmarkVersusMCP with MCP on both sides: the
@@ -732,7 +738,7 @@ func BenchmarkMCPVersusMCP(b *testing.B) {
 		r, err := structured(msg)
 		return d, len(msg), r, err
 	}
-	compare(b, "hub mcp", loadBefore, dir, ref, hubRound)
+	compare(b, "hub mcp", loadBefore, dir, hub.child, ref, hubRound)
 }
 
 // structured decodes the structuredContent of a hub tools/call response.
@@ -779,7 +785,13 @@ func mcpServer(b *testing.B) (node, script string) {
 // directory, it also makes the system calls of a small read through the
 // hub before each answer (floor-calls): a record appended to one file, a
 // 4 KB file opened, read and closed, a record appended to another file;
-// the difference between the two floors is what those calls cost.
+// the difference between the two floors is what those calls cost. A line
+// "n size" asks floor-calls for the system calls of a durable write of
+// size bytes as the hub makes them (docs/mcp.md, "What a call leaves in
+// the mirror"): a record appended and fsynced; a temporary file created,
+// written, fsynced and closed; the rename over the file; the directory
+// fsynced; a record appended and fsynced. That floor is the disk's part of
+// a durable write, which no server keeping those promises can go below.
 const floorSource = `package main
 
 import (
@@ -794,6 +806,8 @@ func main() {
 	r := bufio.NewReaderSize(os.Stdin, 64<<10)
 	w := bufio.NewWriterSize(os.Stdout, 64<<10)
 	var calls func() error
+	var durable func(size int) error
+	var content []byte
 	if len(os.Args) > 1 {
 		dir := os.Args[1]
 		in, err := os.OpenFile(filepath.Join(dir, "in.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -806,6 +820,47 @@ func main() {
 		}
 		rec := append(bytes.Repeat([]byte("r"), 450), '\n')
 		buf := make([]byte, 8<<10)
+		d, err := os.Open(dir)
+		if err != nil {
+			panic(err)
+		}
+		durable = func(size int) error {
+			if _, err := in.Write(rec); err != nil {
+				return err
+			}
+			if err := in.Sync(); err != nil {
+				return err
+			}
+			tmp := filepath.Join(dir, ".written.tmp")
+			f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			if len(content) != size {
+				content = bytes.Repeat([]byte("w"), size)
+			}
+			if _, err := f.Write(content); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			if err := os.Rename(tmp, filepath.Join(dir, "written.txt")); err != nil {
+				return err
+			}
+			if err := d.Sync(); err != nil {
+				return err
+			}
+			if _, err := out.Write(rec); err != nil {
+				return err
+			}
+			return out.Sync()
+		}
 		calls = func() error {
 			if _, err := in.Write(rec); err != nil {
 				return err
@@ -829,12 +884,29 @@ func main() {
 		if err != nil {
 			return
 		}
-		n, err := strconv.Atoi(string(bytes.TrimSpace(line)))
+		fields := bytes.Fields(line)
+		if len(fields) == 0 {
+			return
+		}
+		n, err := strconv.Atoi(string(fields[0]))
 		if err != nil || n < 0 {
 			return
 		}
-		if calls != nil && calls() != nil {
-			return
+		size := 0
+		if len(fields) > 1 {
+			if size, err = strconv.Atoi(string(fields[1])); err != nil || size < 0 {
+				return
+			}
+		}
+		switch {
+		case durable != nil && size > 0:
+			if durable(size) != nil {
+				return
+			}
+		case calls != nil:
+			if calls() != nil {
+				return
+			}
 		}
 		if len(answer) != n+1 {
 			answer = append(bytes.Repeat([]byte("x"), n), '\n')
@@ -872,16 +944,25 @@ func startFloor(b *testing.B, calls bool) *child {
 // compare runs every operation against the hub (hubRound makes one timed
 // round trip and gives the length of the answer) and the reference
 // server, one round trip each per iteration, and a round trip to the
-// floor (floorSource) for as many bytes as the hub's answer.
-func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRound func(o op, i int) (time.Duration, int, hubResult, error)) {
+// floor (floorSource) for as many bytes as the hub's answer, and one to
+// the floor with calls (with a durable write's calls for a write).
+//
+// Each process's CPU time over the timed round trips (cpuTime), per round
+// trip, is reported too: the client waits between a process's calls (for
+// the other's), so this is the CPU a call costs a process that idled
+// before it, which on this kind of machine is several times what the same
+// call costs back to back (BenchmarkCallCost).
+func compare(b *testing.B, label, loadBefore, dir string, hubChild *child, ref *mcpClient, hubRound func(o op, i int) (time.Duration, int, hubResult, error)) {
 	floor, floorCalls := startFloor(b, false), startFloor(b, true)
 	type row struct {
 		name                        string
 		hub, mcp, floor, floorCalls stats
+		cpu                         [4]float64 // µs a round trip: hub, MCP, floor, floor with calls
 	}
 	var rows []row
 	for _, o := range ops() {
 		var hubStats, mcpStats, floorStats, callsStats stats
+		var cpu [4]float64
 		ok := b.Run(o.name, func(b *testing.B) {
 			hubStats, mcpStats, floorStats, callsStats = stats{}, stats{}, stats{}, stats{}
 			answer := 0 // the length of the hub's last answer
@@ -925,8 +1006,12 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 				mcpStats.lat = append(mcpStats.lat, d)
 			}
 			roundFloor := func(floor *child, st *stats) {
+				req := strconv.AppendInt(nil, int64(answer), 10)
+				if floor == floorCalls && o.written > 0 {
+					req = strconv.AppendInt(append(req, ' '), int64(o.written), 10)
+				}
 				t0 := time.Now()
-				if err := floor.send(strconv.AppendInt(nil, int64(answer), 10)); err != nil {
+				if err := floor.send(req); err != nil {
 					b.Fatal(err)
 				}
 				msg, err := floor.receive()
@@ -950,6 +1035,11 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 				roundFloor(floorCalls, &callsStats)
 			}
 			hubStats, mcpStats, floorStats, callsStats = stats{}, stats{}, stats{}, stats{}
+			procs := []*child{hubChild, ref.child, floor, floorCalls}
+			cpu0 := make([]time.Duration, len(procs))
+			for k, c := range procs {
+				cpu0[k] = cpuTime(b, c)
+			}
 			i := 0
 			for b.Loop() {
 				if i%2 == 0 {
@@ -964,6 +1054,10 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 				roundFloor(floor, &floorStats)
 				roundFloor(floorCalls, &callsStats)
 				i++
+			}
+			for k, unit := range []string{"hub-cpu-µs", "mcp-cpu-µs", "floor-cpu-µs", "floor-calls-cpu-µs"} {
+				cpu[k] = float64(cpuTime(b, procs[k])-cpu0[k]) / float64(time.Microsecond) / float64(i)
+				b.ReportMetric(cpu[k], unit)
 			}
 			h, m := hubStats.opsPerSec(), mcpStats.opsPerSec()
 			b.ReportMetric(h, "hub-ops/s")
@@ -980,7 +1074,7 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 			b.ReportMetric(0, "ns/op") // one iteration is a pair of round trips: see the metrics
 		})
 		if ok && len(hubStats.lat) > 0 {
-			rows = append(rows, row{o.name, hubStats, mcpStats, floorStats, callsStats})
+			rows = append(rows, row{o.name, hubStats, mcpStats, floorStats, callsStats, cpu})
 		}
 	}
 	if len(rows) == 0 {
@@ -988,20 +1082,20 @@ func compare(b *testing.B, label, loadBefore, dir string, ref *mcpClient, hubRou
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s vs MCP filesystem server (load average %s before, %s after)\n", label, loadBefore, loadavg())
-	fmt.Fprintf(&sb, "| operation | round trips | hub ops/s | MCP ops/s | hub/MCP | hub p50/p99 ms | MCP p50/p99 ms | floor p50 ms | floor with calls p50 ms |\n")
-	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&sb, "| operation | round trips | hub ops/s | MCP ops/s | hub/MCP | hub p50/p99 ms | MCP p50/p99 ms | floor p50 ms | floor with calls p50 ms | CPU µs a call: hub / MCP / floor / with calls |\n")
+	fmt.Fprintf(&sb, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		h, m := r.hub.opsPerSec(), r.mcp.opsPerSec()
-		fmt.Fprintf(&sb, "| %s | %d | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f | %.3f | %.3f |\n", r.name, len(r.hub.lat), h, m, h/m,
+		fmt.Fprintf(&sb, "| %s | %d | %.0f | %.0f | %.2f | %.3f / %.3f | %.3f / %.3f | %.3f | %.3f | %.0f / %.0f / %.0f / %.0f |\n", r.name, len(r.hub.lat), h, m, h/m,
 			percentile(r.hub.lat, 0.50), percentile(r.hub.lat, 0.99), percentile(r.mcp.lat, 0.50), percentile(r.mcp.lat, 0.99),
-			percentile(r.floor.lat, 0.50), percentile(r.floorCalls.lat, 0.50))
+			percentile(r.floor.lat, 0.50), percentile(r.floorCalls.lat, 0.50), r.cpu[0], r.cpu[1], r.cpu[2], r.cpu[3])
 	}
 	// The geometric mean of the ratios weighs every operation alike.
 	logSum := 0.0
 	for _, r := range rows {
 		logSum += math.Log(r.hub.opsPerSec() / r.mcp.opsPerSec())
 	}
-	fmt.Fprintf(&sb, "| geometric mean of hub/MCP | | | | %.2f | | | | |\n", math.Exp(logSum/float64(len(rows))))
+	fmt.Fprintf(&sb, "| geometric mean of hub/MCP | | | | %.2f | | | | | |\n", math.Exp(logSum/float64(len(rows))))
 	// Printed rather than logged: a parent benchmark's log shows only with -v.
 	fmt.Print(sb.String())
 }
