@@ -48,13 +48,15 @@ type service struct {
 }
 
 // nodeServices are all a node may publish: consume its own queue (consumer
-// info, pulls, acks), publish its results and its heartbeat.
+// info, pulls, acks, and a reset of its consumer after a reconnection),
+// publish its results and its heartbeat.
 func nodeServices(node string) []service {
 	s := nodeStream(node)
 	return []service{
 		{subject: fmt.Sprintf("$JS.API.CONSUMER.INFO.%s.%s", s, workConsumer)},
 		{subject: fmt.Sprintf("$JS.API.CONSUMER.MSG.NEXT.%s.%s", s, workConsumer), streamed: true},
 		{subject: fmt.Sprintf("$JS.ACK.%s.%s.>", s, workConsumer)},
+		{subject: fmt.Sprintf("$JS.API.CONSUMER.RESET.%s.%s", s, workConsumer)},
 		{subject: resultSubject(node)},
 		{subject: statusSubject(node)},
 	}

@@ -33,7 +33,9 @@ type clusterRig struct {
 // tlsFiles are the certificate files of a cluster with TLS for clients.
 type tlsFiles struct{ ca, cert, key string }
 
-func newClusterRig(t *testing.T, names []string, tf *tlsFiles) *clusterRig {
+// newClusterRig starts the cluster and the hub on it; mods change the
+// hub's options once the cluster runs.
+func newClusterRig(t *testing.T, names []string, tf *tlsFiles, mods ...func(*natstest.Cluster, *HubOptions)) *clusterRig {
 	t.Helper()
 	r := newVerbRig(t, names)
 	hubKey, err := HubKey(r.dir)
@@ -67,6 +69,9 @@ func newClusterRig(t *testing.T, names []string, tf *tlsFiles) *clusterRig {
 	opts := HubOptions{StateDir: r.dir, URL: c.URLs("nats"), Replicas: 3, Nodes: r.publicKeys(), CallTimeout: 5 * time.Minute}
 	if tf != nil {
 		opts.URL, opts.CAFile = c.URLs("tls"), tf.ca
+	}
+	for _, mod := range mods {
+		mod(c, &opts)
 	}
 	r.open(opts)
 	return &clusterRig{rig: r, cluster: c}

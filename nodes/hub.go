@@ -114,6 +114,12 @@ type Hub struct {
 
 	mu      sync.Mutex
 	pending map[string]*waiter
+
+	// reconnected is signalled when the connection is back after a break
+	// (resetAfterReconnect, which runs in bg until stop).
+	reconnected chan struct{}
+	stop        context.CancelFunc
+	bg          sync.WaitGroup
 }
 
 type waiter struct {
@@ -143,7 +149,8 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	h := &Hub{opts: opts, log: opts.Logger.With("component", "nodes"), clk: opts.Clock, pending: map[string]*waiter{}}
+	h := &Hub{opts: opts, log: opts.Logger.With("component", "nodes"), clk: opts.Clock, pending: map[string]*waiter{},
+		reconnected: make(chan struct{}, 1), stop: func() {}}
 	for name, key := range opts.Nodes {
 		if err := config.ValidNodeName(name); err != nil {
 			return nil, fmt.Errorf("nodes: %w", err)
@@ -173,6 +180,7 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			h.log.Warn("nats", "err", err.Error())
 		}),
+		nats.ReconnectHandler(func(*nats.Conn) { signal(h.reconnected) }),
 	}
 	url := opts.URL
 	if opts.Embedded {
@@ -201,7 +209,29 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 		h.Close()
 		return nil, err
 	}
+	bg, stop := context.WithCancel(context.Background())
+	h.stop = stop
+	h.bg.Go(func() { h.resetAfterReconnect(bg) })
 	return h, nil
+}
+
+// resetAfterReconnect has the server hand out again, after each
+// reconnection, the results not acknowledged yet (handOutAgain): a result
+// handed out as the connection broke never reached the hub. The copies of
+// results it took already find no call waiting and are dropped (onResult).
+func (h *Hub) resetAfterReconnect(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.reconnected:
+		}
+		var wg sync.WaitGroup
+		for _, n := range h.names {
+			wg.Go(func() { handOutAgain(ctx, h.js, h.clk, h.log, resultsStream(n), resultsConsumer, resultsAckWait) })
+		}
+		wg.Wait()
+	}
 }
 
 func (h *Hub) setup(ctx context.Context) error {
@@ -365,6 +395,8 @@ func (h *Hub) consume(ctx context.Context, node string) (jetstream.ConsumeContex
 // Close stops consuming, closes the connection and shuts the embedded
 // server down. Calls still waiting end with their context or deadline.
 func (h *Hub) Close() error {
+	h.stop()
+	h.bg.Wait()
 	for _, cc := range h.cc {
 		cc.Stop()
 	}

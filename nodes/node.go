@@ -60,6 +60,9 @@ type Node struct {
 	ackWait time.Duration
 	running atomic.Int32
 	permErr atomic.Value // error: the last permissions violation
+	// reconnected is signalled when the connection is back after a break
+	// (resetAfterReconnect).
+	reconnected chan struct{}
 
 	mu sync.Mutex
 	// inflight are the calls this process handles now, by call id.
@@ -111,7 +114,8 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 		opts.Logger = slog.Default()
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), clk: opts.Clock, inflight: map[string]bool{},
-		answering: make(chan struct{}, takeAhead*opts.Concurrency), slots: make(chan struct{}, opts.Concurrency)}
+		answering: make(chan struct{}, takeAhead*opts.Concurrency), slots: make(chan struct{}, opts.Concurrency),
+		reconnected: make(chan struct{}, 1)}
 	n.started = n.clk.Now()
 	db, err := openNodeDB(opts.StateDir)
 	if err != nil {
@@ -136,6 +140,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (*Node, error) {
 			}
 			n.log.Warn("nats", "err", err.Error())
 		}),
+		nats.ReconnectHandler(func(*nats.Conn) { signal(n.reconnected) }),
 	}
 	if opts.CAFile != "" {
 		copts = append(copts, nats.RootCAs(opts.CAFile))
@@ -187,6 +192,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.beat(ctx) })
 	wg.Go(func() { n.flushEvery(ctx) })
 	wg.Go(func() { n.pruneEvery(ctx) })
+	wg.Go(func() { n.resetAfterReconnect(ctx) })
 	takers := takeAhead * n.opts.Concurrency
 	it, err := cons.Messages(jetstream.PullMaxMessages(takers), jetstream.PullHeartbeat(pullHeartbeat), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
@@ -226,6 +232,23 @@ func (n *Node) flushEvery(ctx context.Context) {
 		case <-after(n.clk, finishEvery):
 			n.flush()
 		}
+	}
+}
+
+// resetAfterReconnect has the server hand out again, after each reconnection,
+// the calls of the node's queue not acknowledged yet (handOutAgain in
+// reset.go): a call handed out as the connection broke never reached the
+// node. Of the copies, those of calls the node runs now are left to their
+// run and those it ran already are answered from the ledger, never run
+// again (handle, take); the rest are the lost ones, now run.
+func (n *Node) resetAfterReconnect(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.reconnected:
+		}
+		handOutAgain(ctx, n.js, n.clk, n.log, nodeStream(n.opts.Name), workConsumer, n.ackWait)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a6afc2ce/hermes-hub/internal/natstest"
 	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
@@ -59,10 +60,98 @@ func TestAnswerLostWithItsConnection(t *testing.T) {
 	}
 }
 
+// TestCallLostWithItsConnection: a call the server handed to a node as
+// the node's connection broke (the delivery lost with it) is handed out
+// again as soon as the node has reconnected, not after nats.ack_wait,
+// which is made longer than the call's wait: a node that waited for it
+// would leave the call unanswered. It runs once.
+func TestCallLostWithItsConnection(t *testing.T) {
+	r := newRig(t, []string{"db-1"}, func(o *HubOptions) {
+		o.CallTimeout = 30 * time.Second
+		o.AckWait = 2 * time.Minute
+	})
+	u, err := url.Parse(r.hub.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newCutProxy(t, u.Host)
+	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
+	opts.URL = "nats://" + p.addr()
+	r.startNode(opts)
+	if _, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.first", Envelope: echo("first")}); err != nil {
+		t.Fatalf("the node does not answer through the proxy: %v", err)
+	}
+
+	p.silence()
+	done := make(chan error, 1)
+	var resp Response
+	go func() {
+		var err error
+		resp, err = r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.lost", Envelope: echo("lost")})
+		done <- err
+	}()
+	testkit.WaitFor(t, "the call handed to the node into the silent connection", func() bool { return p.told("t.lost#0") })
+	p.cut()
+
+	if err := <-done; err != nil {
+		t.Fatalf("the call lost with the node's connection got no answer: %v", err)
+	}
+	if resp.Status != StatusDone || !strings.Contains(string(resp.Result), `"lost"`) {
+		t.Fatalf("answer %+v, want the call's result", resp)
+	}
+	if n := r.ran("lost"); n != 1 {
+		t.Fatalf("the call ran %d times, want 1", n)
+	}
+}
+
+// TestResultLostWithItsConnection: a result the server handed to the hub
+// as the hub's connection broke is handed out again as soon as the hub has
+// reconnected, not after the results' ack wait (30 s), longer than the
+// call's wait here: a hub that waited for it would leave the call
+// unanswered. On a cluster, as the hub's connection to its own embedded
+// server does not break.
+func TestResultLostWithItsConnection(t *testing.T) {
+	var p *cutProxy
+	r := newClusterRig(t, []string{"db-1"}, nil, func(c *natstest.Cluster, o *HubOptions) {
+		p = newCutProxy(t, c.Servers[0].Listen())
+		o.URL = "nats://" + p.addr()
+		o.CallTimeout = 20 * time.Second
+	})
+	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
+	opts.URL = r.cluster.URLs("nats")
+	r.startNode(opts)
+	if _, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.first", Envelope: echo("first")}); err != nil {
+		t.Fatalf("the hub gets no answer through the proxy: %v", err)
+	}
+
+	done := make(chan error, 1)
+	var resp Response
+	go func() {
+		var err error
+		resp, err = r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.lost", Envelope: holdEnv("k")})
+		done <- err
+	}()
+	testkit.WaitFor(t, "the call running on the node", func() bool { return r.ran("k") == 1 })
+	p.silence()
+	r.release("k")
+	testkit.WaitFor(t, "the result handed to the hub into the silent connection", func() bool { return p.told("t.lost#0") })
+	p.cut()
+
+	if err := <-done; err != nil {
+		t.Fatalf("the result lost with the hub's connection never came: %v", err)
+	}
+	if resp.Status != StatusDone || !strings.Contains(string(resp.Result), `"k"`) {
+		t.Fatalf("answer %+v, want the call's result", resp)
+	}
+	if n := r.ran("k"); n != 1 {
+		t.Fatalf("the call ran %d times, want 1", n)
+	}
+}
+
 // cutProxy forwards TCP connections to a server on loopback. Silenced, it
 // passes nothing either way on the connections it holds (as a server that
-// died without a word), keeping what clients send; cut, it closes them, and
-// the connections made after pass again.
+// died without a word), keeping what each side sends; cut, it closes them,
+// and the connections made after pass again.
 type cutProxy struct {
 	ln net.Listener
 	to string
@@ -71,6 +160,7 @@ type cutProxy struct {
 	conns  []net.Conn
 	silent bool
 	kept   bytes.Buffer // what clients sent while silenced
+	lost   bytes.Buffer // what the server sent while silenced
 }
 
 func newCutProxy(t *testing.T, to string) *cutProxy {
@@ -109,7 +199,7 @@ func (p *cutProxy) accept() {
 	}
 }
 
-// pipe copies from src to dst until either closes; what a client sends
+// pipe copies from src to dst until either closes; what either side sends
 // while the proxy is silent is kept instead.
 func (p *cutProxy) pipe(dst, src net.Conn, fromClient bool) {
 	defer dst.Close()
@@ -120,8 +210,11 @@ func (p *cutProxy) pipe(dst, src net.Conn, fromClient bool) {
 		if n > 0 {
 			p.mu.Lock()
 			silent := p.silent
-			if silent && fromClient {
+			switch {
+			case silent && fromClient:
 				p.kept.Write(buf[:n])
+			case silent:
+				p.lost.Write(buf[:n])
 			}
 			p.mu.Unlock()
 			if !silent {
@@ -147,6 +240,13 @@ func (p *cutProxy) heard(s string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return bytes.Contains(p.kept.Bytes(), []byte(s))
+}
+
+// told reports whether the server sent s while the proxy was silent.
+func (p *cutProxy) told(s string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return bytes.Contains(p.lost.Bytes(), []byte(s))
 }
 
 // cut closes every connection the proxy holds; those made after pass.
