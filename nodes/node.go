@@ -171,9 +171,18 @@ func (n *Node) close() {
 // Run consumes the node's queue until ctx ends, then closes the node.
 func (n *Node) Run(ctx context.Context) error {
 	defer n.close()
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	cons, err := n.js.Consumer(cctx, nodeStream(n.opts.Name), workConsumer)
-	cancel()
+	// A cluster still electing the consumer's leader, or too busy to
+	// answer in time, is waited for (placementWait), as the hub waits for
+	// it to place the streams; a server that refused the request is not.
+	cons, err := whenReady(ctx, placementWait, func() (jetstream.Consumer, error) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		c, err := n.js.Consumer(cctx, nodeStream(n.opts.Name), workConsumer)
+		if pe, ok := n.permErr.Load().(error); ok && err != nil {
+			return nil, pe
+		}
+		return c, err
+	})
 	if err != nil && ctx.Err() != nil {
 		return nil // stopped while starting
 	}

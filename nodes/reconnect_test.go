@@ -33,31 +33,13 @@ func TestAnswerLostWithItsConnection(t *testing.T) {
 	opts.URL = "nats://" + p.addr()
 	r.startNode(opts)
 
-	type answer struct {
-		resp Response
-		err  error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		resp, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.lost", CallIndex: 0, Envelope: holdEnv("k")})
-		done <- answer{resp, err}
-	}()
+	done := r.callInBackground("t.lost", holdEnv("k"))
 	testkit.WaitFor(t, "the call running on the node", func() bool { return r.ran("k") == 1 })
 	p.silence()
 	r.release("k")
 	testkit.WaitFor(t, "the node's answer sent into the silent connection", func() bool { return p.heard(resultSubject("db-1")) })
 	p.cut()
-
-	a := <-done
-	if a.err != nil {
-		t.Fatalf("the call got no answer after its node reconnected: %v", a.err)
-	}
-	if a.resp.Status != StatusDone || !strings.Contains(string(a.resp.Result), `"k"`) {
-		t.Fatalf("answer %+v, want the call's result", a.resp)
-	}
-	if n := r.ran("k"); n != 1 {
-		t.Fatalf("the call ran %d times, want 1", n)
-	}
+	r.answeredOnce(<-done, "k", "the call got no answer after its node reconnected")
 }
 
 // TestCallLostWithItsConnection: a call the server handed to a node as
@@ -83,25 +65,10 @@ func TestCallLostWithItsConnection(t *testing.T) {
 	}
 
 	p.silence()
-	done := make(chan error, 1)
-	var resp Response
-	go func() {
-		var err error
-		resp, err = r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.lost", Envelope: echo("lost")})
-		done <- err
-	}()
+	done := r.callInBackground("t.lost", echo("lost"))
 	testkit.WaitFor(t, "the call handed to the node into the silent connection", func() bool { return p.told("t.lost#0") })
 	p.cut()
-
-	if err := <-done; err != nil {
-		t.Fatalf("the call lost with the node's connection got no answer: %v", err)
-	}
-	if resp.Status != StatusDone || !strings.Contains(string(resp.Result), `"lost"`) {
-		t.Fatalf("answer %+v, want the call's result", resp)
-	}
-	if n := r.ran("lost"); n != 1 {
-		t.Fatalf("the call ran %d times, want 1", n)
-	}
+	r.answeredOnce(<-done, "lost", "the call lost with the node's connection got no answer")
 }
 
 // TestResultLostWithItsConnection: a result the server handed to the hub
@@ -124,27 +91,44 @@ func TestResultLostWithItsConnection(t *testing.T) {
 		t.Fatalf("the hub gets no answer through the proxy: %v", err)
 	}
 
-	done := make(chan error, 1)
-	var resp Response
-	go func() {
-		var err error
-		resp, err = r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.lost", Envelope: holdEnv("k")})
-		done <- err
-	}()
+	done := r.callInBackground("t.lost", holdEnv("k"))
 	testkit.WaitFor(t, "the call running on the node", func() bool { return r.ran("k") == 1 })
 	p.silence()
 	r.release("k")
 	testkit.WaitFor(t, "the result handed to the hub into the silent connection", func() bool { return p.told("t.lost#0") })
 	p.cut()
+	r.answeredOnce(<-done, "k", "the result lost with the hub's connection never came")
+}
 
-	if err := <-done; err != nil {
-		t.Fatalf("the result lost with the hub's connection never came: %v", err)
+// answer is the outcome of a call made in the background.
+type answer struct {
+	resp Response
+	err  error
+}
+
+// callInBackground makes turn's call of env to node db-1; its outcome
+// comes on the channel.
+func (r *rig) callInBackground(turn string, env []byte) <-chan answer {
+	done := make(chan answer, 1)
+	go func() {
+		resp, err := r.hub.Call(r.t.Context(), "db-1", Request{TurnID: turn, Envelope: env})
+		done <- answer{resp, err}
+	}()
+	return done
+}
+
+// answeredOnce fails the test unless a is the result of the call of key,
+// which ran once; lost says what a call without an answer means.
+func (r *rig) answeredOnce(a answer, key, lost string) {
+	r.t.Helper()
+	if a.err != nil {
+		r.t.Fatalf("%s: %v", lost, a.err)
 	}
-	if resp.Status != StatusDone || !strings.Contains(string(resp.Result), `"k"`) {
-		t.Fatalf("answer %+v, want the call's result", resp)
+	if a.resp.Status != StatusDone || !strings.Contains(string(a.resp.Result), `"`+key+`"`) {
+		r.t.Fatalf("answer %+v, want the call's result", a.resp)
 	}
-	if n := r.ran("k"); n != 1 {
-		t.Fatalf("the call ran %d times, want 1", n)
+	if n := r.ran(key); n != 1 {
+		r.t.Fatalf("the call ran %d times, want 1", n)
 	}
 }
 
