@@ -412,12 +412,9 @@ func (r *clusterRig) serverOf(t *testing.T, name string) string {
 // it was publishing when its connection broke.
 func (r *clusterRig) follower(t *testing.T, node string) *natstest.Server {
 	t.Helper()
-	s := r.cluster.Servers[0]
-	on := r.serverOf(t, "hub node "+node)
-	for _, c := range r.cluster.Servers {
-		if c.Name == on {
-			s = c
-		}
+	s := r.cluster.Server(r.serverOf(t, "hub node "+node))
+	if s == nil {
+		s = r.cluster.Servers[0]
 	}
 	testkit.WaitFor(t, s.Name+" to lead none of the node's groups", func() bool {
 		free := true

@@ -220,18 +220,13 @@ func OpenHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 // handed out as the connection broke never reached the hub. The copies of
 // results it took already find no call waiting and are dropped (onResult).
 func (h *Hub) resetAfterReconnect(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-h.reconnected:
-		}
+	onEachReconnect(ctx, h.reconnected, func() {
 		var wg sync.WaitGroup
 		for _, n := range h.names {
 			wg.Go(func() { handOutAgain(ctx, h.js, h.clk, h.log, resultsStream(n), resultsConsumer, resultsAckWait) })
 		}
 		wg.Wait()
-	}
+	})
 }
 
 func (h *Hub) setup(ctx context.Context) error {

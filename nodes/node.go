@@ -251,14 +251,9 @@ func (n *Node) flushEvery(ctx context.Context) {
 // run and those it ran already are answered from the ledger, never run
 // again (handle, take); the rest are the lost ones, now run.
 func (n *Node) resetAfterReconnect(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.reconnected:
-		}
+	onEachReconnect(ctx, n.reconnected, func() {
 		handOutAgain(ctx, n.js, n.clk, n.log, nodeStream(n.opts.Name), workConsumer, n.ackWait)
-	}
+	})
 }
 
 // ledgerKeep is how long the node's ledger keeps a finished call: far

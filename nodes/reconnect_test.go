@@ -24,14 +24,7 @@ func TestAnswerLostWithItsConnection(t *testing.T) {
 	publishWait = 2 * time.Minute
 	t.Cleanup(func() { publishWait = old })
 	r := newRig(t, []string{"db-1"}, func(o *HubOptions) { o.CallTimeout = 30 * time.Second })
-	u, err := url.Parse(r.hub.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newCutProxy(t, u.Host)
-	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
-	opts.URL = "nats://" + p.addr()
-	r.startNode(opts)
+	p := r.startNodeBehindProxy()
 
 	done := r.callInBackground("t.lost", holdEnv("k"))
 	testkit.WaitFor(t, "the call running on the node", func() bool { return r.ran("k") == 1 })
@@ -52,14 +45,7 @@ func TestCallLostWithItsConnection(t *testing.T) {
 		o.CallTimeout = 30 * time.Second
 		o.AckWait = 2 * time.Minute
 	})
-	u, err := url.Parse(r.hub.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newCutProxy(t, u.Host)
-	opts := r.nodeOptions("db-1", r.keys["db-1"], t.TempDir())
-	opts.URL = "nats://" + p.addr()
-	r.startNode(opts)
+	p := r.startNodeBehindProxy()
 	if _, err := r.hub.Call(t.Context(), "db-1", Request{TurnID: "t.first", Envelope: echo("first")}); err != nil {
 		t.Fatalf("the node does not answer through the proxy: %v", err)
 	}
@@ -98,6 +84,21 @@ func TestResultLostWithItsConnection(t *testing.T) {
 	testkit.WaitFor(t, "the result handed to the hub into the silent connection", func() bool { return p.told("t.lost#0") })
 	p.cut()
 	r.answeredOnce(<-done, "k", "the result lost with the hub's connection never came")
+}
+
+// startNodeBehindProxy starts node db-1 connected to the hub's server
+// through a cutProxy, which it returns.
+func (r *rig) startNodeBehindProxy() *cutProxy {
+	r.t.Helper()
+	u, err := url.Parse(r.hub.ClientURL())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p := newCutProxy(r.t, u.Host)
+	opts := r.nodeOptions("db-1", r.keys["db-1"], r.t.TempDir())
+	opts.URL = "nats://" + p.addr()
+	r.startNode(opts)
+	return p
 }
 
 // answer is the outcome of a call made in the background.

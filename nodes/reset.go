@@ -73,6 +73,19 @@ func handOutAgain(ctx context.Context, js jetstream.JetStream, clk clock.Clock, 
 	}
 }
 
+// onEachReconnect runs reset each time reconnected is signalled (by the
+// connection's reconnect handler), until ctx ends.
+func onEachReconnect(ctx context.Context, reconnected <-chan struct{}, reset func()) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-reconnected:
+		}
+		reset()
+	}
+}
+
 // signal wakes the one waiting on c, or leaves the signal for it.
 func signal(c chan struct{}) {
 	select {

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a6afc2ce/hermes-hub/internal/testkit"
 )
 
 // costSide is one protocol under BenchmarkCallCost: a hub process, how to
@@ -159,59 +160,18 @@ func BenchmarkCallCost(b *testing.B) {
 }
 
 // cpuTime is the CPU time the child has used so far: the sum of its
-// threads' run time as the scheduler counts it (nanoseconds, from
-// /proc/<pid>/task/*/sched), or, where the kernel does not show it, its
-// user and system time (10 ms ticks: coarse for a few thousand calls of
-// a few microseconds).
+// threads' run time as the scheduler counts it (testkit.ThreadsCPU), or,
+// where the kernel does not show it, its user and system time
+// (testkit.ProcessCPU, 10 ms ticks: coarse for a few thousand calls of a
+// few microseconds).
 func cpuTime(b *testing.B, c *child) time.Duration {
 	b.Helper()
-	if d, ok := schedTime(c.cmd.Process.Pid); ok {
+	if d, err := testkit.ThreadsCPU(c.cmd.Process.Pid); err == nil {
 		return d
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	d, err := testkit.ProcessCPU(c.cmd.Process.Pid)
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("the CPU time of %s: %v", c.name, err)
 	}
-	// Fields after the command name in parentheses: state is field 3,
-	// utime 14 and stime 15 (proc(5)), in clock ticks of 1/100 s.
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		b.Fatalf("stat of %s: %q", c.name, s)
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("stat of %s: %q", c.name, s)
-	}
-	return time.Duration(ut+st) * 10 * time.Millisecond
-}
-
-// schedTime sums se.sum_exec_runtime (milliseconds with six decimals) over
-// the threads of process pid; false when a thread's sched file does not
-// show it.
-func schedTime(pid int) (time.Duration, bool) {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return 0, false
-	}
-	var sum time.Duration
-	for _, t := range tasks {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/sched", pid, t.Name()))
-		if err != nil {
-			return 0, false
-		}
-		_, rest, ok := strings.Cut(string(raw), "se.sum_exec_runtime")
-		if !ok {
-			return 0, false
-		}
-		_, rest, _ = strings.Cut(rest, ":")
-		field, _, _ := strings.Cut(strings.TrimSpace(rest), "\n")
-		ms, err := strconv.ParseFloat(strings.TrimSpace(field), 64)
-		if err != nil {
-			return 0, false
-		}
-		sum += time.Duration(ms * float64(time.Millisecond))
-	}
-	return sum, true
+	return d
 }

@@ -519,7 +519,7 @@ func (f *fleet) killProcs() []time.Duration {
 // hubCPU is the CPU time the process pid has used (user and system).
 func hubCPU(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	d, err := processCPU(pid)
+	d, err := testkit.ProcessCPU(pid)
 	if err != nil {
 		t.Fatal(err)
 	}

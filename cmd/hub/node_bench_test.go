@@ -266,7 +266,7 @@ func BenchmarkNodeThroughput(b *testing.B) {
 			h := benchNodesAt(b, tc.nodes, ws, dir, p.add, tc.concurrency)
 			defer p.report(b)
 			var seq atomic.Int64
-			cpu0, cpuErr := processCPU(os.Getpid())
+			cpu0, cpuErr := testkit.ProcessCPU(os.Getpid())
 			start := time.Now()
 			b.SetParallelism(tc.perP)
 			b.RunParallel(func(pb *testing.PB) {
@@ -281,7 +281,7 @@ func BenchmarkNodeThroughput(b *testing.B) {
 			})
 			elapsed := time.Since(start)
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-			if cpu1, err := processCPU(os.Getpid()); err == nil && cpuErr == nil {
+			if cpu1, err := testkit.ProcessCPU(os.Getpid()); err == nil && cpuErr == nil {
 				cpu := cpu1 - cpu0
 				b.ReportMetric(cpu.Seconds()/elapsed.Seconds(), "cores")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/call")

@@ -201,6 +201,16 @@ func (c *Cluster) peersCurrent(ctx context.Context) error {
 	}
 }
 
+// Server is the cluster's server named name, or nil.
+func (c *Cluster) Server(name string) *Server {
+	for _, s := range c.Servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
 // MetaLeader names the server leading the cluster's JetStream metadata
 // (streams and consumers created, their leaders placed) as the first
 // running server that knows it reports, or "" when none does.
@@ -454,10 +464,8 @@ func (c *Cluster) StreamLeader(ctx context.Context, account, stream string) (*Se
 				if a.Name != account || st.Name != stream || st.Cluster.Leader == "" {
 					continue
 				}
-				for _, l := range c.Servers {
-					if l.Name == st.Cluster.Leader {
-						return l, nil
-					}
+				if l := c.Server(st.Cluster.Leader); l != nil {
+					return l, nil
 				}
 			}
 		}
